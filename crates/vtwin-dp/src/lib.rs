@@ -1,0 +1,1 @@
+//! Exact discrete Gaussian noise, privacy accountants and the privacy ledger.

@@ -1,0 +1,1 @@
+//! Schema, data loading, the mixture model, local kernels, DPVI training and synthesis.

@@ -1,0 +1,35 @@
+//! The `vtwin` command line: one subcommand per role or tool (see docs/INTERFACE in shared).
+//!
+//! Each subcommand lives in its own module under `cmd/` and exposes `Args` (clap) and
+//! `run(args) -> anyhow::Result<()>`. Errors print as one line and exit with status 1;
+//! usage errors exit with status 2 (clap's convention).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Differentially private synthetic twins of vertically partitioned tables.
+#[derive(Debug, Parser)]
+#[command(name = "vtwin", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result: anyhow::Result<()> = match cli.command {};
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line, outermost context first, so scripts can grep it.
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
