@@ -1,0 +1,281 @@
+//! The map between a field's text in original units and its encoded value, and back.
+//!
+//! Encoding rules (all from the public schema, never from the data):
+//! - Continuous, real-valued, bounds `[min, max]`: `u = EPS + (1 - 2 EPS) (x - min) / (max - min)`
+//!   with [`UNIT_EPS`] = 1e-6, so `u` lies in the closed interval `[EPS, 1 - EPS]`, strictly
+//!   inside (0,1) where every Beta log-density is finite. Decoding inverts the affine map and
+//!   clamps to `[min, max]`; `decode(encode(x))` equals `x` to within a few ulps of `max - min`.
+//! - Continuous, integer-valued: the integers `min..=max` are the `W = max - min + 1` equal
+//!   cells of (0,1) and `x` maps to its cell's centre, `u = (x - min + 1/2) / W` (a continuity
+//!   correction; `u` is in `[1/(2W), 1 - 1/(2W)]`). Decoding is `x = min + floor(u W)` clamped to
+//!   `[min, max]`, which is exact for cell centres, so integer columns round-trip exactly, and a
+//!   Beta sample decodes to the integer whose cell it falls in (the Beta mass of that cell).
+//! - Categorical: the index of the category in the schema's list.
+//! - Binned with edges `e_0 < ... < e_m`: the index `i` with `e_i <= x < e_{i+1}`, the last bin
+//!   closed (`x = e_m` is in bin `m - 1`). The model knows nothing within a bin, so decoding
+//!   writes the bin's representative: its midpoint, or for an integer column the lower middle of
+//!   the integers it holds (bin `[0, 1)` writes 0). Encoding the representative gives the bin back.
+
+use std::fmt;
+
+use crate::schema::ColumnKind;
+
+/// The margin that keeps scaled real-valued columns strictly inside (0,1).
+pub const UNIT_EPS: f64 = 1e-6;
+
+/// One encoded field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Encoded {
+    /// A continuous value scaled into (0,1).
+    Unit(f64),
+    /// A category or bin index.
+    Index(u32),
+}
+
+/// Why a field's text is not a valid value of its column.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// Not a number where a number is expected.
+    #[error("\"{value}\" is not a number")]
+    NotNumeric {
+        /// The field text.
+        value: String,
+    },
+    /// NaN or infinite.
+    #[error("\"{value}\" is not finite")]
+    NotFinite {
+        /// The field text.
+        value: String,
+    },
+    /// A non-integer in an integer column.
+    #[error("\"{value}\" is not an integer")]
+    NotInteger {
+        /// The field text.
+        value: String,
+    },
+    /// Outside the public bounds (or outside the outer bin edges).
+    #[error("{value} is outside the public bounds [{min}, {max}]")]
+    OutOfBounds {
+        /// The field text.
+        value: String,
+        /// Public lower bound.
+        min: f64,
+        /// Public upper bound.
+        max: f64,
+    },
+    /// Not one of the schema's categories.
+    #[error("unknown category \"{value}\" (expected one of {expected})")]
+    UnknownCategory {
+        /// The field text.
+        value: String,
+        /// The first few expected categories, for the message.
+        expected: Expected,
+    },
+}
+
+/// A short rendering of a category list for error messages (at most 8 names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expected(pub Vec<String>, pub usize);
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown: Vec<String> = self.0.iter().map(|c| format!("\"{c}\"")).collect();
+        write!(f, "{}", shown.join(", "))?;
+        if self.1 > self.0.len() {
+            write!(f, ", ... ({} in all)", self.1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Encodes a field (already trimmed, suffix stripped, not a missing marker). Cost O(1) for
+/// continuous, O(log m) for binned, O(categories) for categorical.
+pub fn encode(kind: &ColumnKind, field: &str) -> Result<Encoded, ValueError> {
+    match kind {
+        ColumnKind::Continuous { min, max, integer } => {
+            let x = parse_number(field, *integer)?;
+            if x < *min || x > *max {
+                return Err(ValueError::OutOfBounds {
+                    value: field.to_owned(),
+                    min: *min,
+                    max: *max,
+                });
+            }
+            Ok(Encoded::Unit(unit_from_value(*min, *max, *integer, x)))
+        }
+        ColumnKind::Categorical { categories } => categories
+            .iter()
+            .position(|c| c == field)
+            .map(|i| Encoded::Index(i as u32))
+            .ok_or_else(|| ValueError::UnknownCategory {
+                value: field.to_owned(),
+                expected: Expected(
+                    categories.iter().take(8).cloned().collect(),
+                    categories.len(),
+                ),
+            }),
+        ColumnKind::Binned { edges, integer } => {
+            let x = parse_number(field, *integer)?;
+            bin_of(edges, x)
+                .map(|i| Encoded::Index(i as u32))
+                .ok_or_else(|| ValueError::OutOfBounds {
+                    value: field.to_owned(),
+                    min: edges[0],
+                    max: edges[edges.len() - 1],
+                })
+        }
+    }
+}
+
+/// The text in original units of an encoded value (integers without a decimal point; reals in
+/// Rust's shortest round-trip form). Panics if the variant does not fit the kind or an index
+/// is out of range: callers hold tables validated against the same schema.
+pub fn decode(kind: &ColumnKind, value: Encoded) -> String {
+    match (kind, value) {
+        (ColumnKind::Continuous { min, max, integer }, Encoded::Unit(u)) => {
+            format_number(value_from_unit(*min, *max, *integer, u))
+        }
+        (ColumnKind::Categorical { categories }, Encoded::Index(i)) => {
+            categories[i as usize].clone()
+        }
+        (ColumnKind::Binned { edges, integer }, Encoded::Index(i)) => {
+            format_number(bin_representative(edges, *integer, i as usize))
+        }
+        (kind, value) => panic!("encoded value {value:?} does not fit column kind {kind:?}"),
+    }
+}
+
+/// Scales `x` in `[min, max]` into (0,1) by the rule in the module documentation.
+pub fn unit_from_value(min: f64, max: f64, integer: bool, x: f64) -> f64 {
+    if integer {
+        let width = max - min + 1.0;
+        (x - min + 0.5) / width
+    } else {
+        UNIT_EPS + (1.0 - 2.0 * UNIT_EPS) * (x - min) / (max - min)
+    }
+}
+
+/// Maps `u` in [0,1] back to `[min, max]` (inverse of [`unit_from_value`], clamped; integer
+/// columns give the integer whose cell holds `u`).
+pub fn value_from_unit(min: f64, max: f64, integer: bool, u: f64) -> f64 {
+    if integer {
+        let width = max - min + 1.0;
+        (min + (u * width).floor()).clamp(min, max)
+    } else {
+        let t = ((u - UNIT_EPS) / (1.0 - 2.0 * UNIT_EPS)).clamp(0.0, 1.0);
+        (min + t * (max - min)).clamp(min, max)
+    }
+}
+
+/// The bin holding `x` (`e_i <= x < e_{i+1}`, last bin closed), or `None` outside
+/// `[e_0, e_m]`. Cost O(log m).
+pub fn bin_of(edges: &[f64], x: f64) -> Option<usize> {
+    let m = edges.len() - 1;
+    if x < edges[0] || x > edges[m] {
+        return None;
+    }
+    let above = edges.partition_point(|&e| e <= x); // edges[..above] <= x
+    Some((above - 1).min(m - 1))
+}
+
+/// The integers `lo..=hi` that bin `i` holds, or `None` if it holds none.
+pub(crate) fn integer_bin_range(edges: &[f64], i: usize) -> Option<(f64, f64)> {
+    let last = i + 2 == edges.len();
+    let lo = edges[i].ceil();
+    let hi = if last {
+        edges[i + 1].floor()
+    } else {
+        edges[i + 1].ceil() - 1.0
+    };
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// The value synthesis writes for bin `i` (see the module documentation).
+pub fn bin_representative(edges: &[f64], integer: bool, i: usize) -> f64 {
+    if integer {
+        let (lo, hi) = integer_bin_range(edges, i)
+            .expect("schema validation ensures every integer bin holds an integer");
+        lo + ((hi - lo) / 2.0).floor()
+    } else {
+        edges[i] + (edges[i + 1] - edges[i]) / 2.0
+    }
+}
+
+fn parse_number(field: &str, integer: bool) -> Result<f64, ValueError> {
+    let x: f64 = field.parse().map_err(|_| ValueError::NotNumeric {
+        value: field.to_owned(),
+    })?;
+    if !x.is_finite() {
+        return Err(ValueError::NotFinite {
+            value: field.to_owned(),
+        });
+    }
+    if integer && x.fract() != 0.0 {
+        return Err(ValueError::NotInteger {
+            value: field.to_owned(),
+        });
+    }
+    Ok(x)
+}
+
+/// Integers without a decimal point, other values in shortest round-trip form.
+fn format_number(x: f64) -> String {
+    // f64's Display already prints 40.0 as "40" and never uses exponent notation.
+    format!("{x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_cells_round_trip_exactly() {
+        for x in 17..=90 {
+            let u = unit_from_value(17.0, 90.0, true, x as f64);
+            assert!(u > 0.0 && u < 1.0);
+            assert_eq!(value_from_unit(17.0, 90.0, true, u), x as f64);
+        }
+        // Boundaries of the open interval decode to the extreme integers.
+        assert_eq!(value_from_unit(17.0, 90.0, true, 0.0), 17.0);
+        assert_eq!(value_from_unit(17.0, 90.0, true, 1.0), 90.0);
+    }
+
+    #[test]
+    fn real_values_stay_inside_open_interval() {
+        let (lo, hi) = (-3.5, 12.25);
+        assert!((unit_from_value(lo, hi, false, lo) - UNIT_EPS).abs() < 1e-15);
+        assert!((unit_from_value(lo, hi, false, hi) - (1.0 - UNIT_EPS)).abs() < 1e-15);
+        for x in [-3.5, -1.0, 0.0, 3.3, 12.25] {
+            let back = value_from_unit(lo, hi, false, unit_from_value(lo, hi, false, x));
+            assert!((back - x).abs() <= 1e-14 * (hi - lo), "{x} -> {back}");
+        }
+    }
+
+    #[test]
+    fn bins_are_half_open_with_closed_last() {
+        let e = [0.0, 1.0, 10.0, 100.0];
+        assert_eq!(bin_of(&e, 0.0), Some(0));
+        assert_eq!(bin_of(&e, 0.999), Some(0));
+        assert_eq!(bin_of(&e, 1.0), Some(1));
+        assert_eq!(bin_of(&e, 99.0), Some(2));
+        assert_eq!(bin_of(&e, 100.0), Some(2));
+        assert_eq!(bin_of(&e, 100.5), None);
+        assert_eq!(bin_of(&e, -0.5), None);
+        for i in 0..3 {
+            for integer in [false, true] {
+                assert_eq!(bin_of(&e, bin_representative(&e, integer, i)), Some(i));
+            }
+        }
+        assert_eq!(bin_representative(&e, true, 0), 0.0);
+        assert_eq!(bin_representative(&e, true, 1), 5.0); // integers 1..=9
+        assert_eq!(bin_representative(&e, true, 2), 55.0); // integers 10..=100
+    }
+
+    #[test]
+    fn formats_integers_without_point() {
+        assert_eq!(format_number(40.0), "40");
+        assert_eq!(format_number(1490400.0), "1490400");
+        assert_eq!(format_number(0.1), "0.1");
+    }
+}

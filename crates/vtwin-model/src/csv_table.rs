@@ -1,0 +1,443 @@
+//! Reading tables from CSV files (joined, or one file per party matched by id) and writing
+//! them back in original names, categories and units.
+//!
+//! Reading follows the schema's [`CsvDialect`](crate::schema::CsvDialect): the delimiter, optional
+//! trimming of spaces around fields and header names, and the missing markers. Per field, in
+//! order: a missing marker is handled by the column's [`Missing`] rule; else the column's
+//! `strip_suffix` is removed if present; then the text is encoded ([`crate::codec`]).
+//!
+//! Header rules: every column the file must provide has to be present (else
+//! [`DataError::MissingColumn`]); no name may appear twice; in a party's file a column of
+//! another party is an error ([`DataError::ForeignColumn`]); other columns are ignored.
+//!
+//! Rows are reported as 1-based line numbers of the file, the header being row 1. Every data
+//! row is validated, including rows that are then dropped for a missing value.
+//!
+//! Matching per-party files (`read_parties`): ids must be unique within each file, and every
+//! id of every file must appear in every other file (else [`DataError::UnmatchedId`], naming
+//! the file that has it and the one that lacks it). A record with a missing value in a
+//! `missing = "drop-row"` column of any party is dropped for all parties. Records follow the
+//! order of the first party file given.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::codec::{self, Encoded};
+use crate::schema::{Missing, Schema};
+use crate::table::{Column, DataError, Table};
+
+/// One file's records: ids, their rows, and for each kept record its encoded values.
+struct ParsedFile {
+    ids: Vec<String>,
+    rows: Vec<u64>,
+    /// Per record: the values of the wanted columns, or `None` if dropped for a missing value.
+    values: Vec<Option<Vec<Encoded>>>,
+}
+
+impl Table {
+    /// Reads one file holding every schema column (and the id column if the schema names
+    /// one). Without an id column, a record's id is its 1-based position among the file's
+    /// data records. Cost O(file size + rows * columns * log(categories)).
+    pub fn read_joined(schema: &Schema, path: &Path) -> Result<Table, DataError> {
+        let wanted: Vec<usize> = (0..schema.columns.len()).collect();
+        let parsed = read_file(schema, path, &wanted, None)?;
+        assemble(schema, path, &wanted, &[parsed])
+    }
+
+    /// Reads one file per party (`(party, path)`, every schema party exactly once), each with
+    /// the id column and that party's columns, and matches the records by id (rules in the
+    /// module documentation). Cost O(total size + rows * columns).
+    pub fn read_parties(schema: &Schema, files: &[(String, PathBuf)]) -> Result<Table, DataError> {
+        let first = files
+            .first()
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| PathBuf::from("(no files)"));
+        let Some(id_col) = schema.id.as_deref() else {
+            return Err(DataError::NoIdColumn { file: first });
+        };
+        let parties = schema.parties();
+        for (party, path) in files {
+            if !parties.contains(party) {
+                return Err(DataError::Parties {
+                    file: path.clone(),
+                    message: format!(
+                        "party \"{party}\" is not in the schema (its parties: {})",
+                        parties.join(", ")
+                    ),
+                });
+            }
+            if files.iter().filter(|(p, _)| p == party).count() > 1 {
+                return Err(DataError::Parties {
+                    file: path.clone(),
+                    message: format!("party \"{party}\" is given more than one file"),
+                });
+            }
+        }
+        if let Some(p) = parties.iter().find(|p| !files.iter().any(|(q, _)| q == *p)) {
+            return Err(DataError::Parties {
+                file: first,
+                message: format!("no file given for party \"{p}\""),
+            });
+        }
+
+        let mut parsed = Vec::with_capacity(files.len());
+        let mut wanted_all = Vec::new();
+        for (party, path) in files {
+            let wanted = schema.columns_of(party);
+            parsed.push(read_file(schema, path, &wanted, Some(party))?);
+            wanted_all.push(wanted);
+        }
+
+        // Match: every id of every file must be in every other file.
+        let index: Vec<HashMap<&str, usize>> = parsed
+            .iter()
+            .map(|f| {
+                f.ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| (id.as_str(), i))
+                    .collect()
+            })
+            .collect();
+        for (a, fa) in parsed.iter().enumerate() {
+            for (b, ib) in index.iter().enumerate() {
+                if a == b {
+                    continue;
+                }
+                if let Some(i) = fa.ids.iter().position(|id| !ib.contains_key(id.as_str())) {
+                    return Err(DataError::UnmatchedId {
+                        file: files[a].1.clone(),
+                        row: fa.rows[i],
+                        column: id_col.to_owned(),
+                        id: fa.ids[i].clone(),
+                        other: files[b].1.clone(),
+                    });
+                }
+            }
+        }
+
+        // Join in the first file's order; drop a record dropped by any party.
+        let n = parsed[0].ids.len();
+        let mut columns: Vec<Column> = schema
+            .columns
+            .iter()
+            .map(|c| Column::with_capacity(&c.kind, n))
+            .collect();
+        let mut ids = Vec::with_capacity(n);
+        let mut dropped = 0usize;
+        for (r0, id) in parsed[0].ids.iter().enumerate() {
+            let rows: Vec<usize> = index.iter().map(|ix| ix[id.as_str()]).collect();
+            if rows
+                .iter()
+                .zip(&parsed)
+                .any(|(&r, f)| f.values[r].is_none())
+            {
+                dropped += 1;
+                continue;
+            }
+            debug_assert_eq!(rows[0], r0);
+            for ((&r, f), wanted) in rows.iter().zip(&parsed).zip(&wanted_all) {
+                let values = f.values[r].as_ref().expect("checked above");
+                for (&c, &v) in wanted.iter().zip(values) {
+                    columns[c].push(v);
+                }
+            }
+            ids.push(id.clone());
+        }
+        if ids.is_empty() {
+            return Err(DataError::NoRows {
+                file: first,
+                dropped,
+            });
+        }
+        Ok(Table {
+            schema: schema.clone(),
+            ids,
+            columns,
+        })
+    }
+
+    /// Writes all columns (the id column first if the schema names one) in original names,
+    /// categories and units, with the schema's delimiter, atomically (temp file in the same
+    /// directory, then rename). [`Table::read_joined`] reads it back to the same encoded table
+    /// (real-valued continuous columns to within a few ulps; see [`crate::codec`]).
+    pub fn write_csv(&self, path: &Path) -> Result<(), DataError> {
+        let cols: Vec<usize> = (0..self.schema.columns.len()).collect();
+        self.write_columns(path, &cols, self.schema.id.is_some())
+    }
+
+    /// Writes one party's file: the id column and the party's columns, atomically. Needs an id
+    /// column in the schema (per-party files are matched by it).
+    pub fn write_party_csv(&self, party: &str, path: &Path) -> Result<(), DataError> {
+        if self.schema.id.is_none() {
+            return Err(DataError::NoIdColumn {
+                file: path.to_owned(),
+            });
+        }
+        let cols = self.schema.columns_of(party);
+        if cols.is_empty() {
+            return Err(DataError::Parties {
+                file: path.to_owned(),
+                message: format!("party \"{party}\" is not in the schema"),
+            });
+        }
+        self.write_columns(path, &cols, true)
+    }
+
+    fn write_columns(&self, path: &Path, cols: &[usize], with_id: bool) -> Result<(), DataError> {
+        let io = |source: std::io::Error| DataError::Io {
+            file: path.to_owned(),
+            source,
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        {
+            let mut w = csv::WriterBuilder::new()
+                .delimiter(self.schema.csv.delimiter as u8)
+                .from_writer(std::io::BufWriter::new(tmp.as_file_mut()));
+            let csv_err = |e: csv::Error| DataError::Io {
+                file: path.to_owned(),
+                source: std::io::Error::other(e),
+            };
+            let mut header: Vec<&str> = Vec::with_capacity(cols.len() + 1);
+            if with_id {
+                header.push(self.schema.id.as_deref().expect("checked by callers"));
+            }
+            header.extend(cols.iter().map(|&c| self.schema.columns[c].name.as_str()));
+            w.write_record(&header).map_err(csv_err)?;
+            let mut record: Vec<String> = Vec::with_capacity(header.len());
+            for r in 0..self.n_rows() {
+                record.clear();
+                if with_id {
+                    record.push(self.ids[r].clone());
+                }
+                for &c in cols {
+                    let kind = &self.schema.columns[c].kind;
+                    record.push(codec::decode(kind, self.columns[c].get(r)));
+                }
+                w.write_record(&record).map_err(csv_err)?;
+            }
+            let mut inner = w.into_inner().map_err(|e| io(e.into_error()))?;
+            inner.flush().map_err(io)?;
+        }
+        tmp.as_file().sync_all().map_err(io)?;
+        tmp.persist(path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
+
+/// Builds a table from one parsed joined file.
+fn assemble(
+    schema: &Schema,
+    path: &Path,
+    wanted: &[usize],
+    parsed: &[ParsedFile],
+) -> Result<Table, DataError> {
+    let f = &parsed[0];
+    let mut columns: Vec<Column> = schema
+        .columns
+        .iter()
+        .map(|c| Column::with_capacity(&c.kind, f.ids.len()))
+        .collect();
+    let mut ids = Vec::with_capacity(f.ids.len());
+    let mut dropped = 0usize;
+    for (id, values) in f.ids.iter().zip(&f.values) {
+        let Some(values) = values else {
+            dropped += 1;
+            continue;
+        };
+        for (&c, &v) in wanted.iter().zip(values) {
+            columns[c].push(v);
+        }
+        ids.push(id.clone());
+    }
+    if ids.is_empty() {
+        return Err(DataError::NoRows {
+            file: path.to_owned(),
+            dropped,
+        });
+    }
+    Ok(Table {
+        schema: schema.clone(),
+        ids,
+        columns,
+    })
+}
+
+/// Parses one file: header checks, then every row. `party` is `Some` for a party's own file
+/// (the id column is then required, and other parties' columns are rejected).
+fn read_file(
+    schema: &Schema,
+    path: &Path,
+    wanted: &[usize],
+    party: Option<&str>,
+) -> Result<ParsedFile, DataError> {
+    let file = || path.to_owned();
+    let reader = std::fs::File::open(path).map_err(|source| DataError::Io {
+        file: file(),
+        source,
+    })?;
+    let mut rdr = csv::ReaderBuilder::new()
+        .delimiter(schema.csv.delimiter as u8)
+        .has_headers(false)
+        .flexible(true)
+        .trim(if schema.csv.trim {
+            csv::Trim::All
+        } else {
+            csv::Trim::None
+        })
+        .from_reader(std::io::BufReader::new(reader));
+    let csv_err = |e: csv::Error| {
+        let row = e.position().map(|p| p.line()).unwrap_or(0);
+        let message = e.to_string();
+        match e.into_kind() {
+            csv::ErrorKind::Io(source) => DataError::Io {
+                file: file(),
+                source,
+            },
+            _ => DataError::Csv {
+                file: file(),
+                row,
+                message,
+            },
+        }
+    };
+    let mut records = rdr.records();
+
+    // Header.
+    let header = match records.next() {
+        None => return Err(DataError::EmptyFile { file: file() }),
+        Some(r) => r.map_err(csv_err)?,
+    };
+    if header.len() == 1 && header[0].is_empty() {
+        return Err(DataError::EmptyFile { file: file() });
+    }
+    let mut pos: HashMap<&str, usize> = HashMap::new();
+    for (i, name) in header.iter().enumerate() {
+        if pos.insert(name, i).is_some() {
+            return Err(DataError::DuplicateHeader {
+                file: file(),
+                column: name.to_owned(),
+            });
+        }
+        if let (Some(party), Some(c)) = (party, schema.column_index(name)) {
+            let owner = &schema.columns[c].party;
+            if owner != party {
+                return Err(DataError::ForeignColumn {
+                    file: file(),
+                    column: name.to_owned(),
+                    party: party.to_owned(),
+                    owner: owner.clone(),
+                });
+            }
+        }
+    }
+    let find = |name: &str| {
+        pos.get(name)
+            .copied()
+            .ok_or_else(|| DataError::MissingColumn {
+                file: file(),
+                column: name.to_owned(),
+            })
+    };
+    let id_pos = match (&schema.id, party) {
+        (Some(id), _) => Some((id.as_str(), find(id)?)),
+        (None, Some(_)) => return Err(DataError::NoIdColumn { file: file() }),
+        (None, None) => None,
+    };
+    let col_pos: Vec<usize> = wanted
+        .iter()
+        .map(|&c| find(&schema.columns[c].name))
+        .collect::<Result<_, _>>()?;
+
+    // Rows.
+    let mut out = ParsedFile {
+        ids: Vec::new(),
+        rows: Vec::new(),
+        values: Vec::new(),
+    };
+    let mut first_row_of: HashMap<String, u64> = HashMap::new();
+    for (ordinal, rec) in records.enumerate() {
+        let rec = rec.map_err(csv_err)?;
+        let row = rec.position().map(|p| p.line()).unwrap_or(0);
+        if rec.len() != header.len() {
+            return Err(DataError::FieldCount {
+                file: file(),
+                row,
+                expected: header.len(),
+                found: rec.len(),
+            });
+        }
+        let id = match id_pos {
+            Some((name, p)) => {
+                let id = &rec[p];
+                if id.is_empty() || schema.csv.missing.iter().any(|m| m == id) {
+                    return Err(DataError::MissingValue {
+                        file: file(),
+                        row,
+                        column: name.to_owned(),
+                        marker: id.to_owned(),
+                    });
+                }
+                if let Some(&first_row) = first_row_of.get(id) {
+                    return Err(DataError::DuplicateId {
+                        file: file(),
+                        row,
+                        column: name.to_owned(),
+                        id: id.to_owned(),
+                        first_row,
+                    });
+                }
+                first_row_of.insert(id.to_owned(), row);
+                id.to_owned()
+            }
+            None => (ordinal + 1).to_string(),
+        };
+        let mut values = Vec::with_capacity(wanted.len());
+        let mut drop = false;
+        for (&c, &p) in wanted.iter().zip(&col_pos) {
+            let spec = &schema.columns[c];
+            let mut field = &rec[p];
+            if schema.csv.missing.iter().any(|m| m == field) {
+                match spec.missing {
+                    Missing::Error => {
+                        return Err(DataError::MissingValue {
+                            file: file(),
+                            row,
+                            column: spec.name.clone(),
+                            marker: field.to_owned(),
+                        })
+                    }
+                    Missing::DropRow => {
+                        drop = true;
+                        continue;
+                    }
+                }
+            }
+            if let Some(s) = &spec.strip_suffix {
+                field = field.strip_suffix(s.as_str()).unwrap_or(field);
+            }
+            let v = codec::encode(&spec.kind, field).map_err(|problem| DataError::Value {
+                file: file(),
+                row,
+                column: spec.name.clone(),
+                problem,
+            })?;
+            values.push(v);
+        }
+        out.ids.push(id);
+        out.rows.push(row);
+        out.values.push((!drop).then_some(values));
+    }
+    if out.ids.is_empty() {
+        return Err(DataError::NoRows {
+            file: file(),
+            dropped: 0,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,265 @@
+//! A point value of all mixture parameters in natural (constrained) space, and the per-record
+//! log-likelihood of an encoded table under it.
+//!
+//! The model (paper section 6.1): `p(x) = sum_k pi_k prod_c f_c(x_c | theta_{k,c})` with
+//! `f_c = Beta(a_{k,c}, b_{k,c})` on the encoded (0,1) value of a continuous column, and
+//! `f_c = Categorical(p_{k,c})` on the index of a categorical or binned column. Densities are
+//! of the encoded values (see [`crate::codec`]): the Jacobian of the public affine scaling is a
+//! constant per column and is not included.
+
+use statrs::function::gamma::ln_gamma;
+
+use crate::schema::{ColumnKind, Schema};
+use crate::table::{Column, Table};
+
+/// Tolerance on `sum = 1` for the weights and for every categorical probability vector.
+pub const SIMPLEX_TOL: f64 = 1e-9;
+
+/// The parameters of one column, for all K components.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnParams {
+    /// Beta shape parameters per component, all finite and `> 0`.
+    Beta {
+        /// `a_k`, length K.
+        a: Vec<f64>,
+        /// `b_k`, length K.
+        b: Vec<f64>,
+    },
+    /// Category (or bin) probabilities per component: K rows of the column's cardinality,
+    /// each non-negative and summing to 1.
+    Categorical {
+        /// `probs[k][c]`.
+        probs: Vec<Vec<f64>>,
+    },
+}
+
+/// All mixture parameters: K weights and one [`ColumnParams`] per schema column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MixtureParams {
+    /// Mixture weights `pi_k`, non-negative, summing to 1.
+    pub weights: Vec<f64>,
+    /// Per schema column, in schema order.
+    pub columns: Vec<ColumnParams>,
+}
+
+/// The parameters do not fit the schema or are outside their domain.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamsError {
+    /// No components.
+    #[error("mixture has no components")]
+    NoComponents,
+    /// The weights are not a probability vector.
+    #[error("mixture weights are not a probability vector: {0}")]
+    Weights(String),
+    /// A column's parameters do not fit its schema column.
+    #[error("parameters of column \"{column}\": {reason}")]
+    Column {
+        /// The column.
+        column: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The number of column parameter sets differs from the schema's columns.
+    #[error("{found} column parameter sets for a schema of {expected} columns")]
+    ColumnCount {
+        /// Schema columns.
+        expected: usize,
+        /// Parameter sets.
+        found: usize,
+    },
+}
+
+/// `ln Beta(u; a, b) = (a-1) ln u + (b-1) ln(1-u) - ln B(a,b)` for `u` in (0,1), `a, b > 0`.
+/// Uses statrs' Lanczos `ln_gamma` (relative error about 1e-15 for the arguments here; the
+/// cancellation in `ln B` costs absolute error about 1e-15 * max(|ln Gamma|)). Cost O(1).
+pub fn beta_ln_pdf(a: f64, b: f64, u: f64) -> f64 {
+    (a - 1.0) * u.ln() + (b - 1.0) * (-u).ln_1p() - ln_beta(a, b)
+}
+
+/// `ln B(a, b) = ln Gamma(a) + ln Gamma(b) - ln Gamma(a + b)` for `a, b > 0`.
+pub fn ln_beta(a: f64, b: f64) -> f64 {
+    ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b)
+}
+
+/// `ln sum_i exp(x_i)`, stable; `-inf` for an empty slice or all `-inf`. Cost O(n).
+pub fn log_sum_exp(xs: &[f64]) -> f64 {
+    let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if m == f64::NEG_INFINITY {
+        return m;
+    }
+    m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+}
+
+fn check_simplex(p: &[f64]) -> Result<(), String> {
+    if let Some(x) = p.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+        return Err(format!("entry {x} is not a finite non-negative number"));
+    }
+    let s: f64 = p.iter().sum();
+    if (s - 1.0).abs() > SIMPLEX_TOL {
+        return Err(format!("entries sum to {s}, not 1"));
+    }
+    Ok(())
+}
+
+impl MixtureParams {
+    /// The number of mixture components K.
+    pub fn components(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Checks shapes against `schema` and domains: weights and every probability row are
+    /// probability vectors (within [`SIMPLEX_TOL`]), Beta parameters finite and `> 0`.
+    /// Cost O(parameters).
+    pub fn check(&self, schema: &Schema) -> Result<(), ParamsError> {
+        let k = self.components();
+        if k == 0 {
+            return Err(ParamsError::NoComponents);
+        }
+        check_simplex(&self.weights).map_err(ParamsError::Weights)?;
+        if self.columns.len() != schema.columns.len() {
+            return Err(ParamsError::ColumnCount {
+                expected: schema.columns.len(),
+                found: self.columns.len(),
+            });
+        }
+        for (spec, cp) in schema.columns.iter().zip(&self.columns) {
+            let bad = |reason: String| ParamsError::Column {
+                column: spec.name.clone(),
+                reason,
+            };
+            match (&spec.kind, cp) {
+                (ColumnKind::Continuous { .. }, ColumnParams::Beta { a, b }) => {
+                    if a.len() != k || b.len() != k {
+                        return Err(bad(format!(
+                            "{} and {} Beta parameters for {k} components",
+                            a.len(),
+                            b.len()
+                        )));
+                    }
+                    if let Some(x) = a.iter().chain(b).find(|x| !(x.is_finite() && **x > 0.0)) {
+                        return Err(bad(format!("Beta parameter {x} is not finite and > 0")));
+                    }
+                }
+                (
+                    ColumnKind::Categorical { .. } | ColumnKind::Binned { .. },
+                    ColumnParams::Categorical { probs },
+                ) => {
+                    let card = spec.kind.cardinality().expect("discrete kind");
+                    if probs.len() != k {
+                        return Err(bad(format!("{} rows for {k} components", probs.len())));
+                    }
+                    for (j, row) in probs.iter().enumerate() {
+                        if row.len() != card {
+                            return Err(bad(format!(
+                                "component {j}: {} probabilities for {card} categories",
+                                row.len()
+                            )));
+                        }
+                        check_simplex(row).map_err(|r| bad(format!("component {j}: {r}")))?;
+                    }
+                }
+                _ => return Err(bad("parameter kind does not match the column kind".into())),
+            }
+        }
+        Ok(())
+    }
+
+    /// `ln pi_k + ln p(x_n | theta_k)` for every record n and component k, row-major
+    /// (`out[n * K + k]`). Checks the parameters against the table's schema first.
+    /// Cost O(N * K * columns) plus O(K * columns) ln-gamma evaluations.
+    pub fn joint_log_densities(&self, table: &Table) -> Result<Vec<f64>, ParamsError> {
+        self.check(&table.schema)?;
+        let k = self.components();
+        let n = table.n_rows();
+        let mut out = vec![0.0; n * k];
+        let ln_w: Vec<f64> = self.weights.iter().map(|w| w.ln()).collect();
+        for row in out.chunks_exact_mut(k) {
+            row.copy_from_slice(&ln_w);
+        }
+        for (cp, col) in self.columns.iter().zip(&table.columns) {
+            match (cp, col) {
+                (ColumnParams::Beta { a, b }, Column::Unit(u)) => {
+                    let ln_b: Vec<f64> = (0..k).map(|j| ln_beta(a[j], b[j])).collect();
+                    for (row, &x) in out.chunks_exact_mut(k).zip(u) {
+                        let (lx, l1x) = (x.ln(), (-x).ln_1p());
+                        for j in 0..k {
+                            row[j] += (a[j] - 1.0) * lx + (b[j] - 1.0) * l1x - ln_b[j];
+                        }
+                    }
+                }
+                (ColumnParams::Categorical { probs }, Column::Index(idx)) => {
+                    let ln_p: Vec<Vec<f64>> = probs
+                        .iter()
+                        .map(|r| r.iter().map(|p| p.ln()).collect())
+                        .collect();
+                    for (row, &c) in out.chunks_exact_mut(k).zip(idx) {
+                        for j in 0..k {
+                            row[j] += ln_p[j][c as usize];
+                        }
+                    }
+                }
+                _ => unreachable!("check() matched parameter kinds to column kinds"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Per-record log-likelihood `ln p(x_n) = logsumexp_k (ln pi_k + ln p(x_n | theta_k))`
+    /// (encoded-value densities, see the module documentation). Cost as
+    /// [`MixtureParams::joint_log_densities`].
+    pub fn log_likelihood(&self, table: &Table) -> Result<Vec<f64>, ParamsError> {
+        let k = self.components();
+        let joint = self.joint_log_densities(table)?;
+        Ok(joint.chunks_exact(k).map(log_sum_exp).collect())
+    }
+
+    /// Mean negative log-likelihood per record (`nll_test` of INTERFACE.md when `table` is
+    /// the test set).
+    pub fn mean_nll(&self, table: &Table) -> Result<f64, ParamsError> {
+        let ll = self.log_likelihood(table)?;
+        Ok(-ll.iter().sum::<f64>() / ll.len() as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beta_ln_pdf_known_values() {
+        // Beta(2,3) at 0.3: 12 * 0.3 * 0.7^2 = 1.764.
+        assert!((beta_ln_pdf(2.0, 3.0, 0.3) - 1.764f64.ln()).abs() < 1e-13);
+        // Beta(1,1) is uniform.
+        assert!(beta_ln_pdf(1.0, 1.0, 0.123).abs() < 1e-14);
+        // Beta(1/2,1/2) at 1/2: 1 / (pi * sqrt(1/4)) = 2 / pi.
+        let v = beta_ln_pdf(0.5, 0.5, 0.5);
+        assert!((v - (2.0 / std::f64::consts::PI).ln()).abs() < 1e-13, "{v}");
+        // ln B(0.5, 0.5) = ln pi; ln Gamma(0.5) = ln sqrt(pi).
+        assert!((ln_beta(0.5, 0.5) - std::f64::consts::PI.ln()).abs() < 1e-13);
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-14);
+        // ln Gamma(n) = ln (n-1)! : ln 9! = ln 362880.
+        assert!((ln_gamma(10.0) - 362880f64.ln()).abs() < 1e-12);
+        // Large shapes: ln B(200, 300) against the Stirling-free reference sum
+        // ln B(a,b) = sum ln of integers: B(200,300) = 199! 299! / 499!.
+        let lf = |n: u32| (1..=n).map(|i| (i as f64).ln()).sum::<f64>();
+        let exact = lf(199) + lf(299) - lf(499);
+        assert!(
+            (ln_beta(200.0, 300.0) - exact).abs() < 1e-9,
+            "{}",
+            ln_beta(200.0, 300.0) - exact
+        );
+    }
+
+    #[test]
+    fn log_sum_exp_is_stable() {
+        assert_eq!(log_sum_exp(&[]), f64::NEG_INFINITY);
+        assert_eq!(
+            log_sum_exp(&[f64::NEG_INFINITY, f64::NEG_INFINITY]),
+            f64::NEG_INFINITY
+        );
+        assert!((log_sum_exp(&[-1000.0, -1000.0]) - (-1000.0 + 2f64.ln())).abs() < 1e-12);
+        assert!((log_sum_exp(&[1.0, f64::NEG_INFINITY]) - 1.0).abs() < 1e-15);
+        assert!((log_sum_exp(&[0.0, 2f64.ln()]) - 3f64.ln()).abs() < 1e-15);
+    }
+}

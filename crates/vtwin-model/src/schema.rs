@@ -1,0 +1,597 @@
+//! The public table schema (INTERFACE.md "Data"): every column's name, owning party, kind,
+//! public bounds or categories, and how missing values are handled, plus the CSV dialect of
+//! the input files. A schema is public: nothing in it may be computed from the private data.
+//!
+//! TOML form (see `examples/adult/schema.toml` for a full one):
+//!
+//! ```toml
+//! id = "person"              # optional: the id column that matches per-party files
+//! parties = ["demographics", "finance"]   # optional: declares the parties and their order
+//!
+//! [csv]
+//! delimiter = ","            # one ASCII character (default ",")
+//! trim = true                # trim spaces around fields and header names (default false)
+//! missing = ["?"]            # field values that mean "missing" (default none)
+//!
+//! [[column]]
+//! name = "age"
+//! party = "demographics"
+//! kind = "continuous"        # Beta on (0,1) after scaling by the public bounds
+//! min = 17
+//! max = 90
+//! integer = true             # values are integers; synthesis writes integers
+//!
+//! [[column]]
+//! name = "capital-gain"
+//! party = "finance"
+//! kind = "binned"            # categorical over the bins [e_0,e_1), ..., [e_{m-1},e_m]
+//! edges = [0, 1, 5000, 100000]
+//! integer = true
+//!
+//! [[column]]
+//! name = "Y"
+//! party = "finance"
+//! kind = "categorical"
+//! categories = ["<=50K", ">50K"]
+//! strip_suffix = "."         # accept "<=50K." as "<=50K" (Adult's test labels)
+//! missing = "drop-row"       # or "error" (the default)
+//! ```
+//!
+//! Validation ([`Schema::new`], run by [`Schema::load`] and by deserialisation) rejects:
+//! duplicate column names, a column named like the id column, an empty or duplicated
+//! category list, non-finite bounds, `min >= max`, non-integer bounds on an integer column,
+//! fewer than 2 edges or edges not strictly increasing, an integer binned column with a bin
+//! that holds no integer, an empty or undeclared party name, a declared party listed twice or
+//! with no columns, and fewer than 2 parties. Without `parties`, the parties are the owners
+//! named by the columns, in order of first appearance.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// How a column's values are modelled, with their public description.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ColumnKind {
+    /// A real value in the public closed interval `[min, max]`, modelled as Beta after the
+    /// scaling of [`crate::codec`] into the open interval (0,1). With `integer`, values must be
+    /// integers (and `min`, `max` integers too).
+    Continuous {
+        /// Public lower bound (inclusive).
+        min: f64,
+        /// Public upper bound (inclusive), `> min`.
+        max: f64,
+        /// Whether the values are integers.
+        integer: bool,
+    },
+    /// One of a public list of categories (matched exactly, after trimming and suffix
+    /// stripping), modelled as Categorical over the list's indices.
+    Categorical {
+        /// The categories, at least one, no duplicates; index order is the model's order.
+        categories: Vec<String>,
+    },
+    /// A real value in `[edges[0], edges[m]]` modelled as Categorical over the `m` bins
+    /// `[e_i, e_{i+1})` (the last bin is closed: `[e_{m-1}, e_m]`).
+    Binned {
+        /// Strictly increasing, finite, at least 2.
+        edges: Vec<f64>,
+        /// Whether the values are integers (each bin must then hold at least one integer).
+        integer: bool,
+    },
+}
+
+impl ColumnKind {
+    /// Number of categories or bins; `None` for a continuous column. Cost O(1).
+    pub fn cardinality(&self) -> Option<usize> {
+        match self {
+            ColumnKind::Continuous { .. } => None,
+            ColumnKind::Categorical { categories } => Some(categories.len()),
+            ColumnKind::Binned { edges, .. } => Some(edges.len() - 1),
+        }
+    }
+
+    /// Whether the column is modelled as a Beta (continuous) column.
+    pub fn is_continuous(&self) -> bool {
+        matches!(self, ColumnKind::Continuous { .. })
+    }
+}
+
+/// What to do with a field that holds one of the dialect's missing markers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Missing {
+    /// A missing value is an error naming file, row and column (the default).
+    #[default]
+    Error,
+    /// The whole record is dropped (from every party's view, when files are matched by id).
+    DropRow,
+}
+
+/// One column of the schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnSpec {
+    /// The column's name, as in the CSV header.
+    pub name: String,
+    /// The party that holds this column.
+    pub party: String,
+    /// Kind and public description.
+    pub kind: ColumnKind,
+    /// Missing-value handling.
+    pub missing: Missing,
+    /// If set, a field ending with this suffix is read without it (Adult test labels end
+    /// with "."). Applied after trimming and after the missing-marker check.
+    pub strip_suffix: Option<String>,
+}
+
+/// The CSV dialect of the input files (all files of one schema share it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CsvDialect {
+    /// Field separator, one ASCII character.
+    #[serde(default = "default_delimiter")]
+    pub delimiter: char,
+    /// Trim ASCII whitespace around every field and header name.
+    #[serde(default)]
+    pub trim: bool,
+    /// Field values (after trimming) that mean "missing".
+    #[serde(default)]
+    pub missing: Vec<String>,
+}
+
+fn default_delimiter() -> char {
+    ','
+}
+
+impl Default for CsvDialect {
+    fn default() -> Self {
+        CsvDialect {
+            delimiter: ',',
+            trim: false,
+            missing: Vec::new(),
+        }
+    }
+}
+
+/// A validated schema. Build it with [`Schema::new`] or [`Schema::load`]; the public fields
+/// are for reading (a hand-edited `Schema` is re-validated by [`Schema::validate`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawSchema", into = "RawSchema")]
+pub struct Schema {
+    /// The id column that matches per-party files (not a modelled column). Optional for
+    /// joined files: without it a record's id is its 1-based position among the file's records.
+    pub id: Option<String>,
+    /// The input files' CSV dialect.
+    pub csv: CsvDialect,
+    /// The parties, each holding at least one column; at least 2.
+    pub parties: Vec<String>,
+    /// The modelled columns, in model order.
+    pub columns: Vec<ColumnSpec>,
+}
+
+/// What is wrong with a schema, naming the column when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaIssue {
+    /// The column at fault, if any.
+    pub column: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for SchemaIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.column {
+            Some(c) => write!(f, "column \"{c}\": {}", self.reason),
+            None => f.write_str(&self.reason),
+        }
+    }
+}
+
+impl std::error::Error for SchemaIssue {}
+
+/// Loading a schema file failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The file could not be read.
+    #[error("schema {}: {source}", path.display())]
+    Io {
+        /// The schema file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for a schema, or the schema is invalid.
+    #[error("schema {}: {message}", path.display())]
+    Invalid {
+        /// The schema file.
+        path: PathBuf,
+        /// What is wrong (names the column when there is one).
+        message: String,
+    },
+}
+
+impl Schema {
+    /// Builds and validates a schema. `parties: None` takes the owners named by the columns
+    /// in order of first appearance. Cost O(columns * parties + categories + edges).
+    pub fn new(
+        id: Option<String>,
+        csv: CsvDialect,
+        parties: Option<Vec<String>>,
+        columns: Vec<ColumnSpec>,
+    ) -> Result<Schema, SchemaIssue> {
+        let parties = parties.unwrap_or_else(|| {
+            let mut out: Vec<String> = Vec::new();
+            for c in &columns {
+                if !out.contains(&c.party) {
+                    out.push(c.party.clone());
+                }
+            }
+            out
+        });
+        let s = Schema {
+            id,
+            csv,
+            parties,
+            columns,
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Reads and validates a TOML schema file; errors name the file and the column.
+    pub fn load(path: &Path) -> Result<Schema, SchemaError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Schema::from_toml(&text).map_err(|message| SchemaError::Invalid {
+            path: path.to_owned(),
+            message,
+        })
+    }
+
+    /// Parses and validates TOML text (the error message names the column when there is one).
+    pub fn from_toml(text: &str) -> Result<Schema, String> {
+        let raw: RawSchema = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
+        Schema::try_from(raw).map_err(|e| e.to_string())
+    }
+
+    /// The schema as TOML text ([`Schema::from_toml`] reads it back to an equal schema).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&RawSchema::from(self.clone()))
+            .expect("a validated schema always serialises to TOML")
+    }
+
+    /// Checks every rule listed in the module documentation.
+    pub fn validate(&self) -> Result<(), SchemaIssue> {
+        let issue = |column: Option<&str>, reason: String| SchemaIssue {
+            column: column.map(str::to_owned),
+            reason,
+        };
+        if self
+            .csv
+            .missing
+            .iter()
+            .any(|m| m.contains(self.csv.delimiter))
+        {
+            return Err(issue(
+                None,
+                "[csv] a missing marker contains the delimiter".into(),
+            ));
+        }
+        if !self.csv.delimiter.is_ascii() || self.csv.delimiter == '"' {
+            return Err(issue(
+                None,
+                format!(
+                    "[csv] delimiter {:?} must be one ASCII character other than '\"'",
+                    self.csv.delimiter
+                ),
+            ));
+        }
+        if self.columns.is_empty() {
+            return Err(issue(None, "no columns".into()));
+        }
+        let mut names = HashSet::new();
+        if let Some(id) = &self.id {
+            if id.is_empty() {
+                return Err(issue(None, "the id column name is empty".into()));
+            }
+            names.insert(id.as_str());
+        }
+        for c in &self.columns {
+            let col = Some(c.name.as_str());
+            if c.name.is_empty() {
+                return Err(issue(None, "a column has an empty name".into()));
+            }
+            if !names.insert(c.name.as_str()) {
+                let why = if self.id.as_deref() == Some(c.name.as_str()) {
+                    "has the name of the id column"
+                } else {
+                    "is declared twice"
+                };
+                return Err(issue(col, why.into()));
+            }
+            if c.party.is_empty() {
+                return Err(issue(col, "empty party name".into()));
+            }
+            if !self.parties.contains(&c.party) {
+                return Err(issue(
+                    col,
+                    format!("party \"{}\" is not among the declared parties", c.party),
+                ));
+            }
+            if c.strip_suffix.as_deref() == Some("") {
+                return Err(issue(col, "strip_suffix is empty".into()));
+            }
+            match &c.kind {
+                ColumnKind::Continuous { min, max, integer } => {
+                    if !min.is_finite() || !max.is_finite() {
+                        return Err(issue(col, format!("bounds [{min}, {max}] are not finite")));
+                    }
+                    if min >= max {
+                        return Err(issue(col, format!("min {min} is not below max {max}")));
+                    }
+                    if *integer && (min.fract() != 0.0 || max.fract() != 0.0) {
+                        return Err(issue(
+                            col,
+                            format!("integer column with non-integer bounds [{min}, {max}]"),
+                        ));
+                    }
+                    // Integer columns are encoded by exact integer arithmetic in f64.
+                    if *integer && (max - min) >= 2f64.powi(52) {
+                        return Err(issue(col, "integer range wider than 2^52".into()));
+                    }
+                }
+                ColumnKind::Categorical { categories } => {
+                    if categories.is_empty() {
+                        return Err(issue(col, "empty category list".into()));
+                    }
+                    let mut seen = HashSet::new();
+                    for cat in categories {
+                        if !seen.insert(cat.as_str()) {
+                            return Err(issue(col, format!("category \"{cat}\" is listed twice")));
+                        }
+                        if self.csv.missing.contains(cat) {
+                            return Err(issue(
+                                col,
+                                format!("category \"{cat}\" is also a missing marker"),
+                            ));
+                        }
+                    }
+                    if categories.len() > u32::MAX as usize {
+                        return Err(issue(col, "more than 2^32-1 categories".into()));
+                    }
+                }
+                ColumnKind::Binned { edges, integer } => {
+                    if edges.len() < 2 {
+                        return Err(issue(col, "fewer than 2 bin edges".into()));
+                    }
+                    if edges.iter().any(|e| !e.is_finite()) {
+                        return Err(issue(col, "a bin edge is not finite".into()));
+                    }
+                    if let Some(w) = edges.windows(2).find(|w| w[0] >= w[1]) {
+                        return Err(issue(
+                            col,
+                            format!(
+                                "bin edges are not strictly increasing ({} then {})",
+                                w[0], w[1]
+                            ),
+                        ));
+                    }
+                    if *integer {
+                        for i in 0..edges.len() - 1 {
+                            if crate::codec::integer_bin_range(edges, i).is_none() {
+                                return Err(issue(
+                                    col,
+                                    format!(
+                                        "integer column: bin [{}, {}) holds no integer",
+                                        edges[i],
+                                        edges[i + 1]
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut seen = HashSet::new();
+        for p in &self.parties {
+            if !seen.insert(p.as_str()) {
+                return Err(issue(None, format!("party \"{p}\" is declared twice")));
+            }
+            if !self.columns.iter().any(|c| &c.party == p) {
+                return Err(issue(None, format!("party \"{p}\" has no columns")));
+            }
+        }
+        let parties = &self.parties;
+        if parties.len() < 2 {
+            return Err(issue(
+                None,
+                format!(
+                    "fewer than 2 parties (found {}): vertically partitioned data needs at least 2",
+                    parties.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The parties: as declared, or else in order of first appearance among the columns.
+    pub fn parties(&self) -> Vec<String> {
+        self.parties.clone()
+    }
+
+    /// Indices (schema order) of the columns held by `party`; empty for an unknown party.
+    pub fn columns_of(&self, party: &str) -> Vec<usize> {
+        (0..self.columns.len())
+            .filter(|&i| self.columns[i].party == party)
+            .collect()
+    }
+
+    /// Index of the column named `name`, if any.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+/// The on-disk (TOML/JSON) form; every field is checked by `Schema::try_from`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSchema {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parties: Option<Vec<String>>,
+    #[serde(default)]
+    csv: CsvDialect,
+    #[serde(default, rename = "column")]
+    columns: Vec<RawColumn>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawColumn {
+    name: String,
+    party: String,
+    kind: RawKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    integer: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    categories: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edges: Option<Vec<f64>>,
+    #[serde(default)]
+    missing: Missing,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    strip_suffix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawKind {
+    Continuous,
+    Categorical,
+    Binned,
+}
+
+impl TryFrom<RawSchema> for Schema {
+    type Error = SchemaIssue;
+
+    fn try_from(raw: RawSchema) -> Result<Schema, SchemaIssue> {
+        let mut columns = Vec::with_capacity(raw.columns.len());
+        for c in raw.columns {
+            let col = Some(c.name.clone());
+            let bad = |reason: String| SchemaIssue {
+                column: col.clone(),
+                reason,
+            };
+            let kind_name = format!("{:?}", c.kind).to_lowercase();
+            let forbid = |field: &str, present: bool| {
+                if present {
+                    Err(bad(format!(
+                        "field `{field}` is not allowed for kind {kind_name}"
+                    )))
+                } else {
+                    Ok(())
+                }
+            };
+            let kind = match c.kind {
+                RawKind::Continuous => {
+                    forbid("categories", c.categories.is_some())?;
+                    forbid("edges", c.edges.is_some())?;
+                    let (Some(min), Some(max)) = (c.min, c.max) else {
+                        return Err(bad("continuous column needs public `min` and `max`".into()));
+                    };
+                    ColumnKind::Continuous {
+                        min,
+                        max,
+                        integer: c.integer.unwrap_or(false),
+                    }
+                }
+                RawKind::Categorical => {
+                    forbid("min", c.min.is_some())?;
+                    forbid("max", c.max.is_some())?;
+                    forbid("edges", c.edges.is_some())?;
+                    forbid("integer", c.integer.is_some())?;
+                    let Some(categories) = c.categories else {
+                        return Err(bad("categorical column needs `categories`".into()));
+                    };
+                    ColumnKind::Categorical { categories }
+                }
+                RawKind::Binned => {
+                    forbid("min", c.min.is_some())?;
+                    forbid("max", c.max.is_some())?;
+                    forbid("categories", c.categories.is_some())?;
+                    let Some(edges) = c.edges else {
+                        return Err(bad("binned column needs public `edges`".into()));
+                    };
+                    ColumnKind::Binned {
+                        edges,
+                        integer: c.integer.unwrap_or(false),
+                    }
+                }
+            };
+            columns.push(ColumnSpec {
+                name: c.name,
+                party: c.party,
+                kind,
+                missing: c.missing,
+                strip_suffix: c.strip_suffix,
+            });
+        }
+        Schema::new(raw.id, raw.csv, raw.parties, columns)
+    }
+}
+
+impl From<Schema> for RawSchema {
+    fn from(s: Schema) -> RawSchema {
+        let columns = s
+            .columns
+            .into_iter()
+            .map(|c| {
+                let mut raw = RawColumn {
+                    name: c.name,
+                    party: c.party,
+                    kind: RawKind::Continuous,
+                    min: None,
+                    max: None,
+                    integer: None,
+                    categories: None,
+                    edges: None,
+                    missing: c.missing,
+                    strip_suffix: c.strip_suffix,
+                };
+                match c.kind {
+                    ColumnKind::Continuous { min, max, integer } => {
+                        raw.min = Some(min);
+                        raw.max = Some(max);
+                        raw.integer = Some(integer);
+                    }
+                    ColumnKind::Categorical { categories } => {
+                        raw.kind = RawKind::Categorical;
+                        raw.categories = Some(categories);
+                    }
+                    ColumnKind::Binned { edges, integer } => {
+                        raw.kind = RawKind::Binned;
+                        raw.edges = Some(edges);
+                        raw.integer = Some(integer);
+                    }
+                }
+                raw
+            })
+            .collect();
+        RawSchema {
+            id: s.id,
+            parties: Some(s.parties),
+            csv: s.csv,
+            columns,
+        }
+    }
+}
