@@ -1,0 +1,143 @@
+//! MPC cost model of each reference function, for 3-party replicated secret sharing on
+//! Z_2^128 (ABY3-style, semi-honest, honest majority).
+//!
+//! Units:
+//! - a *multiplication* is a product of two shared values (one reshare of one ring element
+//!   per party); multiplications by public integers, bits-as-coefficients and additions are
+//!   local;
+//! - a *truncation* is [`crate::trunc_prob`] with a preprocessed mask; fused with the
+//!   multiplication it follows, a multiplication-with-truncation costs one online round;
+//! - binary circuits are counted in AND gates (one reshare of one bit each) and AND depth
+//!   (rounds).
+//!
+//! Binary sub-circuits (formulas in the functions below):
+//! - arithmetic-to-binary of the low `w` bits ([`a2b_and_gates`]): a carry-save layer
+//!   (w ANDs, depth 1) turns the three replicated summands into two, then a Kogge-Stone
+//!   adder: w generate ANDs plus 2(w - 2^l) ANDs at each of ceil(log2 w) prefix levels;
+//! - MSB one-hot of w bits ([`one_hot_msb_and_gates`]): prefix-OR from the top,
+//!   (w - 2^l) ANDs per level, ceil(log2 w) levels; then w bit injections (2 multiplications
+//!   and 2 rounds each, all in parallel);
+//! - sign bit of a 128-bit value ([`MSB`]): carry-save (128 ANDs) then a carry tree for the
+//!   single top carry (128 generate ANDs + 2 x 127 combine ANDs), depth 1 + 1 + 7.
+
+/// Cost of one call of a function under MPC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cost {
+    /// Secret-by-secret multiplications (arithmetic).
+    pub mults: u32,
+    /// Probabilistic truncations (each consumes one mask).
+    pub truncations: u32,
+    /// Sign-bit extractions (comparisons).
+    pub comparisons: u32,
+    /// Width in bits of the normalisation bit decomposition (0 when none).
+    pub normalisation_bits: u32,
+    /// Online rounds of the arithmetic part (multiplications with truncation in sequence),
+    /// not counting the binary sub-circuits.
+    pub arithmetic_rounds: u32,
+}
+
+const fn log2_ceil(w: u32) -> u32 {
+    32 - (w - 1).leading_zeros()
+}
+
+/// AND gates of the arithmetic-to-binary conversion of the low `w` bits.
+pub const fn a2b_and_gates(w: u32) -> u32 {
+    let mut ands = 2 * w; // carry-save layer + generate
+    let mut l = 0;
+    while l < log2_ceil(w) {
+        ands += 2 * (w - (1 << l));
+        l += 1;
+    }
+    ands
+}
+
+/// AND depth of [`a2b_and_gates`].
+pub const fn a2b_depth(w: u32) -> u32 {
+    2 + log2_ceil(w)
+}
+
+/// AND gates of the prefix-OR that turns `w` bits into the one-hot MSB vector.
+pub const fn one_hot_msb_and_gates(w: u32) -> u32 {
+    let mut ands = 0;
+    let mut l = 0;
+    while l < log2_ceil(w) {
+        ands += w - (1 << l);
+        l += 1;
+    }
+    ands
+}
+
+/// Total binary cost of normalising a `w`-bit value: (AND gates, AND depth, bit injections).
+pub const fn normalisation(w: u32) -> (u32, u32, u32) {
+    (
+        a2b_and_gates(w) + one_hot_msb_and_gates(w),
+        a2b_depth(w) + log2_ceil(w),
+        w,
+    )
+}
+
+/// Sign bit of a 128-bit shared value: (AND gates, AND depth).
+pub const MSB: (u32, u32) = (128 + 128 + 2 * 127, 9);
+
+/// [`crate::mul`]: one product, one truncation.
+pub const MUL: Cost = Cost {
+    mults: 1,
+    truncations: 1,
+    comparisons: 0,
+    normalisation_bits: 0,
+    arithmetic_rounds: 1,
+};
+
+/// [`crate::Reciprocal::new`] + [`crate::Reciprocal::value`].
+pub const RECIPROCAL: Cost = Cost {
+    mults: 1 + 6 + 2,
+    truncations: 1 + 6 + 1,
+    comparisons: 0,
+    normalisation_bits: crate::RECIP_WINDOW_BITS,
+    arithmetic_rounds: 1 + 6 + 1,
+};
+
+/// [`crate::Reciprocal::divide`] for one extra numerator, given the normalised reciprocal.
+pub const DIVIDE_EXTRA: Cost = Cost {
+    mults: 3,
+    truncations: 2,
+    comparisons: 0,
+    normalisation_bits: 0,
+    arithmetic_rounds: 2,
+};
+
+/// [`crate::InvSqrt::new`] + [`crate::InvSqrt::value`].
+pub const INV_SQRT: Cost = Cost {
+    mults: 1 + 9 + 2,
+    truncations: 1 + 1 + 9 + 1,
+    comparisons: 0,
+    normalisation_bits: crate::RSQRT_WINDOW_BITS,
+    arithmetic_rounds: 1 + 1 + 9 + 1,
+};
+
+/// [`crate::clip_factor`]: inverse square root times C, one comparison, one select.
+pub const CLIP_FACTOR: Cost = Cost {
+    mults: 1 + 9 + 3 + 1,
+    truncations: 1 + 1 + 9 + 2,
+    comparisons: 1,
+    normalisation_bits: crate::RSQRT_WINDOW_BITS,
+    arithmetic_rounds: 1 + 1 + 9 + 2 + 1,
+};
+
+/// [`crate::exp`]: 9 multiplications with truncation, a 39-bit decomposition (no MSB search).
+pub const EXP: Cost = Cost {
+    mults: 1 + 7 + 1,
+    truncations: 1 + 7 + 1,
+    comparisons: 0,
+    normalisation_bits: 39,
+    arithmetic_rounds: 9,
+};
+
+/// [`crate::compare::lt`]: one sign bit, exact.
+pub const COMPARE: Cost = Cost {
+    mults: 0,
+    truncations: 0,
+    comparisons: 1,
+    normalisation_bits: 0,
+    arithmetic_rounds: 0,
+};

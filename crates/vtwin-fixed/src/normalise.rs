@@ -1,0 +1,30 @@
+//! Range normalisation by the most significant bit, shared by reciprocal and inverse square
+//! root.
+//!
+//! Under MPC, the nodes bit-decompose the low `window` bits of a positive shared value (an
+//! arithmetic-to-binary conversion: a carry-save layer then a `window`-bit parallel-prefix
+//! adder), compute the one-hot vector of its most significant set bit by a prefix-OR from
+//! the top, and convert the one-hot bits back to arithmetic shares. Every power of two the
+//! algorithms need is then a public linear combination of those bits, computed locally.
+//! [`msb_in_window`] is the plaintext counterpart: the index of that one-hot bit.
+
+/// Index of the most significant set bit of `x mod 2^window`, or `None` when it is zero (the
+/// one-hot vector is then all zeros, and so is every power of two derived from it).
+pub fn msb_in_window(x: u128, window: u32) -> Option<u32> {
+    let v = if window >= 128 {
+        x
+    } else {
+        x & ((1u128 << window) - 1)
+    };
+    (v != 0).then(|| 127 - v.leading_zeros())
+}
+
+/// `2^k` when `cond` holds, else 0: a public coefficient times a one-hot bit.
+pub(crate) fn pow2_if(cond: bool, k: i32) -> u128 {
+    if cond {
+        debug_assert!((0..128).contains(&k));
+        1u128 << k
+    } else {
+        0
+    }
+}
