@@ -4,7 +4,8 @@
 //! - Continuous, real-valued, bounds `[min, max]`: `u = EPS + (1 - 2 EPS) (x - min) / (max - min)`
 //!   with [`UNIT_EPS`] = 1e-6, so `u` lies in the closed interval `[EPS, 1 - EPS]`, strictly
 //!   inside (0,1) where every Beta log-density is finite. Decoding inverts the affine map and
-//!   clamps to `[min, max]`; `decode(encode(x))` equals `x` to within a few ulps of `max - min`.
+//!   clamps to `[min, max]`; `decode(encode(x))` is within a few ulps of `x`, and encodes back
+//!   to exactly the same `u` (see [`value_from_unit`]).
 //! - Continuous, integer-valued: the integers `min..=max` are the `W = max - min + 1` equal
 //!   cells of (0,1) and `x` maps to its cell's centre, `u = (x - min + 1/2) / W` (a continuity
 //!   correction; `u` is in `[1/(2W), 1 - 1/(2W)]`). Decoding is `x = min + floor(u W)` clamped to
@@ -158,13 +159,61 @@ pub fn unit_from_value(min: f64, max: f64, integer: bool, x: f64) -> f64 {
 
 /// Maps `u` in [0,1] back to `[min, max]` (inverse of [`unit_from_value`], clamped; integer
 /// columns give the integer whose cell holds `u`).
+///
+/// For a real-valued column, if `u` is the encoding of some f64 `x` (as every value loaded or
+/// sampled by this crate is), the result `y` satisfies `unit_from_value(y) == u` exactly, so
+/// encoded tables round-trip bit-exactly through their CSV text. The affine inverse usually is
+/// such a `y`; otherwise the f64s of `[min, max]` are bisected (in their total order), which
+/// works because `unit_from_value` is a composition of correctly rounded monotone operations
+/// and hence monotone. A `u` with no preimage gets the affine inverse. Cost O(1), at worst 64
+/// extra evaluations of the encoding.
 pub fn value_from_unit(min: f64, max: f64, integer: bool, u: f64) -> f64 {
     if integer {
         let width = max - min + 1.0;
-        (min + (u * width).floor()).clamp(min, max)
+        return (min + (u * width).floor()).clamp(min, max);
+    }
+    let t = ((u - UNIT_EPS) / (1.0 - 2.0 * UNIT_EPS)).clamp(0.0, 1.0);
+    let x0 = (min + t * (max - min)).clamp(min, max);
+    let enc = |x: f64| unit_from_value(min, max, false, x);
+    if enc(x0) == u {
+        return x0;
+    }
+    // Smallest key in [key(min), key(max)] whose value encodes to >= u.
+    let (mut lo, mut hi) = (order_key(min), order_key(max));
+    if enc(max) < u {
+        return x0;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if enc(from_order_key(mid)) >= u {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let y = from_order_key(lo);
+    if enc(y) == u {
+        y
     } else {
-        let t = ((u - UNIT_EPS) / (1.0 - 2.0 * UNIT_EPS)).clamp(0.0, 1.0);
-        (min + t * (max - min)).clamp(min, max)
+        x0
+    }
+}
+
+/// A u64 whose unsigned order is the numeric order of finite f64s (-0.0 just below 0.0).
+fn order_key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 0 {
+        b | (1 << 63)
+    } else {
+        !b
+    }
+}
+
+fn from_order_key(k: u64) -> f64 {
+    if k >> 63 == 1 {
+        f64::from_bits(k & !(1 << 63))
+    } else {
+        f64::from_bits(!k)
     }
 }
 
@@ -247,8 +296,42 @@ mod tests {
         assert!((unit_from_value(lo, hi, false, lo) - UNIT_EPS).abs() < 1e-15);
         assert!((unit_from_value(lo, hi, false, hi) - (1.0 - UNIT_EPS)).abs() < 1e-15);
         for x in [-3.5, -1.0, 0.0, 3.3, 12.25] {
-            let back = value_from_unit(lo, hi, false, unit_from_value(lo, hi, false, x));
+            let u = unit_from_value(lo, hi, false, x);
+            let back = value_from_unit(lo, hi, false, u);
             assert!((back - x).abs() <= 1e-14 * (hi - lo), "{x} -> {back}");
+            assert_eq!(unit_from_value(lo, hi, false, back), u);
+        }
+    }
+
+    #[test]
+    fn order_key_is_monotone() {
+        let xs = [
+            -1e300,
+            -2.5,
+            -f64::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            1e-300,
+            1.0,
+            1.0 + f64::EPSILON,
+            7e10,
+        ];
+        for w in xs.windows(2) {
+            assert!(order_key(w[0]) < order_key(w[1]), "{w:?}");
+        }
+        for x in xs {
+            assert_eq!(from_order_key(order_key(x)).to_bits(), x.to_bits());
+        }
+    }
+
+    #[test]
+    fn decoding_finds_exact_preimages_under_cancellation() {
+        // x near 0 on a wide range around it: the affine inverse is off by many ulps of x.
+        let (lo, hi) = (-1e6, 1e6);
+        for x in [1e-3, -7.25e-5, 0.1, 999_999.5, -1e6] {
+            let u = unit_from_value(lo, hi, false, x);
+            let y = value_from_unit(lo, hi, false, u);
+            assert_eq!(unit_from_value(lo, hi, false, y), u, "{x} -> {y}");
         }
     }
 

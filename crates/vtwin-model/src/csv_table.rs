@@ -161,7 +161,7 @@ impl Table {
     /// Writes all columns (the id column first if the schema names one) in original names,
     /// categories and units, with the schema's delimiter, atomically (temp file in the same
     /// directory, then rename). [`Table::read_joined`] reads it back to the same encoded table
-    /// (real-valued continuous columns to within a few ulps; see [`crate::codec`]).
+    /// bit for bit (see [`crate::codec::value_from_unit`]).
     pub fn write_csv(&self, path: &Path) -> Result<(), DataError> {
         let cols: Vec<usize> = (0..self.schema.columns.len()).collect();
         self.write_columns(path, &cols, self.schema.id.is_some())

@@ -5,7 +5,7 @@
 //! Sampled values go through the same public encoding as loaded data ([`crate::codec`]): a
 //! Beta draw `u` is decoded to original units (integer columns to the integer whose cell
 //! holds `u`) and re-encoded, so the returned table is exactly what reading its
-//! [`Table::write_csv`] output gives back (real-valued columns to within a few ulps).
+//! [`Table::write_csv`] output gives back, bit for bit.
 
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
