@@ -19,11 +19,16 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Evaluate a function of the fixed-point reference arithmetic (value, f64, relative error).
+    Arith(cmd::arith::Args),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result: anyhow::Result<()> = match cli.command {};
+    let result: anyhow::Result<()> = match cli.command {
+        Command::Arith(args) => cmd::arith::run(args),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,1 +1,2 @@
 //! Subcommands, one module each.
+pub(crate) mod arith;
