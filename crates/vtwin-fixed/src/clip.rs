@@ -14,8 +14,9 @@
 //! `factor * sqrt(x)` can exceed C by that relative error: a DP layer that needs a hard
 //! bound uses sensitivity `C (1 + 2^-20)` or passes `C (1 - 2^-20)` here.
 //!
-//! MPC cost: [`InvSqrt`](crate::InvSqrt) (80-bit normalisation, 13 multiplications with
-//! truncation) + 1 comparison (parallel) + 1 multiplication; 13 truncations.
+//! MPC cost ([`crate::cost::CLIP_FACTOR`]): the 80-bit normalisation, 13 multiplications
+//! (normalise 1, Newton-Raphson 9, scale-back 2, select 1; `C * y` is local because C is
+//! public), 13 truncations, 1 comparison in parallel; 14 arithmetic rounds.
 
 use crate::domain::{check, DomainError};
 use crate::inv_sqrt::InvSqrt;

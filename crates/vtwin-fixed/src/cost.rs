@@ -106,7 +106,8 @@ pub const DIVIDE_EXTRA: Cost = Cost {
     arithmetic_rounds: 2,
 };
 
-/// [`crate::InvSqrt::new`] + [`crate::InvSqrt::value`].
+/// [`crate::InvSqrt::new`] + [`crate::InvSqrt::value`]. The initial line multiplies by a
+/// public slope: a truncation but no secret product.
 pub const INV_SQRT: Cost = Cost {
     mults: 1 + 9 + 2,
     truncations: 1 + 1 + 9 + 1,
@@ -115,18 +116,20 @@ pub const INV_SQRT: Cost = Cost {
     arithmetic_rounds: 1 + 1 + 9 + 1,
 };
 
-/// [`crate::clip_factor`]: inverse square root times C, one comparison, one select.
+/// [`crate::clip_factor`]: inverse square root times the public C (a local product, then a
+/// truncation), one comparison (parallel), one select.
 pub const CLIP_FACTOR: Cost = Cost {
-    mults: 1 + 9 + 3 + 1,
+    mults: 1 + 9 + 2 + 1,
     truncations: 1 + 1 + 9 + 2,
     comparisons: 1,
     normalisation_bits: crate::RSQRT_WINDOW_BITS,
     arithmetic_rounds: 1 + 1 + 9 + 2 + 1,
 };
 
-/// [`crate::exp`]: 9 multiplications with truncation, a 39-bit decomposition (no MSB search).
+/// [`crate::exp`]: the public log2(e) product (local), 7 Horner products, the final scale
+/// product; 9 truncations; a 39-bit decomposition (no MSB search) and a 7-bit one-hot decode.
 pub const EXP: Cost = Cost {
-    mults: 1 + 7 + 1,
+    mults: 7 + 1,
     truncations: 1 + 7 + 1,
     comparisons: 0,
     normalisation_bits: 39,

@@ -13,11 +13,13 @@
 //!
 //! Error: absolute error at most a few ulp (measured in protocols/arithmetic.md); relative
 //! error below 2^-20 while exp(x) >= 2^-11 (x >= -7.6); below that the value is quantised to
-//! 2^-32 and reaches 0 for x < -22.9 (exp(x) < 2^-33). A log-domain caller therefore rescales
-//! first (paper Algorithm 4, [`crate::paper`]).
+//! 2^-32: with floor truncation it is 0 once exp(x) < 2^-32 (x < -22.18). A log-domain caller
+//! therefore rescales first (paper Algorithm 4, [`crate::paper`]).
 //!
-//! MPC cost: 1 + 7 + 1 multiplications with truncation (9 rounds) + one 39-bit bit
-//! decomposition and a 7-to-128 one-hot decode.
+//! MPC cost ([`crate::cost::EXP`]): 8 multiplications (7 Horner + 1 scale; the log2(e)
+//! product is by a public constant), 9 truncations, 9 arithmetic rounds, plus one 39-bit
+//! arithmetic-to-binary conversion, a one-hot decode of the 7 integer bits and the bit
+//! injections of f (32 bits) and of the 33 one-hot outputs used.
 
 use crate::domain::{check, DomainError};
 use crate::trunc::Truncator;

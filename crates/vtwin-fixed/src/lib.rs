@@ -28,9 +28,9 @@
 //! | [`reciprocal`], [`Reciprocal`] | (0, 2^32); accurate [2^-30, 2^16] | rel < 2^-20 for x <= 2^11, then < 2 ulp abs | 64-bit normalisation + 9 mults |
 //! | [`divide`], [`Reciprocal::divide`] | b as above, \|a\| < 2^22 | rel < 2^-20 if \|a\|, \|a/b\| >= 2^-11 | + 3 mults |
 //! | [`inv_sqrt`], [`InvSqrt`] | (0, 2^48); accurate [2^-30, 2^40] | rel < 2^-20 for x <= 2^22, then < 2 ulp abs | 80-bit normalisation + 12 mults |
-//! | [`clip_factor`] | x in [0, 2^48), C in (0, 2^22) | rel < 2^-20 while C/sqrt(x) >= 2^-11; exactly 1 when x <= C^2 | as inv_sqrt + 2 mults + 1 comparison |
+//! | [`clip_factor`] | x in [0, 2^48), C in (0, 2^22) | rel < 2^-20 while C/sqrt(x) >= 2^-11; exactly 1 when x <= C^2 | 80-bit normalisation + 13 mults + 1 comparison |
 //! | [`compare`] | encoded values | exact | 1 sign bit |
-//! | [`exp`] | [-64, 0] | few ulp abs; rel < 2^-20 for x >= -7.6 | 9 mults + 39-bit decomposition |
+//! | [`exp`] | [-64, 0] | few ulp abs; rel < 2^-20 for x >= -7.6 | 8 mults, 9 truncations + 39-bit decomposition |
 //!
 //! Measured errors and costs: `protocols/arithmetic.md`.
 //!
