@@ -1,0 +1,94 @@
+#![allow(missing_docs)] // criterion_group! generates an undocumented function.
+//! MPC primitives in the in-memory simulator against the vtwin-fixed reference, on 10^4 and
+//! 10^5 elements: multiplication with truncation, reciprocal, inverse square root.
+//!
+//! The MPC timing covers the whole simulated run of the three nodes on one thread: the
+//! client's input sharing, the protocol, every message encoded and decoded. The ratio to
+//! report is MPC time / reference time at the same size.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use vtwin_fixed::{probabilistic_from_rng, Fx};
+use vtwin_mpc::input::{accept_client, input};
+use vtwin_mpc::{inv_sqrt, multiply, reciprocal, InputClient, SessionId, Shared, Simulation};
+
+const SESSION: SessionId = SessionId(*b"vtwin-mpc-bench!");
+
+#[derive(Clone, Copy)]
+enum Op {
+    Mul,
+    Recip,
+    InvSqrt,
+}
+
+fn mpc(op: Op, a: &[u128], b: &[u128]) -> usize {
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let (mut client, mut msgs) = InputClient::new(0, SESSION, &mut rng);
+    msgs.extend(client.share_raw(a));
+    msgs.extend(client.share_raw(b));
+    let n = a.len();
+    let rep = Simulation::new(SESSION, 2)
+        .expect("keys")
+        .clients(1)
+        .inject(msgs)
+        .run(move |ctx| async move {
+            let seeds = accept_client(&ctx, 0).await?;
+            let x = input(&ctx, &seeds, 1, n).await?;
+            let y = input(&ctx, &seeds, 2, n).await?;
+            let out: Shared = match op {
+                Op::Mul => multiply::mul_trunc(&ctx, &x, &y, 32).await?,
+                Op::Recip => reciprocal::reciprocal(&ctx, &x).await?,
+                Op::InvSqrt => inv_sqrt::inv_sqrt(&ctx, &x).await?,
+            };
+            Ok(out.len())
+        })
+        .expect("run");
+    rep.outputs[0]
+}
+
+fn reference(op: Op, a: &[Fx], b: &[Fx]) -> usize {
+    let mut t = probabilistic_from_rng(ChaCha20Rng::seed_from_u64(3));
+    match op {
+        Op::Mul => vtwin_fixed::slice::mul_slice(a, b, &mut t).len(),
+        Op::Recip => vtwin_fixed::slice::reciprocal_slice(a, &mut t)
+            .expect("domain")
+            .len(),
+        Op::InvSqrt => vtwin_fixed::slice::inv_sqrt_slice(a, &mut t)
+            .expect("domain")
+            .len(),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    for (name, op) in [
+        ("mul_trunc", Op::Mul),
+        ("reciprocal", Op::Recip),
+        ("inv_sqrt", Op::InvSqrt),
+    ] {
+        let mut g = c.benchmark_group(name);
+        g.sample_size(10);
+        for n in [10_000usize, 100_000] {
+            // Positive values in [2^-10, 2^10]: inside every function's documented range.
+            let a: Vec<Fx> = (0..n)
+                .map(|k| Fx::from_f64(2f64.powf(-10.0 + 20.0 * k as f64 / n as f64)).expect("enc"))
+                .collect();
+            let b: Vec<Fx> = a.iter().rev().copied().collect();
+            let ar: Vec<u128> = a.iter().map(|v| v.0).collect();
+            let br: Vec<u128> = b.iter().map(|v| v.0).collect();
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_with_input(BenchmarkId::new("mpc_sim", n), &n, |bch, _| {
+                bch.iter(|| black_box(mpc(op, &ar, &br)))
+            });
+            g.bench_with_input(BenchmarkId::new("fixed", n), &n, |bch, _| {
+                bch.iter(|| black_box(reference(op, &a, &b)))
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,149 @@
+//! Normalised inverse square root and the DP-SGD clip factor: the MPC twins of
+//! `vtwin_fixed::InvSqrt` and `vtwin_fixed::clip_factor`.
+//!
+//! Same algorithm, constants and truncation order as the reference (vtwin-fixed
+//! `inv_sqrt.rs`, `clip.rs`): an 80-bit normalisation gives `p = 2^(s+48)`,
+//! `scale_int = 2^(s/2)` (s >= 0) and `scale_frac = 2^(32+s/2)` (s < 0) with
+//! `s = 31 - e` rounded down to even; `h = trunc(x p, 49)`, `y = A - trunc(B h)`, three
+//! Newton-Raphson steps, scale-back. Given the same masks, equal to the reference bit for
+//! bit for every ring element; range and error are the reference's.
+//!
+//! Clip factor `min(1, C/sqrt(x))` for public C: the sign of `floor(C^2) - x` is computed in
+//! the same A2B batch as the normalisation of x, injected with the one-hot bits, and
+//! applied as `1 + over (s - 1)` (one product, no truncation).
+
+use vtwin_fixed::inv_sqrt::{RSQRT_ITERATIONS, RSQRT_WINDOW_BITS, RSQRT_Y0_A_RAW, RSQRT_Y0_B_RAW};
+use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
+
+use crate::binary::{a2b, one_hot_msb};
+use crate::error::MpcError;
+use crate::multiply::{mul, mul_and_mul_trunc, mul_trunc, truncate};
+use crate::normalise::{levels_for, select_from_one_hot};
+use crate::runtime::Ctx;
+use crate::share::Shared;
+
+const THREE_HALVES_RAW: u128 = 3 * ONE_RAW / 2;
+const NORM_SHIFT: u32 = 49;
+
+/// The shared normalised inverse square root (see `vtwin_fixed::InvSqrt`).
+#[derive(Clone, Debug)]
+pub struct SharedInvSqrt {
+    /// Mantissa `y ~ 1/sqrt(m)`.
+    pub mantissa: Shared,
+    /// `2^(s/2)` if s >= 0, else 0.
+    pub scale_int: Shared,
+    /// `2^(32+s/2)` if s < 0, else 0.
+    pub scale_frac: Shared,
+}
+
+fn tables() -> [Vec<u128>; 3] {
+    let w = RSQRT_WINDOW_BITS as i32;
+    let mut p = Vec::new();
+    let mut int = Vec::new();
+    let mut frac = Vec::new();
+    for e in 0..w {
+        let mut s = 31 - e;
+        if s % 2 != 0 {
+            s -= 1;
+        }
+        let j = s / 2;
+        p.push(1u128 << (s + 48));
+        int.push(if j >= 0 { 1u128 << j } else { 0 });
+        frac.push(if j < 0 { 1u128 << (32 + j) } else { 0 });
+    }
+    [p, int, frac]
+}
+
+/// Normalisation of `x` and the Newton-Raphson mantissa. The A2B of `x` is batched with
+/// that of `extra_a2b`, whose sign bits are injected with the one-hot bits and returned.
+async fn normalised(
+    ctx: &Ctx,
+    x: &Shared,
+    extra_a2b: Option<&Shared>,
+) -> Result<(SharedInvSqrt, Shared), MpcError> {
+    let me = ctx.id();
+    let n = x.len();
+    let w = RSQRT_WINDOW_BITS;
+    let mask = (1u128 << w) - 1;
+    let batch = match extra_a2b {
+        Some(e) => Shared::concat(&[x, e]),
+        None => x.clone(),
+    };
+    // 7 levels serve both the 80-bit window and a 128-bit sign bit.
+    let bits = a2b(ctx, &batch, levels_for(w).max(7)).await?;
+    let xb = bits.slice(0..n).map(|v| v & mask);
+    let extra = bits.slice(n..bits.len()).map(|v| v >> 127);
+    let h = one_hot_msb(ctx, &xb, w).await?;
+    let [tp, ti, tf] = tables();
+    let (scales, extra_arith) = select_from_one_hot(ctx, &h, w, &[&tp, &ti, &tf], &extra).await?;
+    let [p, scale_int, scale_frac]: [Shared; 3] =
+        scales.try_into().map_err(|_| MpcError::LengthMismatch {
+            protocol: "inv_sqrt tables",
+            left: 3,
+            right: 0,
+        })?;
+    let hh = mul_trunc(ctx, x, &p, NORM_SHIFT).await?;
+    let bh = truncate(ctx, &hh.mul_public(RSQRT_Y0_B_RAW), FRAC_BITS).await?;
+    let mut y = bh.public_minus(me, RSQRT_Y0_A_RAW);
+    for _ in 0..RSQRT_ITERATIONS {
+        let y2 = mul_trunc(ctx, &y, &y, FRAC_BITS).await?;
+        let hy2 = mul_trunc(ctx, &hh, &y2, FRAC_BITS).await?;
+        let f = hy2.public_minus(me, THREE_HALVES_RAW);
+        y = mul_trunc(ctx, &y, &f, FRAC_BITS).await?;
+    }
+    Ok((
+        SharedInvSqrt {
+            mantissa: y,
+            scale_int,
+            scale_frac,
+        },
+        extra_arith,
+    ))
+}
+
+/// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
+/// 42 rounds; 11 truncations per value.
+pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
+    Ok(normalised(ctx, x, None).await?.0)
+}
+
+async fn scale_back(ctx: &Ctx, r: &SharedInvSqrt, z: &Shared) -> Result<Shared, MpcError> {
+    let (hi, lo) = mul_and_mul_trunc(ctx, (z, &r.scale_int), (z, &r.scale_frac), FRAC_BITS).await?;
+    hi.add(&lo)
+}
+
+impl SharedInvSqrt {
+    /// `1/sqrt(x)`. 2 rounds.
+    pub async fn value(&self, ctx: &Ctx) -> Result<Shared, MpcError> {
+        scale_back(ctx, self, &self.mantissa).await
+    }
+
+    /// `a/sqrt(x)` for a shared |a| < 2^22. 4 rounds.
+    pub async fn mul(&self, ctx: &Ctx, a: &Shared) -> Result<Shared, MpcError> {
+        let z = mul_trunc(ctx, a, &self.mantissa, FRAC_BITS).await?;
+        scale_back(ctx, self, &z).await
+    }
+
+    /// `c/sqrt(x)` for a public |c| < 2^22. 4 rounds.
+    pub async fn mul_public(&self, ctx: &Ctx, c: Fx) -> Result<Shared, MpcError> {
+        let z = truncate(ctx, &self.mantissa.mul_public(c.raw()), FRAC_BITS).await?;
+        scale_back(ctx, self, &z).await
+    }
+}
+
+/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 44 rounds.
+pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
+    inv_sqrt_normalised(ctx, x).await?.value(ctx).await
+}
+
+/// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22) (twin
+/// of `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 47 rounds.
+pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
+    let me = ctx.id();
+    let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;
+    let diff = x.public_minus(me, threshold);
+    let (r, over) = normalised(ctx, x, Some(&diff)).await?;
+    let s = r.mul_public(ctx, c).await?;
+    let s_minus_one = s.add_public(me, ONE_RAW.wrapping_neg());
+    Ok(mul(ctx, &over, &s_minus_one).await?.add_public(me, ONE_RAW))
+}

@@ -1,0 +1,176 @@
+//! Node keys and the pairwise seeds of the correlated randomness, without a dealer.
+//!
+//! Each node holds an X25519 static key. For the pair of nodes (j-1, j) (indices mod 3) the
+//! seed `k_j` is
+//! `HKDF-SHA256(salt = "vtwin-mpc/v1 salt", ikm = X25519(sk_{j-1}, pk_j),
+//! info = "vtwin-mpc/v1 pair-seed" || session || [j-1, j])`, 32 bytes. Node i therefore holds
+//! `k_i` (shared with node i-1) and `k_{i+1}` (shared with node i+1), exactly the key layout
+//! of replicated sharing: with `F` the PRG ([`crate::prg`]),
+//! - a random replicated sharing is `r_j = F(k_j, c)` (node i holds `r_i, r_{i+1}`);
+//! - a zero-sharing is `a_i = F(k_i, c) - F(k_{i+1}, c)` (sums to 0; XOR form for bits);
+//! - a value known to exactly one pair is `F(k_j, c)`.
+//!
+//! Secrets (the X25519 key, the shared secret and the seeds) are zeroized on drop.
+
+use hkdf::Hkdf;
+use rand_core::{CryptoRng, RngCore};
+use sha2::Sha256;
+use x25519_dalek::{PublicKey, StaticSecret};
+use zeroize::Zeroizing;
+
+use crate::error::MpcError;
+use crate::message::{NodeId, Peer, SessionId};
+use crate::prg::Seed;
+
+const SALT: &[u8] = b"vtwin-mpc/v1 salt";
+const PAIR_INFO: &[u8] = b"vtwin-mpc/v1 pair-seed";
+
+/// A node's long-term X25519 key (zeroized on drop by x25519-dalek).
+pub struct NodeKey {
+    secret: StaticSecret,
+}
+
+impl std::fmt::Debug for NodeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NodeKey(..)")
+    }
+}
+
+impl NodeKey {
+    /// A fresh key from a CSPRNG (`OsRng`-seeded ChaCha20Rng in production).
+    pub fn generate<R: RngCore + CryptoRng>(rng: &mut R) -> NodeKey {
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(bytes.as_mut());
+        NodeKey {
+            secret: StaticSecret::from(*bytes),
+        }
+    }
+
+    /// The public key to publish to the other nodes.
+    pub fn public(&self) -> [u8; 32] {
+        PublicKey::from(&self.secret).to_bytes()
+    }
+}
+
+/// The two pairwise seeds of node i: `prev = k_i` (with node i-1), `next = k_{i+1}` (with
+/// node i+1). Zeroized on drop.
+pub struct PairSeeds {
+    pub(crate) prev: Seed,
+    pub(crate) next: Seed,
+}
+
+impl std::fmt::Debug for PairSeeds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PairSeeds(..)")
+    }
+}
+
+fn pair_seed(
+    key: &NodeKey,
+    other: NodeId,
+    other_public: &[u8; 32],
+    session: SessionId,
+    low: NodeId,
+    high: NodeId,
+) -> Result<Seed, MpcError> {
+    let shared = key.secret.diffie_hellman(&PublicKey::from(*other_public));
+    if !shared.was_contributory() {
+        return Err(MpcError::NonContributoryKey {
+            peer: Peer::Node(other),
+        });
+    }
+    let hk = Hkdf::<Sha256>::new(Some(SALT), shared.as_bytes());
+    let mut info = Vec::with_capacity(PAIR_INFO.len() + 18);
+    info.extend_from_slice(PAIR_INFO);
+    info.extend_from_slice(&session.0);
+    info.push(low.index() as u8);
+    info.push(high.index() as u8);
+    let mut seed = Zeroizing::new([0u8; 32]);
+    // 32 bytes is far below HKDF-SHA256's 8160-byte limit: expand cannot fail.
+    hk.expand(&info, seed.as_mut())
+        .map_err(|_| MpcError::NonContributoryKey {
+            peer: Peer::Node(other),
+        })?;
+    Ok(seed)
+}
+
+impl PairSeeds {
+    /// Derives node `me`'s seeds from its key and the three nodes' public keys (indexed by
+    /// node). Errors if a peer's public key gives a non-contributory shared secret.
+    /// Cost: 2 X25519 scalar multiplications, 2 HKDF.
+    pub fn derive(
+        me: NodeId,
+        key: &NodeKey,
+        publics: &[[u8; 32]; 3],
+        session: SessionId,
+    ) -> Result<PairSeeds, MpcError> {
+        let p = me.prev();
+        let n = me.next();
+        // k_i is the seed of the pair (i-1, i); k_{i+1} of (i, i+1).
+        let prev = pair_seed(key, p, &publics[p.index()], session, p, me)?;
+        let next = pair_seed(key, n, &publics[n.index()], session, me, n)?;
+        Ok(PairSeeds { prev, next })
+    }
+}
+
+/// Keys and seeds for three nodes generated from one RNG (simulation and tests).
+pub fn simulated_seeds<R: RngCore + CryptoRng>(
+    rng: &mut R,
+    session: SessionId,
+) -> Result<[PairSeeds; 3], MpcError> {
+    let keys = [
+        NodeKey::generate(rng),
+        NodeKey::generate(rng),
+        NodeKey::generate(rng),
+    ];
+    let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+    let [a, b, c] = NodeId::ALL;
+    Ok([
+        PairSeeds::derive(a, &keys[0], &publics, session)?,
+        PairSeeds::derive(b, &keys[1], &publics, session)?,
+        PairSeeds::derive(c, &keys[2], &publics, session)?,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::rand_core::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    #[test]
+    fn neighbours_agree_and_pairs_differ() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let s = simulated_seeds(&mut rng, SessionId([1; 16])).expect("keys");
+        for i in 0..3 {
+            let n = (i + 1) % 3;
+            assert_eq!(*s[i].next, *s[n].prev, "pair ({i},{n}) must agree");
+        }
+        assert_ne!(*s[0].prev, *s[0].next);
+        assert_ne!(*s[1].prev, *s[2].prev);
+    }
+
+    #[test]
+    fn session_separates_seeds() {
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let keys = [
+            NodeKey::generate(&mut rng),
+            NodeKey::generate(&mut rng),
+            NodeKey::generate(&mut rng),
+        ];
+        let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+        let id = NodeId::ALL[0];
+        let a = PairSeeds::derive(id, &keys[0], &publics, SessionId([1; 16])).expect("a");
+        let b = PairSeeds::derive(id, &keys[0], &publics, SessionId([2; 16])).expect("b");
+        assert_ne!(*a.next, *b.next);
+    }
+
+    #[test]
+    fn low_order_public_key_is_rejected() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let key = NodeKey::generate(&mut rng);
+        let publics = [key.public(), [0u8; 32], key.public()];
+        let err = PairSeeds::derive(NodeId::ALL[0], &key, &publics, SessionId([0; 16]));
+        assert!(matches!(err, Err(MpcError::NonContributoryKey { .. })));
+    }
+}

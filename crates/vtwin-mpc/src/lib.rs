@@ -1,0 +1,59 @@
+//! 3-node replicated secret sharing over Z_2^128 (semi-honest, honest majority, no dealer)
+//! and the MPC twins of the vtwin-fixed reference arithmetic.
+//!
+//! # Model
+//! - Values are fixed point at scale 2^32 in Z_2^128 ([`vtwin_fixed::Fx`]); a vector is
+//!   replicated-shared ([`Shared`]; node i holds `(x_i, x_{i+1})`), bits are XOR-shared 128
+//!   to a word ([`BitShared`]).
+//! - Correlated randomness comes from pairwise seeds (X25519 + HKDF-SHA256, [`keys`]) and a
+//!   counter-addressed ChaCha20 PRG ([`prg`]): zero-sharings, random sharings and masks known
+//!   to one pair of nodes, all without communication or a dealer.
+//! - Each node is a sans-IO state machine ([`Node`]): `handle(msg) -> messages to send`,
+//!   deterministic, no sockets, threads or clocks. Protocols are `async` programs over a
+//!   [`Ctx`]; [`sim::Simulation`] drives three nodes in memory.
+//! - Clients (parties, noise contributors) input with PRG-compressed shares and receive
+//!   openings addressed to them only ([`input`]).
+//!
+//! # Protocols (vectorised; one layer of the circuit per round or round pair)
+//! | function | twin of | rounds | ring elements sent, all nodes, per value |
+//! |---|---|---|---|
+//! | [`input::input`] | - | 1 | 1 upload + 1 |
+//! | [`input::reveal_to`] | - | 1 | 3 (to the receiver only) |
+//! | [`multiply::mul`] | ring product | 1 | 3 |
+//! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 2 | 3 |
+//! | [`multiply::inner_products`] | `vtwin_fixed::dot` | 2 | 3 per output |
+//! | [`binary::a2b`], [`binary::sign_bit`] | bits, `Fx::is_negative` | 9 | 3 x 15 words |
+//! | [`compare::less_than`] | `vtwin_fixed::compare::lt` | 11 | 3 x 17 |
+//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 33 | measured, `protocols/mpc-reciprocal.md` |
+//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 44 | measured, `protocols/mpc-inv-sqrt.md` |
+//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 47 | measured |
+//!
+//! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to nodes
+//! 0 and 1 ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,
+//! every protocol's output equals the reference's bit for bit, for every input (so errors
+//! and ranges are the reference's, documented in vtwin-fixed and protocols/arithmetic.md).
+
+pub mod binary;
+pub mod compare;
+pub mod counters;
+pub mod error;
+pub mod input;
+pub mod inv_sqrt;
+pub mod keys;
+pub mod message;
+pub mod multiply;
+pub mod normalise;
+pub mod prg;
+pub mod reciprocal;
+pub mod runtime;
+pub mod share;
+pub mod sim;
+
+pub use counters::Counters;
+pub use error::MpcError;
+pub use input::{InputClient, InputError, InputRange, Opening};
+pub use keys::{NodeKey, PairSeeds};
+pub use message::{Message, NodeId, Peer, SessionId, WireError};
+pub use runtime::{Ctx, Node};
+pub use share::{BitShared, Shared};
+pub use sim::{Delivery, SimReport, Simulation};

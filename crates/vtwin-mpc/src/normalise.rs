@@ -1,0 +1,121 @@
+//! Range normalisation by the most significant bit: from a positive shared `x`, the shared
+//! powers of two that reciprocal and inverse square root need (vtwin-fixed `normalise`).
+//!
+//! 1. [`a2b`] of `x` (the low `window` bits are kept), [`one_hot_msb`]: the XOR-shared
+//!    one-hot word `h` with `h_e = 1` iff `e = msb(x mod 2^window)`.
+//! 2. Every quantity needed is `sum_e h_e c[e]` for a public table `c`. The one-hot index is
+//!    split as `e = 8 a + b`: the one-hot vectors `A` (a in `0..ceil(window/8)`) and `B`
+//!    (b in `0..8`) are XOR folds of `h` (local). Their bits are injected ([`inject`], 2
+//!    rounds), and then `sum_e h_e c[e] = sum_a A_a (sum_b B_b c[8a+b])`: the inner sum is
+//!    local (public coefficients), the outer one is an inner product of length
+//!    `ceil(window/8)` with one reshare per output (1 round). A zero `x mod 2^window` gives
+//!    all zeros, as in the reference.
+//!
+//! Cost for `window` w and T tables: A2B `2 + levels` rounds, one-hot `ceil(log2 w)` rounds,
+//! 3 rounds for the conversion; `ceil(w/8) + 8` bit injections (2 products each) and T
+//! outputs per value.
+
+use crate::binary::{a2b, inject, one_hot_msb};
+use crate::error::MpcError;
+use crate::multiply::inner_products_int;
+use crate::runtime::Ctx;
+use crate::share::{BitShared, Shared};
+
+/// Adder levels for a window of `w` bits: `ceil(log2 w)`.
+pub(crate) const fn levels_for(w: u32) -> u32 {
+    32 - (w - 1).leading_zeros()
+}
+
+fn parity(w: u128) -> u128 {
+    u128::from(w.count_ones() & 1)
+}
+
+/// The bits of `x mod 2^window` (XOR-shared) and then its one-hot MSB word.
+pub(crate) async fn msb_one_hot(ctx: &Ctx, x: &Shared, window: u32) -> Result<BitShared, MpcError> {
+    let mask = if window >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << window) - 1
+    };
+    let bits = a2b(ctx, x, levels_for(window)).await?.map(|w| w & mask);
+    one_hot_msb(ctx, &bits, window).await
+}
+
+/// `sum_e h_e table[e]` for each table and each one-hot word of `h` (window bits), plus the
+/// arithmetic injection of bit 0 of each word of `extra` (batched into the same rounds).
+/// Returns (one sharing per table, the injected extra bits). 3 rounds.
+pub(crate) async fn select_from_one_hot(
+    ctx: &Ctx,
+    h: &BitShared,
+    window: u32,
+    tables: &[&[u128]],
+    extra: &BitShared,
+) -> Result<(Vec<Shared>, Shared), MpcError> {
+    let n = h.len();
+    let na = window.div_ceil(8) as usize;
+    let per = na + 8;
+    // Bits to inject, one per word: for each value, A_0..A_{na-1}, B_0..B_7.
+    let fold = |w: u128| -> Vec<u128> {
+        let mut out = Vec::with_capacity(per);
+        for a in 0..na {
+            out.push(parity((w >> (8 * a)) & 0xff));
+        }
+        let mut byte = 0u128;
+        for a in 0..na {
+            byte ^= (w >> (8 * a)) & 0xff;
+        }
+        for b in 0..8 {
+            out.push((byte >> b) & 1);
+        }
+        out
+    };
+    let bits = BitShared {
+        own: h.own.iter().flat_map(|&w| fold(w)).collect(),
+        next: h.next.iter().flat_map(|&w| fold(w)).collect(),
+    };
+    let all = BitShared::concat(&[&bits, extra]);
+    let injected = inject(ctx, &all).await?;
+    let ab = injected.slice(0..n * per);
+    let extra_arith = injected.slice(n * per..injected.len());
+
+    // For each table: x = A (per value), y = L_a = sum_b B_b table[8a+b] (local).
+    let mut xs = Vec::with_capacity(tables.len());
+    let mut ys = Vec::with_capacity(tables.len());
+    for table in tables {
+        let coef = |a: usize, b: usize| table.get(8 * a + b).copied().unwrap_or(0);
+        let mut y_own = Vec::with_capacity(n * na);
+        let mut y_next = Vec::with_capacity(n * na);
+        let mut x_own = Vec::with_capacity(n * na);
+        let mut x_next = Vec::with_capacity(n * na);
+        for v in 0..n {
+            let base = v * per;
+            for a in 0..na {
+                x_own.push(ab.own[base + a]);
+                x_next.push(ab.next[base + a]);
+                let (mut so, mut sn) = (0u128, 0u128);
+                for b in 0..8 {
+                    let c = coef(a, b);
+                    so = so.wrapping_add(ab.own[base + na + b].wrapping_mul(c));
+                    sn = sn.wrapping_add(ab.next[base + na + b].wrapping_mul(c));
+                }
+                y_own.push(so);
+                y_next.push(sn);
+            }
+        }
+        xs.push(Shared {
+            own: x_own,
+            next: x_next,
+        });
+        ys.push(Shared {
+            own: y_own,
+            next: y_next,
+        });
+    }
+    let x = Shared::concat(&xs.iter().collect::<Vec<_>>());
+    let y = Shared::concat(&ys.iter().collect::<Vec<_>>());
+    let out = inner_products_int(ctx, &x, &y, na).await?;
+    let per_table = (0..tables.len())
+        .map(|t| out.slice(t * n..(t + 1) * n))
+        .collect();
+    Ok((per_table, extra_arith))
+}

@@ -1,0 +1,221 @@
+//! Every primitive against vtwin-fixed, bit for bit, given the MPC's truncation masks.
+
+mod common;
+
+use common::{open, replay, run_on};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use vtwin_fixed::{Floor, Fx, InvSqrt, Reciprocal};
+use vtwin_mpc::{binary, compare, inv_sqrt, multiply, reciprocal, Delivery};
+
+fn cfg() -> ProptestConfig {
+    ProptestConfig {
+        cases: 12,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/equivalence.txt",
+        ))),
+        ..ProptestConfig::default()
+    }
+}
+
+/// Raw values of |v| < 2^11.5 (so |a b| < 2^23) and some arbitrary ring elements.
+fn fx_in(bits: u32) -> impl Strategy<Value = u128> {
+    let lim = 1i128 << (bits + 32);
+    (-lim..lim).prop_map(|v| v as u128)
+}
+
+proptest! {
+    #![proptest_config(cfg())]
+
+    #[test]
+    fn mul_trunc_equals_reference(
+        pairs in prop::collection::vec((fx_in(11), fx_in(11)), 1..64),
+        wild in prop::collection::vec((any::<u128>(), any::<u128>()), 0..8),
+    ) {
+        let all: Vec<(u128, u128)> = pairs.into_iter().chain(wild).collect();
+        let a: Vec<u128> = all.iter().map(|p| p.0).collect();
+        let b: Vec<u128> = all.iter().map(|p| p.1).collect();
+        let rep = run_on(vec![a.clone(), b.clone()], Delivery::Fifo, |ctx, v| async move {
+            multiply::mul_trunc(&ctx, &v[0], &v[1], 32).await
+        }).expect("run");
+        let got = open(&rep);
+        prop_assert_eq!(rep.masks.len(), 1);
+        for k in 0..a.len() {
+            let want = vtwin_fixed::mul(Fx(a[k]), Fx(b[k]), &mut replay(&rep.masks, k));
+            prop_assert_eq!(got[k], want.0, "element {}", k);
+            if k < a.len() && (Fx(a[k]).signed().abs() < 1 << 43) && (Fx(b[k]).signed().abs() < 1 << 43) {
+                // Within range: at most one ulp from the exact floor product.
+                let floor = vtwin_fixed::mul_floor(Fx(a[k]), Fx(b[k]));
+                prop_assert!((want.signed() - floor.signed()).abs() <= 1);
+            }
+        }
+    }
+
+    #[test]
+    fn inner_products_equal_reference(
+        xs in prop::collection::vec(fx_in(5), 24),
+        ys in prop::collection::vec(fx_in(5), 24),
+        len in prop::sample::select(vec![1usize, 2, 3, 4, 6, 8, 12, 24]),
+    ) {
+        let rep = run_on(vec![xs.clone(), ys.clone()], Delivery::Fifo, move |ctx, v| async move {
+            multiply::inner_products(&ctx, &v[0], &v[1], len).await
+        }).expect("run");
+        let got = open(&rep);
+        prop_assert_eq!(got.len(), 24 / len);
+        for (k, g) in got.iter().enumerate() {
+            let a: Vec<Fx> = xs[k * len..(k + 1) * len].iter().map(|&v| Fx(v)).collect();
+            let b: Vec<Fx> = ys[k * len..(k + 1) * len].iter().map(|&v| Fx(v)).collect();
+            let want = vtwin_fixed::dot(&a, &b, &mut replay(&rep.masks, k));
+            prop_assert_eq!(*g, want.0);
+        }
+    }
+
+    #[test]
+    fn a2b_gives_the_bits(xs in prop::collection::vec(any::<u128>(), 1..32)) {
+        let rep = run_on(vec![xs.clone()], Delivery::Fifo, |ctx, v| async move {
+            binary::a2b(&ctx, &v[0], 7).await
+        }).expect("run");
+        for (k, x) in xs.iter().enumerate() {
+            let bits = rep.outputs[0].own()[k] ^ rep.outputs[1].own()[k] ^ rep.outputs[2].own()[k];
+            prop_assert_eq!(bits, *x);
+        }
+    }
+
+    #[test]
+    fn less_than_equals_reference(
+        a in prop::collection::vec(fx_in(40), 1..32),
+        b in prop::collection::vec(fx_in(40), 32),
+    ) {
+        let b = b[..a.len()].to_vec();
+        let rep = run_on(vec![a.clone(), b.clone()], Delivery::Fifo, |ctx, v| async move {
+            compare::less_than(&ctx, &v[0], &v[1]).await
+        }).expect("run");
+        let got = open(&rep);
+        for k in 0..a.len() {
+            let want = vtwin_fixed::compare::lt(Fx(a[k]), Fx(b[k]));
+            prop_assert_eq!(got[k], u128::from(want));
+        }
+    }
+
+    #[test]
+    fn reciprocal_equals_reference(
+        xs in prop::collection::vec(1u128..(1u128 << 64), 1..24),
+        wild in prop::collection::vec(any::<u128>(), 0..4),
+    ) {
+        let xs: Vec<u128> = xs.into_iter().chain(wild).collect();
+        let rep = run_on(vec![xs.clone()], Delivery::Fifo, |ctx, v| async move {
+            reciprocal::reciprocal(&ctx, &v[0]).await
+        }).expect("run");
+        let got = open(&rep);
+        prop_assert_eq!(rep.masks.len(), 8, "reference truncation count");
+        for (k, &x) in xs.iter().enumerate() {
+            let mut t = replay(&rep.masks, k);
+            let want = Reciprocal::new_unchecked(Fx(x), &mut t).value(&mut t);
+            prop_assert_eq!(got[k], want.0, "x = {:#x}", x);
+        }
+    }
+
+    #[test]
+    fn divide_equals_reference(
+        xs in prop::collection::vec(1u128..(1u128 << 64), 1..16),
+        a in prop::collection::vec(fx_in(21), 16),
+    ) {
+        let a = a[..xs.len()].to_vec();
+        let rep = run_on(vec![xs.clone(), a.clone()], Delivery::Fifo, |ctx, v| async move {
+            let r = reciprocal::reciprocal_normalised(&ctx, &v[0]).await?;
+            r.divide(&ctx, &v[1]).await
+        }).expect("run");
+        let got = open(&rep);
+        for k in 0..xs.len() {
+            let mut t = replay(&rep.masks, k);
+            let want = Reciprocal::new_unchecked(Fx(xs[k]), &mut t).divide(Fx(a[k]), &mut t);
+            prop_assert_eq!(got[k], want.0);
+        }
+    }
+
+    #[test]
+    fn inv_sqrt_equals_reference(
+        xs in prop::collection::vec(1u128..(1u128 << 80), 1..24),
+        wild in prop::collection::vec(any::<u128>(), 0..4),
+    ) {
+        let xs: Vec<u128> = xs.into_iter().chain(wild).collect();
+        let rep = run_on(vec![xs.clone()], Delivery::Fifo, |ctx, v| async move {
+            inv_sqrt::inv_sqrt(&ctx, &v[0]).await
+        }).expect("run");
+        let got = open(&rep);
+        prop_assert_eq!(rep.masks.len(), 12, "reference truncation count");
+        for (k, &x) in xs.iter().enumerate() {
+            let mut t = replay(&rep.masks, k);
+            let want = InvSqrt::new_unchecked(Fx(x), &mut t).value(&mut t);
+            prop_assert_eq!(got[k], want.0, "x = {:#x}", x);
+        }
+    }
+
+    #[test]
+    fn clip_factor_equals_reference(
+        xs in prop::collection::vec(0u128..(1u128 << 80), 1..24),
+        c in 1u128..(1u128 << 40),
+    ) {
+        let rep = run_on(vec![xs.clone()], Delivery::Fifo, move |ctx, v| async move {
+            inv_sqrt::clip_factor(&ctx, &v[0], Fx(c)).await
+        }).expect("run");
+        let got = open(&rep);
+        for (k, &x) in xs.iter().enumerate() {
+            let mut t = replay(&rep.masks, k);
+            let want = vtwin_fixed::clip_factor_unchecked(Fx(x), Fx(c), &mut t);
+            prop_assert_eq!(got[k], want.0, "x = {:#x}", x);
+        }
+    }
+}
+
+#[test]
+fn random_delivery_gives_the_fifo_result() {
+    let xs: Vec<u128> = (1..40u128).map(|k| k * 0x1234_5678_9abc).collect();
+    let fifo = run_on(vec![xs.clone()], Delivery::Fifo, |ctx, v| async move {
+        reciprocal::reciprocal(&ctx, &v[0]).await
+    })
+    .expect("fifo");
+    for seed in [1, 2, 3] {
+        let rnd = run_on(
+            vec![xs.clone()],
+            Delivery::Random(seed),
+            |ctx, v| async move { reciprocal::reciprocal(&ctx, &v[0]).await },
+        )
+        .expect("random");
+        assert_eq!(open(&fifo), open(&rnd), "seed {seed}");
+        assert_eq!(fifo.total(), rnd.total());
+    }
+}
+
+#[test]
+fn reciprocal_is_accurate_in_its_range() {
+    // Documented range of the reference: the MPC result, decoded, within its bound.
+    let xs: Vec<f64> = (0..46).map(|k| 2f64.powf(-30.0 + k as f64)).collect();
+    let raw: Vec<u128> = xs
+        .iter()
+        .map(|&x| Fx::from_f64(x).expect("enc").0)
+        .collect();
+    let rep = run_on(vec![raw.clone()], Delivery::Fifo, |ctx, v| async move {
+        reciprocal::reciprocal(&ctx, &v[0]).await
+    })
+    .expect("run");
+    let got = open(&rep);
+    for (k, &x) in xs.iter().enumerate() {
+        let y = Fx(got[k]).to_f64();
+        let exact = 1.0 / Fx(raw[k]).to_f64();
+        let err = (y - exact).abs();
+        assert!(
+            err <= exact * 2f64.powi(-20) || err <= 2f64.powi(-31),
+            "x = {x}: {y} vs {exact}"
+        );
+    }
+    // And against the floor-truncation reference: same bound (relative 2^-19 or 4 ulp).
+    for (k, &r) in raw.iter().enumerate() {
+        let f = vtwin_fixed::reciprocal(Fx(r), &mut Floor).expect("domain");
+        let d = (f.signed() - Fx(got[k]).signed()).abs();
+        assert!(
+            d <= 4 || (d as f64) <= f.signed() as f64 * 2f64.powi(-19),
+            "k = {k}"
+        );
+    }
+}
