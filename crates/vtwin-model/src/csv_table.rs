@@ -186,9 +186,9 @@ impl Table {
     }
 
     fn write_columns(&self, path: &Path, cols: &[usize], with_id: bool) -> Result<(), DataError> {
-        let io = |source: std::io::Error| DataError::Io {
+        let io = |cause: std::io::Error| DataError::Io {
             file: path.to_owned(),
-            source,
+            cause,
         };
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -201,7 +201,7 @@ impl Table {
                 .from_writer(std::io::BufWriter::new(tmp.as_file_mut()));
             let csv_err = |e: csv::Error| DataError::Io {
                 file: path.to_owned(),
-                source: std::io::Error::other(e),
+                cause: std::io::Error::other(e),
             };
             let mut header: Vec<&str> = Vec::with_capacity(cols.len() + 1);
             if with_id {
@@ -277,9 +277,9 @@ fn read_file(
     party: Option<&str>,
 ) -> Result<ParsedFile, DataError> {
     let file = || path.to_owned();
-    let reader = std::fs::File::open(path).map_err(|source| DataError::Io {
+    let reader = std::fs::File::open(path).map_err(|cause| DataError::Io {
         file: file(),
-        source,
+        cause,
     })?;
     let mut rdr = csv::ReaderBuilder::new()
         .delimiter(schema.csv.delimiter as u8)
@@ -295,9 +295,9 @@ fn read_file(
         let row = e.position().map(|p| p.line()).unwrap_or(0);
         let message = e.to_string();
         match e.into_kind() {
-            csv::ErrorKind::Io(source) => DataError::Io {
+            csv::ErrorKind::Io(cause) => DataError::Io {
                 file: file(),
-                source,
+                cause,
             },
             _ => DataError::Csv {
                 file: file(),

@@ -195,12 +195,12 @@ impl std::error::Error for SchemaIssue {}
 #[non_exhaustive]
 pub enum SchemaError {
     /// The file could not be read.
-    #[error("schema {}: {source}", path.display())]
+    #[error("schema {}: {cause}", path.display())]
     Io {
         /// The schema file.
         path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause (in the message, not chained as a source, so that `{:#}` prints it once).
+        cause: std::io::Error,
     },
     /// The file is not valid TOML for a schema, or the schema is invalid.
     #[error("schema {}: {message}", path.display())]
@@ -242,9 +242,9 @@ impl Schema {
 
     /// Reads and validates a TOML schema file; errors name the file and the column.
     pub fn load(path: &Path) -> Result<Schema, SchemaError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SchemaError::Io {
+        let text = std::fs::read_to_string(path).map_err(|cause| SchemaError::Io {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         Schema::from_toml(&text).map_err(|message| SchemaError::Invalid {
             path: path.to_owned(),

@@ -80,12 +80,12 @@ pub struct Table {
 #[non_exhaustive]
 pub enum DataError {
     /// The file could not be read or written.
-    #[error("{}: {source}", file.display())]
+    #[error("{}: {cause}", file.display())]
     Io {
         /// The file.
         file: PathBuf,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause (in the message, not chained as a source, so that `{:#}` prints it once).
+        cause: std::io::Error,
     },
     /// The file is not well-formed CSV (e.g. an unterminated quote, invalid UTF-8).
     #[error("{}: row {row}: malformed CSV: {message}", file.display())]
