@@ -10,8 +10,10 @@
 //! [`DataError::MissingColumn`]); no name may appear twice; in a party's file a column of
 //! another party is an error ([`DataError::ForeignColumn`]); other columns are ignored.
 //!
-//! Rows are reported as 1-based line numbers of the file, the header being row 1. Every data
-//! row is validated, including rows that are then dropped for a missing value.
+//! Rows are reported as 1-based line numbers of the file (the line where the record starts;
+//! the header is row 1 when it is the first line). Blank lines are skipped but counted; LF and
+//! CRLF line ends and a UTF-8 byte-order mark are accepted. Every data row is validated,
+//! including rows that are then dropped for a missing value.
 //!
 //! Matching per-party files (`read_parties`): ids must be unique within each file, and every
 //! id of every file must appear in every other file (else [`DataError::UnmatchedId`], naming
@@ -277,10 +279,28 @@ fn read_file(
     party: Option<&str>,
 ) -> Result<ParsedFile, DataError> {
     let file = || path.to_owned();
-    let reader = std::fs::File::open(path).map_err(|cause| DataError::Io {
+    // The whole file in memory (tables here are megabytes): rows are numbered by counting
+    // newlines before a record's first byte, because the csv crate's line counter drifts on
+    // CRLF files and its byte position can point at the line end before the record.
+    let bytes = std::fs::read(path).map_err(|cause| DataError::Io {
         file: file(),
         cause,
     })?;
+    let newlines: Vec<u64> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i as u64)
+        .collect();
+    let line_of = |pos: Option<&csv::Position>| -> u64 {
+        pos.map_or(0, |p| {
+            let mut start = p.byte() as usize;
+            while start < bytes.len() && matches!(bytes[start], b'\r' | b'\n') {
+                start += 1;
+            }
+            newlines.partition_point(|&n| n < start as u64) as u64 + 1
+        })
+    };
     let mut rdr = csv::ReaderBuilder::new()
         .delimiter(schema.csv.delimiter as u8)
         .has_headers(false)
@@ -290,9 +310,9 @@ fn read_file(
         } else {
             csv::Trim::None
         })
-        .from_reader(std::io::BufReader::new(reader));
+        .from_reader(bytes.as_slice());
     let csv_err = |e: csv::Error| {
-        let row = e.position().map(|p| p.line()).unwrap_or(0);
+        let row = line_of(e.position());
         let message = e.to_string();
         match e.into_kind() {
             csv::ErrorKind::Io(cause) => DataError::Io {
@@ -363,7 +383,7 @@ fn read_file(
     let mut first_row_of: HashMap<String, u64> = HashMap::new();
     for (ordinal, rec) in records.enumerate() {
         let rec = rec.map_err(csv_err)?;
-        let row = rec.position().map(|p| p.line()).unwrap_or(0);
+        let row = line_of(rec.position());
         if rec.len() != header.len() {
             return Err(DataError::FieldCount {
                 file: file(),

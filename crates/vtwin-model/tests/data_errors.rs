@@ -146,6 +146,23 @@ fn wrong_field_count() {
 }
 
 #[test]
+fn rows_are_file_lines_with_crlf_and_blank_lines() {
+    // CRLF line ends and a blank line 3: the bad record starts on line 4.
+    let (_, msg) = joined_err("crlf_blank_line.csv");
+    assert_names(&msg, 4, "age");
+    // A UTF-8 byte-order mark does not hide the first column's name.
+    let (_, msg) = joined_err("bom.csv");
+    assert_names(&msg, 3, "age");
+}
+
+#[test]
+fn invalid_utf8_names_row_and_field() {
+    let (e, msg) = joined_err("invalid_utf8.csv");
+    assert!(matches!(e, DataError::Csv { row: 3, .. }), "{e:?}");
+    assert!(msg.contains("row 3") && msg.contains("field 2"), "{msg}");
+}
+
+#[test]
 fn missing_file_names_it() {
     let e = Table::read_joined(&schema(), &fixture("no_such_file.csv")).unwrap_err();
     assert!(e.to_string().contains("no_such_file.csv"), "{e}");

@@ -301,3 +301,12 @@ fn adult_schema_is_valid_and_splits_as_the_paper() {
     assert_eq!(kind("education").cardinality(), Some(16));
     assert_eq!(kind("occupation").cardinality(), Some(14));
 }
+
+#[test]
+fn demo_schema_file_matches_the_built_in_demo() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo/schema.toml");
+    assert_eq!(
+        Schema::load(&path).unwrap(),
+        vtwin_model::demo::demo_schema()
+    );
+}
