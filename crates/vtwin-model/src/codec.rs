@@ -98,7 +98,7 @@ pub fn encode(kind: &ColumnKind, field: &str) -> Result<Encoded, ValueError> {
             let x = parse_number(field, *integer)?;
             if x < *min || x > *max {
                 return Err(ValueError::OutOfBounds {
-                    value: field.to_owned(),
+                    value: excerpt(field),
                     min: *min,
                     max: *max,
                 });
@@ -110,7 +110,7 @@ pub fn encode(kind: &ColumnKind, field: &str) -> Result<Encoded, ValueError> {
             .position(|c| c == field)
             .map(|i| Encoded::Index(i as u32))
             .ok_or_else(|| ValueError::UnknownCategory {
-                value: field.to_owned(),
+                value: excerpt(field),
                 expected: Expected(
                     categories.iter().take(8).cloned().collect(),
                     categories.len(),
@@ -121,7 +121,7 @@ pub fn encode(kind: &ColumnKind, field: &str) -> Result<Encoded, ValueError> {
             bin_of(edges, x)
                 .map(|i| Encoded::Index(i as u32))
                 .ok_or_else(|| ValueError::OutOfBounds {
-                    value: field.to_owned(),
+                    value: excerpt(field),
                     min: edges[0],
                     max: edges[edges.len() - 1],
                 })
@@ -253,20 +253,32 @@ pub fn bin_representative(edges: &[f64], integer: bool, i: usize) -> f64 {
 
 fn parse_number(field: &str, integer: bool) -> Result<f64, ValueError> {
     let x: f64 = field.parse().map_err(|_| ValueError::NotNumeric {
-        value: field.to_owned(),
+        value: excerpt(field),
     })?;
     if !x.is_finite() {
         return Err(ValueError::NotFinite {
-            value: field.to_owned(),
+            value: excerpt(field),
         });
     }
     if integer && x.fract() != 0.0 {
         return Err(ValueError::NotInteger {
-            value: field.to_owned(),
+            value: excerpt(field),
         });
     }
     Ok(x)
 }
+
+/// At most [`EXCERPT_CHARS`] characters of a field, for error messages: enough to find the
+/// value, without copying a long private field into logs.
+pub fn excerpt(field: &str) -> String {
+    match field.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}...", &field[..cut]),
+        None => field.to_owned(),
+    }
+}
+
+/// Longest field text quoted in an error message.
+pub const EXCERPT_CHARS: usize = 40;
 
 /// Integers without a decimal point, other values in shortest round-trip form.
 fn format_number(x: f64) -> String {
@@ -353,6 +365,21 @@ mod tests {
         assert_eq!(bin_representative(&e, true, 0), 0.0);
         assert_eq!(bin_representative(&e, true, 1), 5.0); // integers 1..=9
         assert_eq!(bin_representative(&e, true, 2), 55.0); // integers 10..=100
+    }
+
+    #[test]
+    fn long_fields_are_cut_in_messages() {
+        let long = "x".repeat(100);
+        let e = encode(
+            &ColumnKind::Categorical {
+                categories: vec!["a".into()],
+            },
+            &long,
+        );
+        let msg = e.unwrap_err().to_string();
+        assert!(msg.contains(&format!("\"{}...\"", "x".repeat(40))), "{msg}");
+        assert!(!msg.contains(&"x".repeat(41)), "{msg}");
+        assert_eq!(excerpt("éé"), "éé");
     }
 
     #[test]

@@ -112,7 +112,7 @@ impl Table {
                         file: files[a].1.clone(),
                         row: fa.rows[i],
                         column: id_col.to_owned(),
-                        id: fa.ids[i].clone(),
+                        id: codec::excerpt(&fa.ids[i]),
                         other: files[b].1.clone(),
                     });
                 }
@@ -408,7 +408,7 @@ fn read_file(
                         file: file(),
                         row,
                         column: name.to_owned(),
-                        id: id.to_owned(),
+                        id: codec::excerpt(id),
                         first_row,
                     });
                 }
