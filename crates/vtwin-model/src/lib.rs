@@ -12,3 +12,18 @@ pub mod table;
 pub use params::{ColumnParams, MixtureParams};
 pub use schema::{ColumnKind, ColumnSpec, Schema};
 pub use table::{Column, DataError, Table};
+
+// MODEL modules: parameter layout, prior, local kernels, sufficient statistics, gradient
+// backends, Adam, the DPVI loop, checkpoints and model files.
+pub mod adam;
+pub mod backend;
+pub mod checkpoint;
+pub mod dpvi;
+pub mod fixed;
+pub mod float;
+pub mod kernels;
+pub mod layout;
+pub mod model_file;
+pub mod prior;
+pub mod rng_state;
+pub mod stats;

@@ -1,0 +1,101 @@
+//! Adam (Kingma and Ba 2015) for gradient ascent on the ELBO, with serialisable state.
+
+use serde::{Deserialize, Serialize};
+
+/// Adam's hyper-parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdamConfig {
+    /// Step size (default 0.01, INTERFACE.md).
+    pub lr: f64,
+    /// First-moment decay (0.9).
+    pub beta1: f64,
+    /// Second-moment decay (0.999).
+    pub beta2: f64,
+    /// Denominator guard (1e-8).
+    pub eps: f64,
+}
+
+impl Default for AdamConfig {
+    fn default() -> Self {
+        AdamConfig {
+            lr: 0.01,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+        }
+    }
+}
+
+/// Adam's state for one parameter vector.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Adam {
+    /// Hyper-parameters.
+    pub config: AdamConfig,
+    /// Steps taken.
+    pub t: u64,
+    /// First moments.
+    pub m: Vec<f64>,
+    /// Second moments.
+    pub v: Vec<f64>,
+}
+
+impl Adam {
+    /// Fresh state for `dim` parameters.
+    pub fn new(config: AdamConfig, dim: usize) -> Adam {
+        Adam {
+            config,
+            t: 0,
+            m: vec![0.0; dim],
+            v: vec![0.0; dim],
+        }
+    }
+
+    /// One ascent step: x += lr * m_hat / (sqrt(v_hat) + eps). Panics if lengths differ.
+    /// Cost O(dim).
+    pub fn ascend(&mut self, x: &mut [f64], grad: &[f64]) {
+        assert!(
+            x.len() == self.m.len() && grad.len() == self.m.len(),
+            "adam: length mismatch"
+        );
+        let c = self.config;
+        self.t += 1;
+        let t = i32::try_from(self.t).unwrap_or(i32::MAX);
+        let bc1 = 1.0 - c.beta1.powi(t);
+        let bc2 = 1.0 - c.beta2.powi(t);
+        for i in 0..x.len() {
+            self.m[i] = c.beta1 * self.m[i] + (1.0 - c.beta1) * grad[i];
+            self.v[i] = c.beta2 * self.v[i] + (1.0 - c.beta2) * grad[i] * grad[i];
+            x[i] += c.lr * (self.m[i] / bc1) / ((self.v[i] / bc2).sqrt() + c.eps);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_step_moves_by_lr_in_the_gradient_direction() {
+        let mut a = Adam::new(AdamConfig::default(), 2);
+        let mut x = [1.0, -1.0];
+        a.ascend(&mut x, &[3.0, -0.5]);
+        assert!((x[0] - 1.01).abs() < 1e-9 && (x[1] + 1.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn maximises_a_concave_quadratic() {
+        let mut a = Adam::new(
+            AdamConfig {
+                lr: 0.05,
+                ..AdamConfig::default()
+            },
+            1,
+        );
+        let mut x = [5.0];
+        for _ in 0..2000 {
+            let g = [-(x[0] - 2.0)];
+            a.ascend(&mut x, &g);
+        }
+        assert!((x[0] - 2.0).abs() < 1e-2, "x = {}", x[0]);
+    }
+}

@@ -1,0 +1,246 @@
+//! The gradient-backend seam: the private part of one DPVI iteration.
+//!
+//! A backend receives the public theta_t, the clip bound C, the noise multiplier sigma and,
+//! from every party, only that party's batch of sufficient statistics ([`PartyBatch`]), and
+//! returns G = sum_n c_n g_n + Z, the noised sum of clipped per-example gradients of the
+//! data term log p(x_n | theta) (length d, [`crate::layout`] order), with Z of standard
+//! deviation sigma C per coordinate. Nothing else about the data leaves a backend except
+//! [`Diagnostics`], which are for tests and benchmarks of a simulation only (they are
+//! data-dependent: a deployment must not release them).
+//!
+//! Implementations: [`crate::float::FloatBackend`] (f64, log space, the non-partitioned
+//! baseline) and [`crate::fixed::FixedBackend`] (ARCHITECTURE steps 2-4 in plaintext fixed
+//! point). The MPC backend implements the same trait with the same inputs: each party runs
+//! the local kernels on its own [`PartyBatch`] and secret-shares the results, and each
+//! party's noise share comes from that party's generator in [`NoiseRngs`].
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+use crate::kernels::KernelError;
+use crate::layout::Layout;
+use crate::rng_state::RngState;
+use crate::stats::PartyBatch;
+
+/// The noise of one iteration: Z has standard deviation `sigma * clip` per coordinate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoiseConfig {
+    /// Noise multiplier sigma >= 0; 0 turns noise off (tests only: no privacy).
+    pub sigma: f64,
+}
+
+/// One iteration's public inputs and the parties' private batches.
+#[derive(Clone, Copy, Debug)]
+pub struct GradientInput<'a> {
+    /// The parameter layout.
+    pub layout: &'a Layout,
+    /// theta_t (length d), public.
+    pub theta: &'a [f64],
+    /// One batch per party, in layout order, all with the same number of rows B (B may be 0).
+    pub parties: &'a [PartyBatch],
+    /// Clip bound C > 0 on the L2 norm of each per-example gradient.
+    pub clip: f64,
+    /// Noise.
+    pub noise: NoiseConfig,
+}
+
+/// What a backend observed; simulation diagnostics only (see module docs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Diagnostics {
+    /// B.
+    pub records: usize,
+    /// Records whose gradient norm exceeded C.
+    pub clipped: usize,
+    /// Records whose den underflowed to 0 (fixed backend; their responsibilities are 0).
+    pub den_zero: usize,
+    /// Milliseconds in the parties' local kernels (all parties, sequentially).
+    pub local_ms: f64,
+    /// Milliseconds combining the parties' inputs (the node-side work).
+    pub combine_ms: f64,
+    /// Milliseconds sampling noise.
+    pub noise_ms: f64,
+}
+
+/// A backend's result for one iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientOutput {
+    /// G = sum_n c_n g_n + Z, length d.
+    pub gradient: Vec<f64>,
+    /// Diagnostics.
+    pub diagnostics: Diagnostics,
+}
+
+/// Why a backend could not produce a gradient.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// A local kernel failed.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// The inputs do not fit the layout.
+    #[error("gradient input: {0}")]
+    Shape(String),
+    /// A party's value is outside what the fixed-point pipeline can represent.
+    #[error("party {party}: {what} = {value} is outside the fixed-point range {range}")]
+    Range {
+        /// Party name.
+        party: String,
+        /// Which quantity.
+        what: &'static str,
+        /// The offending value.
+        value: f64,
+        /// The documented range.
+        range: &'static str,
+    },
+    /// The noise distribution could not be built.
+    #[error("noise: {0}")]
+    Noise(String),
+    /// Bad clip or sigma.
+    #[error("{0}")]
+    Config(String),
+}
+
+impl GradientInput<'_> {
+    /// Checks shapes and parameters; every backend calls it first.
+    pub fn validate(&self) -> Result<usize, BackendError> {
+        if self.theta.len() != self.layout.dim() {
+            return Err(BackendError::Shape(format!(
+                "theta has {} values, layout needs {}",
+                self.theta.len(),
+                self.layout.dim()
+            )));
+        }
+        if let Some(i) = self.theta.iter().position(|t| !t.is_finite()) {
+            return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
+        }
+        if self.parties.len() != self.layout.n_parties() {
+            return Err(BackendError::Shape(format!(
+                "{} party batches for {} parties",
+                self.parties.len(),
+                self.layout.n_parties()
+            )));
+        }
+        let b = self.parties.first().map_or(0, |p| p.rows);
+        for (p, batch) in self.parties.iter().enumerate() {
+            if batch.party != p
+                || batch.rows != b
+                || batch.width != self.layout.stat_width(p)
+                || batch.stats.len() != b * batch.width
+            {
+                return Err(BackendError::Shape(format!(
+                    "party {}: batch does not match the layout or the other parties' row count",
+                    self.layout.parties[p]
+                )));
+            }
+        }
+        if !(self.clip.is_finite() && self.clip > 0.0) {
+            return Err(BackendError::Config(format!(
+                "--clip must be positive and finite, got {}",
+                self.clip
+            )));
+        }
+        if !(self.noise.sigma.is_finite() && self.noise.sigma >= 0.0) {
+            return Err(BackendError::Config(format!(
+                "--sigma must be non-negative and finite, got {}",
+                self.noise.sigma
+            )));
+        }
+        Ok(b)
+    }
+
+    /// The public mixture weights pi = softmax(theta[0..K]).
+    pub fn weights(&self) -> Vec<f64> {
+        softmax(&self.theta[..self.layout.components])
+    }
+}
+
+/// softmax(z), stable.
+pub fn softmax(z: &[f64]) -> Vec<f64> {
+    let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = z.iter().map(|v| (v - m).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.into_iter().map(|v| v / s).collect()
+}
+
+/// The secret noise generators, one per party (each party samples its own share).
+///
+/// Production: every generator is seeded from the OS CSPRNG and is never written anywhere,
+/// so a resumed run draws fresh noise. Tests and reproducible simulations: seeded from a
+/// number; whoever knows it can subtract the noise, which voids the privacy guarantee, and
+/// only then does the checkpoint store the generator states.
+#[derive(Clone, Debug)]
+pub struct NoiseRngs {
+    rngs: Vec<ChaCha20Rng>,
+    reproducible: bool,
+}
+
+impl NoiseRngs {
+    /// One OS-seeded generator per party.
+    pub fn from_os(parties: usize) -> NoiseRngs {
+        NoiseRngs {
+            rngs: (0..parties).map(|_| ChaCha20Rng::from_os_rng()).collect(),
+            reproducible: false,
+        }
+    }
+
+    /// Generators derived from `seed` (party p uses ChaCha stream p). No privacy.
+    pub fn seeded(seed: u64, parties: usize) -> NoiseRngs {
+        NoiseRngs {
+            rngs: (0..parties)
+                .map(|p| {
+                    let mut r = ChaCha20Rng::seed_from_u64(seed);
+                    r.set_stream(p as u64);
+                    r
+                })
+                .collect(),
+            reproducible: true,
+        }
+    }
+
+    /// Restores seeded generators from a checkpoint.
+    pub fn restore(states: &[RngState]) -> NoiseRngs {
+        NoiseRngs {
+            rngs: states.iter().map(RngState::restore).collect(),
+            reproducible: true,
+        }
+    }
+
+    /// The states to checkpoint: `Some` only for seeded (reproducible) generators.
+    pub fn states(&self) -> Option<Vec<RngState>> {
+        self.reproducible
+            .then(|| self.rngs.iter().map(RngState::of).collect())
+    }
+
+    /// Whether the generators are seeded from a number (no privacy).
+    pub fn is_reproducible(&self) -> bool {
+        self.reproducible
+    }
+
+    /// Number of generators.
+    pub fn len(&self) -> usize {
+        self.rngs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.rngs.is_empty()
+    }
+
+    /// Party p's generator.
+    pub fn party(&mut self, p: usize) -> &mut ChaCha20Rng {
+        &mut self.rngs[p]
+    }
+}
+
+/// A gradient backend: see the module documentation.
+pub trait GradientBackend {
+    /// "float", "fixed", "mpc".
+    fn name(&self) -> &'static str;
+
+    /// G = sum_n min(1, C/|g_n|) g_n + Z for the batch; see the module documentation.
+    fn gradient(
+        &mut self,
+        input: &GradientInput<'_>,
+        noise: &mut NoiseRngs,
+    ) -> Result<GradientOutput, BackendError>;
+}

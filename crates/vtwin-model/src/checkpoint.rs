@@ -1,0 +1,136 @@
+//! Checkpoints: everything a resumed run needs to continue bit for bit, written atomically.
+//!
+//! Contents: the run's public settings (to refuse resuming a different run), the DPVI
+//! state (mu, log_sigma, both Adam states, the public generator's exact position), the
+//! privacy ledger, the training history, and the noise generators' states only when they
+//! were seeded from a number (OS-seeded secret generators are never written: a resumed
+//! production run draws fresh noise, see [`crate::backend::NoiseRngs`]).
+//!
+//! Encoding: postcard (binary; f64 values stored exactly, which JSON would not guarantee),
+//! behind a magic header and a format version.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dpvi::{DpviConfig, DpviState};
+use crate::layout::Layout;
+use crate::rng_state::RngState;
+
+/// File magic.
+pub const MAGIC: &[u8; 8] = b"VTWINCK\x01";
+
+/// The public identity of a run: a checkpoint resumes only a run with equal settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// Backend name.
+    pub backend: String,
+    /// Renormalisation mode (fixed backend), as on the command line.
+    pub renormalise: String,
+    /// The layout (schema-derived, with K).
+    pub layout: Layout,
+    /// Loop settings (rate, clip, sigma, Adam, seed).
+    pub config: DpviConfig,
+    /// Number of training records N.
+    pub train_rows: usize,
+    /// Target iterations when the checkpoint was written.
+    pub iters: u64,
+    /// delta of the privacy report.
+    pub delta: f64,
+}
+
+/// One line of `train.csv`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    /// Completed iterations.
+    pub iteration: u64,
+    /// Epsilon spent so far (outside analyst, add/remove, RDP).
+    pub epsilon: f64,
+    /// Mean test NLL per record at mu, when a test set is given.
+    pub test_nll: Option<f64>,
+}
+
+/// A checkpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Settings of the run.
+    pub settings: RunSettings,
+    /// DPVI state after `state.iteration` iterations, with the privacy ledger.
+    pub state: DpviState,
+    /// Seeded noise generators' states (None for OS-seeded generators).
+    pub noise: Option<Vec<RngState>>,
+    /// History so far.
+    pub history: Vec<HistoryRow>,
+}
+
+/// Checkpoint I/O errors, naming the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// Reading or writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Not a checkpoint, or a corrupt one.
+    #[error("{}: not a vtwin checkpoint or corrupt ({reason})", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed
+/// and synced, then renamed over `path`. On error `path` is untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), std::io::Error> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+impl Checkpoint {
+    /// Saves atomically.
+    pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
+        let body = postcard::to_allocvec(self).map_err(|e| CheckpointError::Corrupt {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&body);
+        write_atomic(path, &bytes).map_err(|source| CheckpointError::Io {
+            path: path.into(),
+            source,
+        })
+    }
+
+    /// Loads and checks the header.
+    pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
+        let bytes = std::fs::read(path).map_err(|source| CheckpointError::Io {
+            path: path.into(),
+            source,
+        })?;
+        let body =
+            bytes
+                .strip_prefix(MAGIC.as_slice())
+                .ok_or_else(|| CheckpointError::Corrupt {
+                    path: path.into(),
+                    reason: "bad header".into(),
+                })?;
+        postcard::from_bytes(body).map_err(|e| CheckpointError::Corrupt {
+            path: path.into(),
+            reason: e.to_string(),
+        })
+    }
+}

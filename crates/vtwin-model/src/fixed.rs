@@ -1,0 +1,389 @@
+//! The `fixed` backend: ARCHITECTURE "One training iteration" steps 2-4 in plaintext fixed
+//! point (scale 2^32, ring Z_2^128, [`vtwin_fixed`]), i.e. exactly what the compute nodes
+//! compute, with the truncation rule as a parameter ([`Floor`] here; the MPC's
+//! probabilistic truncation reproduces its output bit for bit through
+//! [`fixed_gradient`]).
+//!
+//! Party p (plaintext, its own data, f64 then encoded at 2^32):
+//! 1. l_p[n][k] and q_p[n][k] from the local kernels ([`crate::kernels`]);
+//! 2. renormalise each record ([`Renormalise`]): add a per-record constant c_n^p to
+//!    l_p[n][.], which cancels in r;
+//! 3. mat_p[n][k] = encode(exp(l_p[n][k] + c_n^p)); encode q_p and T_p.
+//!
+//! Noise: before the data phase every party samples its share of Z, d exact discrete
+//! Gaussians N_Z(0, (sigma C 2^32)^2 / P) ([`vtwin_dp::DiscreteGaussian::share_of`]).
+//!
+//! Nodes (here in the clear, every product truncated once, in this order):
+//! 4. mat = prod_p mat_p; pm[n][k] = pi_k mat[n][k]; den[n] = sum_k pm[n][k];
+//! 5. one normalised reciprocal of den per record ([`Reciprocal`]); r = pm / den;
+//! 6. |g_n|^2 = sum_k (r - pi)^2 + sum_k r^2 sum_p q_p (two inner products);
+//! 7. c_n = min(1, C'/|g_n|) ([`clip_factor_unchecked`]) with C' = C (1 - 2^-20), so that
+//!    the clip factor's relative error (< 2^-20) never lets a clipped norm exceed C;
+//! 8. w = c r; M_p = W^T T_p (one truncation per element); sw = sum_n w; sc = sum_n c;
+//! 9. G = [sw - pi sc ; A_k M_p[k] + b_k sw[k]] + sum_p Z_p (A, b the public affine score
+//!    maps; each element one truncation); decode.
+//!
+//! Fixed-point bounds (checked; a violation is an error naming the party and quantity):
+//! mat_p < 2^31, q_p <= 2^20 (so r^2 sum_p q < 2^23 for P <= 8), |T| <= 14 (from the codec),
+//! and the public maps satisfy B (14 |A| + |b|) < 2^22.
+//!
+//! With [`Renormalise::Off`], a record whose mat_p[n][k] all truncate to 0 for one party
+//! gets den = 0, the reciprocal of 0 is 0 (normalisation finds no bit), so r = 0: its
+//! component parameters get exactly zero gradient and the weight logits get -c_n pi (the
+//! paper's Figure 2 failure: nothing is learned from it).
+
+use std::time::Instant;
+
+use candle_core::Device;
+use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
+
+use crate::backend::{
+    BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
+};
+use crate::kernels::{compute_device, local_terms, KernelError, PartyMaps};
+
+/// How a party renormalises its log-densities before exponentiating (paper section 4.5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Renormalise {
+    /// c_n = -max_k l_p[n][k]: the record's largest mat_p is exactly 1. The closed form of
+    /// Algorithm 4 with threshold 0, applied in both directions (so mat_p <= 1 and den <= 1,
+    /// inside the reciprocal's accurate range).
+    #[default]
+    ClosedForm,
+    /// The paper's Algorithm 4 (add 0.01 while max_k < t; never shifts down), in the exact
+    /// closed form of [`vtwin_fixed::paper::algorithm4_closed_f64`], with threshold
+    /// t = [`paper_threshold`]`(P)`.
+    Paper,
+    /// No renormalisation (reproduces the paper's Figure 2 failure).
+    Off,
+}
+
+impl std::str::FromStr for Renormalise {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "closed-form" => Ok(Renormalise::ClosedForm),
+            "paper" => Ok(Renormalise::Paper),
+            "off" => Ok(Renormalise::Off),
+            other => Err(format!(
+                "--renormalise: expected closed-form, paper or off, got \"{other}\""
+            )),
+        }
+    }
+}
+
+/// Largest q_p accepted (2^20).
+pub const Q_MAX: f64 = 1_048_576.0;
+/// Largest mat_p accepted (2^31, so products of up to 4 parties stay below the bound after renormalisation).
+pub const MAT_MAX: f64 = 2_147_483_648.0;
+
+/// One party's encoded upload for one batch: mat_p (B x K), q_p (B x K), T_p (B x |T_p|).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartyUpload {
+    /// exp(l_p + c_n), B x K.
+    pub mat: Vec<Fx>,
+    /// |s|^2, B x K.
+    pub q: Vec<Fx>,
+    /// T_p, B x |T_p|.
+    pub stats: Vec<Fx>,
+}
+
+/// The fixed-point backend (floor truncation).
+#[derive(Clone, Debug)]
+pub struct FixedBackend {
+    device: Device,
+    renormalise: Renormalise,
+    noise: Option<((u64, u64), usize, vtwin_dp::DiscreteGaussian)>,
+}
+
+impl FixedBackend {
+    /// On [`compute_device`].
+    pub fn new(renormalise: Renormalise) -> Result<FixedBackend, KernelError> {
+        Ok(FixedBackend {
+            device: compute_device()?,
+            renormalise,
+            noise: None,
+        })
+    }
+
+    /// The per-party share distribution N_Z(0, (sigma C 2^32)^2 / P), cached.
+    fn share_distribution(
+        &mut self,
+        sigma: f64,
+        clip: f64,
+        parties: usize,
+    ) -> Result<&vtwin_dp::DiscreteGaussian, BackendError> {
+        let key = (sigma.to_bits(), clip.to_bits());
+        if !matches!(&self.noise, Some((k, p, _)) if *k == key && *p == parties) {
+            let exact = |x: f64| {
+                vtwin_dp::rational_from_f64(x)
+                    .ok_or_else(|| BackendError::Noise(format!("{x} is not finite")))
+            };
+            let s = exact(sigma)? * exact(clip)? * vtwin_dp::pow2(FRAC_BITS);
+            let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)
+                .map_err(|e| BackendError::Noise(e.to_string()))?;
+            self.noise = Some((key, parties, dg));
+        }
+        Ok(&self.noise.as_ref().expect("set above").2)
+    }
+}
+
+/// Threshold t of paper-mode renormalisation for P parties: -16 ln 2 / P, so that when
+/// every party's largest mat_p is at least e^t their product is at least 2^-16, leaving 16
+/// significant bits at scale 2^32 (the paper sets t "based on the precision and number of
+/// parties" without a value).
+pub fn paper_threshold(parties: usize) -> f64 {
+    -16.0 * std::f64::consts::LN_2 / parties as f64
+}
+
+/// The renormalisation constant of one record's row l_p[n][.].
+fn shift(
+    mode: Renormalise,
+    row: &[f64],
+    parties: usize,
+) -> Result<f64, vtwin_fixed::paper::PaperError> {
+    match mode {
+        Renormalise::ClosedForm => Ok(-row.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+        Renormalise::Paper => {
+            vtwin_fixed::paper::algorithm4_closed_f64(row, paper_threshold(parties))
+        }
+        Renormalise::Off => Ok(0.0),
+    }
+}
+
+/// Party side (steps 1-3): local kernels, renormalisation, exp and encoding.
+pub fn party_upload(
+    device: &Device,
+    input: &GradientInput<'_>,
+    party: usize,
+    renormalise: Renormalise,
+) -> Result<PartyUpload, BackendError> {
+    let layout = input.layout;
+    let batch = &input.parties[party];
+    let name = &layout.parties[party];
+    let k_n = layout.components;
+    let maps = PartyMaps::new(input.theta, layout, party);
+    let t = local_terms(device, &maps, &batch.stats, batch.rows, false)?;
+    let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
+        party: name.clone(),
+        what,
+        value,
+        range,
+    };
+    let mut mat = Vec::with_capacity(t.log_density.len());
+    for row in t.log_density.chunks_exact(k_n) {
+        let c = shift(renormalise, row, layout.n_parties()).map_err(|e| BackendError::Range {
+            party: name.clone(),
+            what: "log-density (paper renormalisation)",
+            value: row.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            range: match e {
+                vtwin_fixed::paper::PaperError::Encode { .. } => "(-2^31, 2^31)",
+                _ => "non-empty",
+            },
+        })?;
+        for &l in row {
+            let v = (l + c).exp();
+            if v.is_nan() || v >= MAT_MAX {
+                return Err(range("mat", v, "[0, 2^31)"));
+            }
+            mat.push(Fx::from_f64(v).map_err(|_| range("mat", v, "[0, 2^31)"))?);
+        }
+    }
+    let q = t
+        .score_sq
+        .iter()
+        .map(|&v| {
+            if v <= Q_MAX {
+                Fx::from_f64(v).map_err(|_| range("q", v, "[0, 2^20]"))
+            } else {
+                Err(range("q", v, "[0, 2^20]"))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let stats = batch
+        .stats
+        .iter()
+        .map(|&v| {
+            if v.abs() <= 14.0 {
+                Fx::from_f64(v).map_err(|_| range("T", v, "[-14, 14]"))
+            } else {
+                Err(range("T", v, "[-14, 14]"))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(PartyUpload { mat, q, stats })
+}
+
+/// Node side (steps 4-9 without the noise): G before noise, as ring elements (length d),
+/// and diagnostics (clipped and den_zero counts). `noise` holds the summed noise shares,
+/// length d (raw integers at scale 2^32), added before decoding.
+pub fn fixed_gradient<T: Truncator>(
+    input: &GradientInput<'_>,
+    uploads: &[PartyUpload],
+    noise: &[i128],
+    t: &mut T,
+) -> Result<(Vec<f64>, Diagnostics), BackendError> {
+    let b = input.validate()?;
+    let layout = input.layout;
+    let (k_n, d) = (layout.components, layout.dim());
+    let enc = |v: f64, what: &str| {
+        Fx::from_f64(v).map_err(|e| BackendError::Config(format!("public {what}: {e}")))
+    };
+    let pi: Vec<Fx> = input
+        .weights()
+        .iter()
+        .map(|&p| enc(p, "weight"))
+        .collect::<Result<_, _>>()?;
+    let mul = |a: Fx, c: Fx, t: &mut T| Fx(t.trunc(a.0.wrapping_mul(c.0), FRAC_BITS));
+    let clip = enc(input.clip * (1.0 - 2f64.powi(-20)), "clip")?;
+
+    let mut diag = Diagnostics {
+        records: b,
+        ..Diagnostics::default()
+    };
+    // Steps 4-8, per record.
+    let mut w = vec![Fx::ZERO; b * k_n];
+    let mut sw = vec![Fx::ZERO; k_n];
+    let mut sc = Fx::ZERO;
+    let mut pm = vec![Fx::ZERO; k_n];
+    let mut r = vec![Fx::ZERO; k_n];
+    for n in 0..b {
+        let mut den = Fx::ZERO;
+        for k in 0..k_n {
+            let i = n * k_n + k;
+            let mut m = uploads[0].mat[i];
+            for up in &uploads[1..] {
+                m = mul(m, up.mat[i], t);
+            }
+            pm[k] = mul(pi[k], m, t);
+            den += pm[k];
+        }
+        if den == Fx::ZERO {
+            diag.den_zero += 1;
+        }
+        let recip = Reciprocal::new_unchecked(den, t);
+        for k in 0..k_n {
+            r[k] = recip.divide(pm[k], t);
+        }
+        // |g|^2 = sum_k (r - pi)^2 + sum_k r^2 Q, Q = sum_p q_p: two inner products.
+        let mut acc_a = 0u128;
+        let mut acc_b = 0u128;
+        for k in 0..k_n {
+            let e = r[k] - pi[k];
+            acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
+            let r2 = mul(r[k], r[k], t);
+            let q = uploads.iter().fold(Fx::ZERO, |s, up| s + up.q[n * k_n + k]);
+            acc_b = acc_b.wrapping_add(r2.0.wrapping_mul(q.0));
+        }
+        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(t.trunc(acc_b, FRAC_BITS));
+        let c = clip_factor_unchecked(norm2, clip, t);
+        if c != Fx::ONE {
+            diag.clipped += 1;
+        }
+        sc += c;
+        for k in 0..k_n {
+            let wk = mul(c, r[k], t);
+            w[n * k_n + k] = wk;
+            sw[k] += wk;
+        }
+    }
+    // Step 9.
+    let mut g = vec![Fx::ZERO; d];
+    for k in 0..k_n {
+        g[layout.weight_index(k)] = sw[k] - mul(pi[k], sc, t);
+    }
+    let idx = crate::float::param_indices(layout);
+    for (p, up) in uploads.iter().enumerate() {
+        let wd = layout.stat_width(p);
+        let maps = PartyMaps::new(input.theta, layout, p);
+        let bound = maps
+            .scale
+            .iter()
+            .zip(&maps.offset)
+            .map(|(a, o)| 14.0 * a.abs() + o.abs())
+            .fold(0.0, f64::max);
+        if bound * (b as f64) >= 4_194_304.0 {
+            return Err(BackendError::Range {
+                party: layout.parties[p].clone(),
+                what: "public score map B (14 |A| + |b|)",
+                value: bound * b as f64,
+                range: "[0, 2^22)",
+            });
+        }
+        for k in 0..k_n {
+            for j in 0..wd {
+                // M_p[k][j] = sum_n w[n][k] T_p[n][j], truncated once.
+                let mut acc = 0u128;
+                for n in 0..b {
+                    acc = acc.wrapping_add(w[n * k_n + k].0.wrapping_mul(up.stats[n * wd + j].0));
+                }
+                let m = Fx(t.trunc(acc, FRAC_BITS));
+                let a = enc(maps.scale[k * wd + j], "score scale")?;
+                let o = enc(maps.offset[k * wd + j], "score offset")?;
+                let raw =
+                    a.0.wrapping_mul(m.0)
+                        .wrapping_add(o.0.wrapping_mul(sw[k].0));
+                g[idx[p][k * wd + j]] = Fx(t.trunc(raw, FRAC_BITS));
+            }
+        }
+    }
+    if noise.len() != d {
+        return Err(BackendError::Shape(format!(
+            "{} noise values for d = {d}",
+            noise.len()
+        )));
+    }
+    let out = g
+        .iter()
+        .zip(noise)
+        .map(|(v, z)| (*v + Fx::from_signed(*z)).to_f64())
+        .collect();
+    Ok((out, diag))
+}
+
+impl GradientBackend for FixedBackend {
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+
+    fn gradient(
+        &mut self,
+        input: &GradientInput<'_>,
+        noise: &mut NoiseRngs,
+    ) -> Result<GradientOutput, BackendError> {
+        input.validate()?;
+        let d = input.layout.dim();
+        let p_n = input.layout.n_parties();
+        // Noise shares first, before the data phase.
+        let t0 = Instant::now();
+        let mut z = vec![0i128; d];
+        if input.noise.sigma > 0.0 {
+            let dg = self.share_distribution(input.noise.sigma, input.clip, p_n)?;
+            for p in 0..p_n {
+                let share = dg.sample_share(noise.party(p), d);
+                for (acc, v) in z.iter_mut().zip(share.as_slice()) {
+                    *acc += v;
+                }
+            }
+        }
+        // Zeroized on drop: the summed noise is as secret as the shares.
+        let z = vtwin_dp::NoiseShare::new(z);
+        let noise_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let t1 = Instant::now();
+        let uploads = (0..p_n)
+            .map(|p| party_upload(&self.device, input, p, self.renormalise))
+            .collect::<Result<Vec<_>, _>>()?;
+        let local_ms = t1.elapsed().as_secs_f64() * 1e3;
+        let t2 = Instant::now();
+        let (gradient, mut diagnostics) =
+            fixed_gradient(input, &uploads, z.as_slice(), &mut Floor)?;
+        diagnostics.local_ms = local_ms;
+        diagnostics.noise_ms = noise_ms;
+        diagnostics.combine_ms = t2.elapsed().as_secs_f64() * 1e3;
+        Ok(GradientOutput {
+            gradient,
+            diagnostics,
+        })
+    }
+}

@@ -1,0 +1,290 @@
+//! A party's local kernels (ARCHITECTURE "One training iteration", step 2), on candle
+//! tensors in f64.
+//!
+//! Every component density here is an exponential family in the party's sufficient
+//! statistics T_p(x) (one-hot per categorical column, (log u, log(1-u)) per Beta column):
+//! - log-density: l[n][k] = sum_j T[n][j] * nat[j][k] + log_norm[k];
+//! - score with respect to the unconstrained parameters of the party's block of component
+//!   k: s[n][k][j] = scale[k][j] * T[n][j] + offset[k][j] (the public affine map A_k T + b_k
+//!   of ARCHITECTURE, diagonal because statistic j pairs with parameter j, see
+//!   [`crate::layout`]):
+//!   - categorical: scale = 1, offset = -omega_{k,c}, so s_c = 1[x=c] - omega_{k,c};
+//!   - Beta (log a, log b): scale = (a, b), offset = (a (psi(a+b) - psi(a)), b (psi(a+b) - psi(b))),
+//!     so s_{log a} = a (log u - psi(a) + psi(a+b)).
+//! - squared score norm q[n][k] = |s[n][k]|^2.
+//!
+//! The maps (nat, log_norm, scale, offset) depend only on theta and are computed on the
+//! host ([`PartyMaps::new`]); the per-record work (B x K x |T_p|) runs on the candle device:
+//! `Device::Cpu`, or CUDA device 0 with the `cuda` feature.
+
+use candle_core::{Device, Tensor};
+use statrs::function::gamma::{digamma, ln_gamma};
+
+use crate::layout::{ColumnModel, Layout};
+
+/// Errors from the local kernels.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The candle device or a tensor operation failed.
+    #[error("kernel: {0}")]
+    Candle(#[from] candle_core::Error),
+    /// The statistics matrix does not have rows x |T_p| entries.
+    #[error("party {party}: statistics have {got} values, expected {rows} x {width}")]
+    Shape {
+        /// Party index.
+        party: usize,
+        /// Values given.
+        got: usize,
+        /// Rows claimed.
+        rows: usize,
+        /// |T_p|.
+        width: usize,
+    },
+}
+
+/// The device the kernels run on: CUDA device 0 with the `cuda` feature, else the CPU.
+pub fn compute_device() -> Result<Device, KernelError> {
+    #[cfg(feature = "cuda")]
+    {
+        Ok(Device::new_cuda(0)?)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Ok(Device::Cpu)
+    }
+}
+
+/// The public maps of one party at one theta; all row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartyMaps {
+    /// Party index.
+    pub party: usize,
+    /// K.
+    pub components: usize,
+    /// |T_p|.
+    pub width: usize,
+    /// Natural parameters, |T_p| x K.
+    pub nat: Vec<f64>,
+    /// Log-normalisers, K.
+    pub log_norm: Vec<f64>,
+    /// Score scale A_k (diagonal), K x |T_p|.
+    pub scale: Vec<f64>,
+    /// Score offset b_k, K x |T_p|.
+    pub offset: Vec<f64>,
+}
+
+impl PartyMaps {
+    /// Computes the maps of `party` from theta. Cost O(K |T_p|) plus K lgamma/digamma
+    /// evaluations per Beta column. Bounds: finite for finite theta with exp(theta) finite.
+    pub fn new(theta: &[f64], layout: &Layout, party: usize) -> PartyMaps {
+        let k_n = layout.components;
+        let w = layout.stat_width(party);
+        let mut m = PartyMaps {
+            party,
+            components: k_n,
+            width: w,
+            nat: vec![0.0; w * k_n],
+            log_norm: vec![0.0; k_n],
+            scale: vec![0.0; k_n * w],
+            offset: vec![0.0; k_n * w],
+        };
+        for ci in layout.columns_of(party) {
+            let col = &layout.columns[ci];
+            let cw = col.model.width();
+            for k in 0..k_n {
+                let base = col.param_offset + k * cw;
+                let j0 = col.stat_offset;
+                match col.model {
+                    ColumnModel::Beta => {
+                        let a = theta[base].exp();
+                        let b = theta[base + 1].exp();
+                        let psi_ab = digamma(a + b);
+                        m.nat[j0 * k_n + k] = a - 1.0;
+                        m.nat[(j0 + 1) * k_n + k] = b - 1.0;
+                        m.log_norm[k] -= ln_gamma(a) + ln_gamma(b) - ln_gamma(a + b);
+                        m.scale[k * w + j0] = a;
+                        m.scale[k * w + j0 + 1] = b;
+                        m.offset[k * w + j0] = a * (psi_ab - digamma(a));
+                        m.offset[k * w + j0 + 1] = b * (psi_ab - digamma(b));
+                    }
+                    ColumnModel::Categorical { .. } => {
+                        let logits = &theta[base..base + cw];
+                        let lse = log_sum_exp(logits);
+                        for (c, &z) in logits.iter().enumerate() {
+                            let log_omega = z - lse;
+                            m.nat[(j0 + c) * k_n + k] = log_omega;
+                            m.scale[k * w + j0 + c] = 1.0;
+                            m.offset[k * w + j0 + c] = -log_omega.exp();
+                        }
+                    }
+                }
+            }
+        }
+        m
+    }
+}
+
+/// log sum_i exp(x_i), stable; -inf for an empty slice.
+pub fn log_sum_exp(x: &[f64]) -> f64 {
+    let m = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if m == f64::NEG_INFINITY {
+        return m;
+    }
+    m + x.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+}
+
+/// One party's local values for a batch, row-major B x K.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalTerms {
+    /// l[n][k] = log F_p(x_n^p | rho_k^p).
+    pub log_density: Vec<f64>,
+    /// q[n][k] = |s[n][k]|^2.
+    pub score_sq: Vec<f64>,
+    /// s[n][k][j], B x K x |T_p|, only when asked for.
+    pub scores: Option<Vec<f64>>,
+}
+
+/// Runs the local kernels of one party on a batch of sufficient statistics `stats`
+/// (rows x |T_p|, row-major). Returns l and q, and the scores themselves if `with_scores`.
+/// Cost: one (B x |T_p|)(|T_p| x K) matrix product and B K |T_p| multiply-adds.
+pub fn local_terms(
+    device: &Device,
+    maps: &PartyMaps,
+    stats: &[f64],
+    rows: usize,
+    with_scores: bool,
+) -> Result<LocalTerms, KernelError> {
+    let (k_n, w) = (maps.components, maps.width);
+    if stats.len() != rows * w {
+        return Err(KernelError::Shape {
+            party: maps.party,
+            got: stats.len(),
+            rows,
+            width: w,
+        });
+    }
+    if rows == 0 {
+        return Ok(LocalTerms {
+            log_density: Vec::new(),
+            score_sq: Vec::new(),
+            scores: with_scores.then(Vec::new),
+        });
+    }
+    let t = Tensor::from_slice(stats, (rows, w), device)?;
+    let nat = Tensor::from_slice(&maps.nat, (w, k_n), device)?;
+    let log_norm = Tensor::from_slice(&maps.log_norm, (1, k_n), device)?;
+    let l = t.matmul(&nat)?.broadcast_add(&log_norm)?;
+    let scale = Tensor::from_slice(&maps.scale, (1, k_n, w), device)?;
+    let offset = Tensor::from_slice(&maps.offset, (1, k_n, w), device)?;
+    let s = t
+        .unsqueeze(1)?
+        .broadcast_mul(&scale)?
+        .broadcast_add(&offset)?;
+    let q = s.sqr()?.sum(2)?;
+    Ok(LocalTerms {
+        log_density: l.flatten_all()?.to_vec1()?,
+        score_sq: q.flatten_all()?.to_vec1()?,
+        scores: if with_scores {
+            Some(s.flatten_all()?.to_vec1()?)
+        } else {
+            None
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::ColumnModel;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    fn layout() -> Layout {
+        Layout::new(
+            4,
+            vec!["a".into()],
+            vec![
+                ("x".into(), 0, ColumnModel::Beta),
+                ("c".into(), 0, ColumnModel::Categorical { cardinality: 3 }),
+                ("y".into(), 0, ColumnModel::Beta),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// Direct log-density of one record from theta, independent of the maps.
+    fn direct_log_density(theta: &[f64], l: &Layout, k: usize, u: &[f64; 2], c: usize) -> f64 {
+        let beta = |base: usize, u: f64| {
+            let (a, b) = (theta[base].exp(), theta[base + 1].exp());
+            (a - 1.0) * u.ln() + (b - 1.0) * (1.0 - u).ln() - ln_gamma(a) - ln_gamma(b)
+                + ln_gamma(a + b)
+        };
+        let cb = l.columns[1].param_offset + 3 * k;
+        beta(l.columns[0].param_offset + 2 * k, u[0])
+            + beta(l.columns[2].param_offset + 2 * k, u[1])
+            + theta[cb + c]
+            - log_sum_exp(&theta[cb..cb + 3])
+    }
+
+    fn stats(u: &[f64; 2], c: usize) -> Vec<f64> {
+        let mut t = vec![
+            u[0].ln(),
+            (1.0 - u[0]).ln(),
+            0.0,
+            0.0,
+            0.0,
+            u[1].ln(),
+            (1.0 - u[1]).ln(),
+        ];
+        t[2 + c] = 1.0;
+        t
+    }
+
+    #[test]
+    fn score_is_finite_difference_gradient_and_q_is_its_square() {
+        let l = layout();
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        for _ in 0..20 {
+            let theta: Vec<f64> = (0..l.dim()).map(|_| rng.random_range(-1.5..1.5)).collect();
+            let u = [rng.random_range(0.01..0.99), rng.random_range(0.01..0.99)];
+            let c = rng.random_range(0..3);
+            let t = stats(&u, c);
+            let maps = PartyMaps::new(&theta, &l, 0);
+            let out = local_terms(&Device::Cpu, &maps, &t, 1, true).unwrap();
+            let s = out.scores.unwrap();
+            for k in 0..4 {
+                let direct = direct_log_density(&theta, &l, k, &u, c);
+                assert!((out.log_density[k] - direct).abs() < 1e-10);
+                let mut sq = 0.0;
+                for j in 0..7 {
+                    let i = l.param_index(0, k, j);
+                    let h = 1e-6;
+                    let (mut a, mut b) = (theta.clone(), theta.clone());
+                    a[i] += h;
+                    b[i] -= h;
+                    let fd = (direct_log_density(&a, &l, k, &u, c)
+                        - direct_log_density(&b, &l, k, &u, c))
+                        / (2.0 * h);
+                    let sv = s[k * 7 + j];
+                    assert!(
+                        (fd - sv).abs() < 1e-5 * (1.0 + sv.abs()),
+                        "k {k} j {j}: fd {fd} score {sv}"
+                    );
+                    sq += sv * sv;
+                }
+                assert!((out.score_sq[k] - sq).abs() <= 1e-12 * (1.0 + sq));
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_wrong_shape() {
+        let l = layout();
+        let maps = PartyMaps::new(&vec![0.0; l.dim()], &l, 0);
+        assert!(matches!(
+            local_terms(&Device::Cpu, &maps, &[0.0; 6], 1, false),
+            Err(KernelError::Shape { got: 6, .. })
+        ));
+    }
+}

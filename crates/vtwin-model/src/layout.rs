@@ -1,0 +1,273 @@
+//! The layout of the unconstrained parameter vector theta (length d) of the K-component
+//! mixture, and of each party's sufficient-statistic vector T_p.
+//!
+//! Parametrisation (paper section 6.1, made proper):
+//! - mixture weights: K full logits z, pi = softmax(z);
+//! - a Categorical or binned column with C categories: per component, C full logits
+//!   lambda_k, omega_k = softmax(lambda_k);
+//! - a Beta column (values scaled to (0,1) by public bounds): per component
+//!   (log a_k, log b_k).
+//!
+//! Every coordinate gets the same prior: z = log g with g ~ Gamma(1, 1) (see
+//! [`crate::prior`]). For the Beta parameters this is the paper's Gamma(1,1) prior in log
+//! coordinates; for a block of full logits, softmax(z) of independent log-Gamma(1,1)
+//! variables is exactly Dir(1), so the implied prior on pi and omega_k is the paper's
+//! Dir(1), while the density on the logits stays proper (no flat shift direction).
+//! Full logits keep the score in the affine form s_c = 1[x=c] - omega_{k,c}.
+//!
+//! Order of theta: the K weight logits, then for every column in schema order, for every
+//! component k, the column's `width` parameters. Each party's T_p concatenates its
+//! columns in schema order: one-hot of width C for a categorical column, (log u, log(1-u))
+//! for a Beta column. Statistic j of party p and parameter j of that party's block in
+//! component k correspond one to one, which is what makes the affine score map diagonal.
+
+use serde::{Deserialize, Serialize};
+
+use crate::schema::{ColumnKind, Schema};
+
+/// How one column is modelled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ColumnModel {
+    /// Beta on the unit interval; parameters (log a, log b); statistics (log u, log(1-u)).
+    Beta,
+    /// Categorical over `cardinality` categories (or bins); full softmax logits; one-hot statistics.
+    Categorical {
+        /// Number of categories, at least 1.
+        cardinality: usize,
+    },
+}
+
+impl ColumnModel {
+    /// Number of parameters per component, equal to the number of sufficient statistics.
+    pub fn width(&self) -> usize {
+        match self {
+            ColumnModel::Beta => 2,
+            ColumnModel::Categorical { cardinality } => *cardinality,
+        }
+    }
+}
+
+/// One column's place in theta and in its party's T.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnSlot {
+    /// Column name (from the schema).
+    pub name: String,
+    /// Index of the owning party in [`Layout::parties`].
+    pub party: usize,
+    /// The column's model.
+    pub model: ColumnModel,
+    /// Offset of the column's first statistic in its party's T.
+    pub stat_offset: usize,
+    /// Index in theta of the column's first parameter for component 0; component k starts
+    /// at `param_offset + k * width`.
+    pub param_offset: usize,
+}
+
+/// Errors building a layout.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// K must be at least 1.
+    #[error("--components must be at least 1")]
+    NoComponents,
+    /// A categorical column declared no categories.
+    #[error("column {0}: a categorical column needs at least one category")]
+    EmptyCategorical(String),
+    /// A column names a party index outside the party list.
+    #[error("column {column}: party index {party} out of range")]
+    UnknownParty {
+        /// Column name.
+        column: String,
+        /// The bad index.
+        party: usize,
+    },
+    /// A party holds no column.
+    #[error("party {0} holds no column")]
+    EmptyParty(String),
+}
+
+/// The parameter layout: a pure function of the public schema and K.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    /// Number of mixture components K.
+    pub components: usize,
+    /// Party names, in the order of [`ColumnSlot::party`].
+    pub parties: Vec<String>,
+    /// Columns in schema order.
+    pub columns: Vec<ColumnSlot>,
+    /// |T_p| per party.
+    stat_width: Vec<usize>,
+    /// For party p and statistic j: (column index, position within the column).
+    stat_owner: Vec<Vec<(usize, usize)>>,
+    /// d.
+    dim: usize,
+}
+
+impl Layout {
+    /// Builds the layout from (column name, party index, model) in schema order.
+    /// Cost O(d).
+    pub fn new(
+        components: usize,
+        parties: Vec<String>,
+        columns: Vec<(String, usize, ColumnModel)>,
+    ) -> Result<Layout, LayoutError> {
+        if components == 0 {
+            return Err(LayoutError::NoComponents);
+        }
+        let mut stat_width = vec![0usize; parties.len()];
+        let mut stat_owner = vec![Vec::new(); parties.len()];
+        let mut slots = Vec::with_capacity(columns.len());
+        let mut next = components;
+        for (ci, (name, party, model)) in columns.into_iter().enumerate() {
+            if party >= parties.len() {
+                return Err(LayoutError::UnknownParty {
+                    column: name,
+                    party,
+                });
+            }
+            let w = model.width();
+            if w == 0 {
+                return Err(LayoutError::EmptyCategorical(name));
+            }
+            let stat_offset = stat_width[party];
+            stat_width[party] += w;
+            stat_owner[party].extend((0..w).map(|j| (ci, j)));
+            slots.push(ColumnSlot {
+                name,
+                party,
+                model,
+                stat_offset,
+                param_offset: next,
+            });
+            next += components * w;
+        }
+        if let Some(p) = stat_width.iter().position(|&w| w == 0) {
+            return Err(LayoutError::EmptyParty(parties[p].clone()));
+        }
+        Ok(Layout {
+            components,
+            parties,
+            columns: slots,
+            stat_width,
+            stat_owner,
+            dim: next,
+        })
+    }
+
+    /// The layout of a schema's model with K components: continuous columns are Beta,
+    /// categorical and binned columns Categorical over their categories or bins.
+    pub fn from_schema(schema: &Schema, components: usize) -> Result<Layout, LayoutError> {
+        let parties = schema.parties.clone();
+        let columns = schema
+            .columns
+            .iter()
+            .map(|c| {
+                let party = parties
+                    .iter()
+                    .position(|p| *p == c.party)
+                    .unwrap_or(usize::MAX);
+                let model = match &c.kind {
+                    ColumnKind::Continuous { .. } => ColumnModel::Beta,
+                    kind => ColumnModel::Categorical {
+                        cardinality: kind.cardinality().unwrap_or(0),
+                    },
+                };
+                (c.name.clone(), party, model)
+            })
+            .collect();
+        Layout::new(components, parties, columns)
+    }
+
+    /// d, the length of theta.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of parties P.
+    pub fn n_parties(&self) -> usize {
+        self.parties.len()
+    }
+
+    /// |T_p|, the number of sufficient statistics (and of parameters per component) of party p.
+    pub fn stat_width(&self, party: usize) -> usize {
+        self.stat_width[party]
+    }
+
+    /// Index in theta of the weight logit of component k.
+    pub fn weight_index(&self, k: usize) -> usize {
+        k
+    }
+
+    /// Index in theta of the parameter that pairs with statistic `stat` of `party` in component `k`.
+    pub fn param_index(&self, party: usize, k: usize, stat: usize) -> usize {
+        let (ci, j) = self.stat_owner[party][stat];
+        let col = &self.columns[ci];
+        col.param_offset + k * col.model.width() + j
+    }
+
+    /// Indices of the columns of `party`, in schema order.
+    pub fn columns_of(&self, party: usize) -> impl Iterator<Item = usize> + '_ {
+        self.columns
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.party == party)
+            .map(|(i, _)| i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_party() -> Layout {
+        Layout::new(
+            3,
+            vec!["a".into(), "b".into()],
+            vec![
+                ("x".into(), 0, ColumnModel::Beta),
+                ("y".into(), 1, ColumnModel::Categorical { cardinality: 4 }),
+                ("z".into(), 0, ColumnModel::Categorical { cardinality: 2 }),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn indices_are_a_bijection_onto_theta() {
+        let l = two_party();
+        assert_eq!(l.dim(), 3 + 3 * (2 + 4 + 2));
+        let mut seen = vec![false; l.dim()];
+        for k in 0..3 {
+            seen[l.weight_index(k)] = true;
+            for p in 0..2 {
+                for j in 0..l.stat_width(p) {
+                    let i = l.param_index(p, k, j);
+                    assert!(!seen[i], "index {i} used twice");
+                    seen[i] = true;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert_eq!(l.stat_width(0), 4);
+        assert_eq!(l.stat_width(1), 4);
+        // Party 0's T is (log u, log(1-u), z one-hot): statistic 2 is z's first category.
+        assert_eq!(l.param_index(0, 1, 2), l.columns[2].param_offset + 2);
+    }
+
+    #[test]
+    fn rejects_bad_shapes() {
+        assert_eq!(
+            Layout::new(
+                0,
+                vec!["a".into()],
+                vec![("x".into(), 0, ColumnModel::Beta)]
+            ),
+            Err(LayoutError::NoComponents)
+        );
+        assert!(matches!(
+            Layout::new(2, vec!["a".into(), "b".into()], vec![("x".into(), 0, ColumnModel::Beta)]),
+            Err(LayoutError::EmptyParty(p)) if p == "b"
+        ));
+    }
+}
