@@ -102,7 +102,7 @@ async fn normalised(
 }
 
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
-/// 42 rounds; 11 truncations per value.
+/// 41 rounds; 11 truncations per value.
 pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
     Ok(normalised(ctx, x, None).await?.0)
 }
@@ -131,13 +131,13 @@ impl SharedInvSqrt {
     }
 }
 
-/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 44 rounds.
+/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 43 rounds.
 pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     inv_sqrt_normalised(ctx, x).await?.value(ctx).await
 }
 
 /// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22) (twin
-/// of `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 47 rounds.
+/// of `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 46 rounds.
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;

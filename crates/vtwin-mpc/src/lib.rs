@@ -15,18 +15,21 @@
 //!   openings addressed to them only ([`input`]).
 //!
 //! # Protocols (vectorised; one layer of the circuit per round or round pair)
-//! | function | twin of | rounds | ring elements sent, all nodes, per value |
+//! Ring elements are 16 bytes; "elements" are summed over the three nodes, per value
+//! (measured by `tests/costs.rs`, analysed in `protocols/mpc-*.md`).
+//!
+//! | function | twin of | rounds | elements per value |
 //! |---|---|---|---|
-//! | [`input::input`] | - | 1 | 1 upload + 1 |
+//! | [`input::input`] | - | 1 | 1 uploaded + 1 forwarded |
 //! | [`input::reveal_to`] | - | 1 | 3 (to the receiver only) |
 //! | [`multiply::mul`] | ring product | 1 | 3 |
 //! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 2 | 3 |
-//! | [`multiply::inner_products`] | `vtwin_fixed::dot` | 2 | 3 per output |
-//! | [`binary::a2b`], [`binary::sign_bit`] | bits, `Fx::is_negative` | 9 | 3 x 15 words |
-//! | [`compare::less_than`] | `vtwin_fixed::compare::lt` | 11 | 3 x 17 |
-//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 33 | measured, `protocols/mpc-reciprocal.md` |
-//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 44 | measured, `protocols/mpc-inv-sqrt.md` |
-//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 47 | measured |
+//! | [`multiply::inner_products`] | `vtwin_fixed::dot` | 2 | 3 per output, any length |
+//! | [`binary::a2b`], [`binary::sign_bit`] | bits, `Fx::is_negative` | 9 | 45 |
+//! | [`compare::less_than`] | `vtwin_fixed::compare::lt` | 11 | 51 |
+//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 33 | 186 |
+//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 43 | 222 |
+//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 46 | 279 |
 //!
 //! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to nodes
 //! 0 and 1 ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,

@@ -23,16 +23,32 @@ where
     F: Fn(Ctx, Vec<Shared>) -> Fut + Clone + 'static,
     Fut: Future<Output = Result<T, MpcError>> + 'static,
 {
-    let mut rng = ChaCha20Rng::seed_from_u64(99);
+    run_seeded(inputs, delivery, 7, f)
+}
+
+/// [`run_on`] with node keys and client seeds drawn from `seed`.
+pub fn run_seeded<T, F, Fut>(
+    inputs: Vec<Vec<u128>>,
+    delivery: Delivery,
+    seed: u64,
+    f: F,
+) -> Result<SimReport<T>, MpcError>
+where
+    T: 'static,
+    F: Fn(Ctx, Vec<Shared>) -> Fut + Clone + 'static,
+    Fut: Future<Output = Result<T, MpcError>> + 'static,
+{
+    let mut rng = ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
     let (mut client, mut msgs) = InputClient::new(0, SESSION, &mut rng);
     for v in &inputs {
         msgs.extend(client.share_raw(v));
     }
     let lens: Vec<usize> = inputs.iter().map(Vec::len).collect();
-    Simulation::new(SESSION, 7)?
+    Simulation::new(SESSION, seed)?
         .clients(2)
         .delivery(delivery)
         .record_masks()
+        .record_views()
         .inject(msgs)
         .run(move |ctx| {
             let lens = lens.clone();

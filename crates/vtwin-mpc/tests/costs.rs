@@ -1,0 +1,125 @@
+//! Rounds, bytes and products of every protocol, measured on n values, checked against
+//! the formulas documented in protocols/mpc-*.md. Run with `--nocapture` for the table.
+
+mod common;
+
+use common::run_on;
+use vtwin_fixed::Fx;
+use vtwin_mpc::{binary, compare, input, inv_sqrt, multiply, reciprocal, Counters, Delivery};
+
+const N: usize = 1000;
+
+/// Runs `op` after sharing two inputs of N values; returns the three nodes' counters of
+/// the protocol alone (input sharing excluded), summed (rounds: as executed).
+fn measure<F, Fut>(op: F) -> Counters
+where
+    F: Fn(vtwin_mpc::Ctx, Vec<vtwin_mpc::Shared>) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = Result<(), vtwin_mpc::MpcError>> + 'static,
+{
+    let x: Vec<u128> = (0..N)
+        .map(|k| Fx::from_f64(0.5 + k as f64).expect("x").0)
+        .collect();
+    let rep = run_on(vec![x.clone(), x], Delivery::Fifo, move |ctx, v| {
+        let op = op.clone();
+        async move {
+            let before = ctx.counters();
+            op(ctx.clone(), v).await?;
+            Ok(ctx.counters() - before)
+        }
+    })
+    .expect("run");
+    let [a, b, c] = rep.outputs;
+    assert_eq!(a.rounds, b.rounds);
+    assert_eq!(b.rounds, c.rounds);
+    a.plus(b).plus(c)
+}
+
+macro_rules! protocol {
+    (|$ctx:ident, $v:ident| $body:expr) => {
+        |$ctx: vtwin_mpc::Ctx, $v: Vec<vtwin_mpc::Shared>| async move {
+            $body.await?;
+            Ok(())
+        }
+    };
+}
+
+fn row(name: &str, c: &Counters) {
+    println!(
+        "| {name} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} |",
+        c.rounds,
+        c.messages,
+        c.elements as f64 / N as f64,
+        c.bytes as f64 / N as f64,
+        c.mults as f64 / 3.0 / N as f64,
+        c.and_words as f64 / 3.0 / N as f64
+    );
+}
+
+#[test]
+fn measured_costs_match_the_analysis() {
+    println!("n = {N}; per value; messages, elements and bytes summed over the three nodes; products and AND words per protocol (each node computes its share of each)");
+    println!("| protocol | rounds | messages | elements/value | bytes/value | products/value | AND words/value |");
+    println!("|---|---|---|---|---|---|---|");
+
+    let c = measure(protocol!(|ctx, v| multiply::mul(&ctx, &v[0], &v[1])));
+    row("mul (no truncation)", &c);
+    assert_eq!((c.rounds, c.elements), (1, 3 * N as u64));
+
+    let c = measure(protocol!(|ctx, v| multiply::mul_trunc(
+        &ctx, &v[0], &v[1], 32
+    )));
+    row("mul_trunc", &c);
+    assert_eq!((c.rounds, c.elements), (2, 3 * N as u64));
+    assert_eq!(c.truncations, N as u64 * 3);
+
+    let c = measure(protocol!(|ctx, v| multiply::inner_products(
+        &ctx, &v[0], &v[1], 10
+    )));
+    row("inner_products (len 10)", &c);
+    assert_eq!((c.rounds, c.elements), (2, 3 * N as u64 / 10));
+
+    let c = measure(protocol!(|ctx, v| input::reveal_to(&ctx, &v[0], 1)));
+    row("reveal_to", &c);
+    assert_eq!((c.rounds, c.elements), (1, 0));
+    assert_eq!(c.bytes_to_clients, 3 * (38 + 16 * N as u64));
+
+    let c = measure(protocol!(|ctx, v| binary::a2b(&ctx, &v[0], 7)));
+    row("a2b / sign bit (128 bits)", &c);
+    // carry-save 1 + generate 1 + 6 levels x 2 + last level 1 = 15 AND words per value.
+    assert_eq!((c.rounds, c.and_words), (9, 3 * 15 * N as u64));
+
+    let c = measure(protocol!(|ctx, v| compare::less_than(&ctx, &v[0], &v[1])));
+    row("less_than", &c);
+    assert_eq!((c.rounds, c.elements), (11, 3 * 17 * N as u64));
+
+    let c = measure(protocol!(|ctx, v| reciprocal::reciprocal(&ctx, &v[0])));
+    row("reciprocal", &c);
+    // Per node: A2B (64-bit window, 6 levels) 1 + 1 + 5 x 2 + 1 = 13 words; one-hot 6
+    // words; injection of 16 bits 32 elements; selection 2 outputs; the untruncated half of
+    // the scale-back 1. Plus 3 elements in all per truncation, 8 truncations.
+    // Rounds: 8 + 6 + 3 + 8 x 2.
+    assert_eq!(c.rounds, 8 + 6 + 3 + 16);
+    assert_eq!(c.elements, N as u64 * (3 * (13 + 6 + 32 + 2 + 1) + 3 * 8));
+
+    let c = measure(protocol!(|ctx, v| inv_sqrt::inv_sqrt(&ctx, &v[0])));
+    row("inv_sqrt", &c);
+    // Per node: A2B 15 words; one-hot 7; 18 injections 36; selection 3 outputs; scale-back
+    // 1. Plus 12 truncations of 3 elements. Rounds: 9 + 7 + 3 + 12 x 2.
+    assert_eq!(c.rounds, 9 + 7 + 3 + 24);
+    assert_eq!(c.elements, N as u64 * (3 * (15 + 7 + 36 + 3 + 1) + 3 * 12));
+
+    let c = measure(protocol!(|ctx, v| inv_sqrt::clip_factor(
+        &ctx,
+        &v[0],
+        Fx::from_f64(1.0).expect("C")
+    )));
+    row("clip_factor", &c);
+    // inv_sqrt with a second A2B (15 words) and injection (2) batched in, one more
+    // truncation (C y), and the final select product (1 round, 1 element).
+    // Per node: 2 x 15 + 7 + 19 x 2 + 3 + 1 + 1; 13 truncations.
+    assert_eq!(c.rounds, 9 + 7 + 3 + 13 * 2 + 1);
+    assert_eq!(
+        c.elements,
+        N as u64 * (3 * (2 * 15 + 7 + 38 + 3 + 1 + 1) + 3 * 13)
+    );
+}
