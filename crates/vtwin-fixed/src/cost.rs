@@ -79,7 +79,7 @@ pub const fn normalisation(w: u32) -> (u32, u32, u32) {
 /// Sign bit of a 128-bit shared value: (AND gates, AND depth).
 pub const MSB: (u32, u32) = (128 + 128 + 2 * 127, 9);
 
-/// [`crate::mul`]: one product, one truncation.
+/// [`crate::mul()`]: one product, one truncation.
 pub const MUL: Cost = Cost {
     mults: 1,
     truncations: 1,
@@ -126,7 +126,7 @@ pub const CLIP_FACTOR: Cost = Cost {
     arithmetic_rounds: 1 + 1 + 9 + 2 + 1,
 };
 
-/// [`crate::exp`]: the public log2(e) product (local), 7 Horner products, the final scale
+/// [`crate::exp()`]: the public log2(e) product (local), 7 Horner products, the final scale
 /// product; 9 truncations; a 39-bit decomposition (no MSB search) and a 7-bit one-hot decode.
 pub const EXP: Cost = Cost {
     mults: 7 + 1,

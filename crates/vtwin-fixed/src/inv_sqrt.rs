@@ -38,10 +38,10 @@ pub const RSQRT_ITERATIONS: u32 = 3;
 pub const RSQRT_Y0_A_RAW: u128 = 9_160_168_810;
 /// `round(2 * 1.21872 * 2^32)`: slope of the initial line in terms of h = m/2.
 pub const RSQRT_Y0_B_RAW: u128 = 10_468_725_086;
-/// `round(1.5 * 2^32)`.
-const THREE_HALVES_RAW: u128 = 6_442_450_944;
-/// Shift of the normalisation truncation (h = m / 2).
-const NORM_SHIFT: u32 = 49;
+/// `1.5 * 2^32`, the constant of the Newton-Raphson step.
+pub const RSQRT_THREE_HALVES_RAW: u128 = 6_442_450_944;
+/// Shift of the normalisation truncation (h = m / 2 = t(x p, 49)).
+pub const RSQRT_NORM_SHIFT: u32 = 49;
 /// Smallest input of the documented accuracy range (2^-30).
 pub const RSQRT_MIN: f64 = 1.0 / 1_073_741_824.0;
 /// Largest input of the documented accuracy range (2^40).
@@ -91,13 +91,13 @@ impl InvSqrt {
                 )
             }
         };
-        let h = t.trunc(x.0.wrapping_mul(p), NORM_SHIFT);
+        let h = t.trunc(x.0.wrapping_mul(p), RSQRT_NORM_SHIFT);
         let mut y = RSQRT_Y0_A_RAW.wrapping_sub(t.trunc(RSQRT_Y0_B_RAW.wrapping_mul(h), FRAC_BITS));
         for _ in 0..RSQRT_ITERATIONS {
             let y2 = t.trunc(y.wrapping_mul(y), FRAC_BITS);
             let hy2 = t.trunc(h.wrapping_mul(y2), FRAC_BITS);
             y = t.trunc(
-                y.wrapping_mul(THREE_HALVES_RAW.wrapping_sub(hy2)),
+                y.wrapping_mul(RSQRT_THREE_HALVES_RAW.wrapping_sub(hy2)),
                 FRAC_BITS,
             );
         }

@@ -23,18 +23,18 @@
 //! | function | range | error | MPC cost ([`cost`]) |
 //! |---|---|---|---|
 //! | [`Fx::from_f64`], [`Fx::to_f64`] | \|v\| < 2^63 | <= 2^-33 abs | local |
-//! | [`mul`], [`dot`] (+ `_checked`) | \|a b\| < 2^23 | < 1 ulp | 1 mult, 1 trunc |
+//! | [`mul()`], [`dot`] (+ `_checked`) | \|a b\| < 2^23 | < 1 ulp | 1 mult, 1 trunc |
 //! | [`trunc_floor`], [`trunc_prob`] | \|X\| < 2^87 raw | < 1 ulp; fail prob \|X\|/2^128 | 1 trunc |
-//! | [`reciprocal`], [`Reciprocal`] | (0, 2^32); accurate [2^-30, 2^16] | rel < 2^-20 for x <= 2^11, then < 2 ulp abs | 64-bit normalisation + 9 mults |
+//! | [`reciprocal()`], [`Reciprocal`] | (0, 2^32); accurate [2^-30, 2^16] | rel < 2^-20 for x <= 2^11, then < 2 ulp abs | 64-bit normalisation + 9 mults |
 //! | [`divide`], [`Reciprocal::divide`] | b as above, \|a\| < 2^22 | rel < 2^-20 if \|a\|, \|a/b\| >= 2^-11 | + 3 mults |
-//! | [`inv_sqrt`], [`InvSqrt`] | (0, 2^48); accurate [2^-30, 2^40] | rel < 2^-20 for x <= 2^22, then < 2 ulp abs | 80-bit normalisation + 12 mults |
+//! | [`inv_sqrt()`], [`InvSqrt`] | (0, 2^48); accurate [2^-30, 2^40] | rel < 2^-20 for x <= 2^22, then < 2 ulp abs | 80-bit normalisation + 12 mults |
 //! | [`clip_factor`] | x in [0, 2^48), C in (0, 2^22) | rel < 2^-20 while C/sqrt(x) >= 2^-11; exactly 1 when x <= C^2 | 80-bit normalisation + 13 mults + 1 comparison |
 //! | [`compare`] | encoded values | exact | 1 sign bit |
-//! | [`exp`] | [-64, 0] | few ulp abs; rel < 2^-20 for x >= -7.6 | 8 mults, 9 truncations + 39-bit decomposition |
+//! | [`exp()`] | [-64, 0] | few ulp abs; rel < 2^-20 for x >= -7.6 | 8 mults, 9 truncations + 39-bit decomposition |
 //!
 //! Measured errors and costs: `protocols/arithmetic.md`.
 //!
-//! Vectorised forms are in [`slice`]. Unchecked forms (`*_unchecked`, `new_unchecked`) compute
+//! Vectorised forms are in [`mod@slice`]. Unchecked forms (`*_unchecked`, `new_unchecked`) compute
 //! what the MPC computes for any ring element and never panic; the checked forms reject
 //! inputs outside the domain with a [`DomainError`] naming the function and argument.
 

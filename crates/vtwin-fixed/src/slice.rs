@@ -27,7 +27,7 @@ pub fn try_map<T: Truncator + ?Sized>(
         .collect()
 }
 
-/// `1/x` element-wise ([`crate::reciprocal`]).
+/// `1/x` element-wise ([`crate::reciprocal()`]).
 pub fn reciprocal_slice<T: Truncator + ?Sized>(
     xs: &[Fx],
     t: &mut T,
@@ -51,7 +51,7 @@ pub fn divide_slice<T: Truncator + ?Sized>(
         .collect()
 }
 
-/// `1/sqrt(x)` element-wise ([`crate::inv_sqrt`]).
+/// `1/sqrt(x)` element-wise ([`crate::inv_sqrt()`]).
 pub fn inv_sqrt_slice<T: Truncator + ?Sized>(xs: &[Fx], t: &mut T) -> Result<Vec<Fx>, SliceError> {
     try_map(xs, t, |x, t| crate::inv_sqrt(x, t))
 }
@@ -65,7 +65,7 @@ pub fn clip_factor_slice<T: Truncator + ?Sized>(
     try_map(xs, t, |x, t| crate::clip_factor(x, c, t))
 }
 
-/// `exp(x)` element-wise ([`crate::exp`]).
+/// `exp(x)` element-wise ([`crate::exp()`]).
 pub fn exp_slice<T: Truncator + ?Sized>(xs: &[Fx], t: &mut T) -> Result<Vec<Fx>, SliceError> {
     try_map(xs, t, |x, t| crate::exp(x, t))
 }

@@ -14,7 +14,7 @@
 //! - if the integer `X + r` (r in [0, 2^128)) does not leave [0, 2^128), the result is
 //!   `floor(X / 2^d) + carry`, carry = 1 iff `(X mod 2^d) + (r mod 2^d) >= 2^d`; so the error
 //!   against the exact `X / 2^d` is in (-1, 1) ulp, and it is unbiased over `r`
-//!   (E[carry] = (X mod 2^d) / 2^d);
+//!   (the mean of carry is (X mod 2^d) / 2^d);
 //! - otherwise (probability exactly `|X| / 2^128` over uniform `r`) it is off by
 //!   `±2^(128-d)`: a catastrophic wrap. For `|X| < 2^87` ([`crate::PRODUCT_BOUND_BITS`]) this
 //!   probability is below 2^-41; every function in this crate keeps its pre-truncation values
