@@ -30,6 +30,7 @@
 //! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 33 | 186 |
 //! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 43 | 222 |
 //! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 46 | 279 |
+//! | [`exp::exp`] | `vtwin_fixed::exp` | 31 | measured |
 //!
 //! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to nodes
 //! 0 and 1 ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,
@@ -40,6 +41,7 @@ pub mod binary;
 pub mod compare;
 pub mod counters;
 pub mod error;
+pub mod exp;
 pub mod input;
 pub mod inv_sqrt;
 pub mod keys;

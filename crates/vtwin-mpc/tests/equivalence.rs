@@ -152,6 +152,24 @@ proptest! {
     }
 
     #[test]
+    fn exp_equals_reference(
+        xs in prop::collection::vec(-(64i128 << 32)..=0, 1..32),
+    ) {
+        let mut xs: Vec<u128> = xs.into_iter().map(|v| v as u128).collect();
+        xs.extend([0, (-(64i128 << 32)) as u128, (-(32i128 << 32)) as u128, u128::MAX]);
+        let rep = run_on(vec![xs.clone()], Delivery::Fifo, |ctx, v| async move {
+            vtwin_mpc::exp::exp(&ctx, &v[0]).await
+        }).expect("run");
+        let got = open(&rep);
+        prop_assert_eq!(rep.masks.len(), 9, "reference truncation count");
+        for (k, &x) in xs.iter().enumerate() {
+            let mut t = replay(&rep.masks, k);
+            let want = vtwin_fixed::exp(Fx(x), &mut t).expect("domain");
+            prop_assert_eq!(got[k], want.0, "x = {}", Fx(x));
+        }
+    }
+
+    #[test]
     fn clip_factor_equals_reference(
         xs in prop::collection::vec(0u128..(1u128 << 80), 1..24),
         c in 1u128..(1u128 << 40),
