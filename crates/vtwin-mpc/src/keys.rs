@@ -213,14 +213,9 @@ mod tests {
             .map(|&id| PairSeeds::derive(id, &keys[id.index()], &publics, session).expect("d"))
             .collect();
         let k = |j: usize| arr(v["pair_seed_list"][j].as_str().expect("seed"));
-        for i in 0..3 {
-            assert_eq!(*seeds[i].prev, k(i), "k_{i} at node {i}");
-            assert_eq!(
-                *seeds[i].next,
-                k((i + 1) % 3),
-                "k_{} at node {i}",
-                (i + 1) % 3
-            );
+        for (i, s) in seeds.iter().enumerate() {
+            assert_eq!(*s.prev, k(i), "k_{i} at node {i}");
+            assert_eq!(*s.next, k((i + 1) % 3), "k_{} at node {i}", (i + 1) % 3);
         }
         let stream = v["prg"]["stream"].as_u64().expect("stream");
         let n = v["prg"]["n"].as_u64().expect("n") as usize;
@@ -230,9 +225,9 @@ mod tests {
                 .collect();
             assert_eq!(crate::prg::expand(&k(j), stream, n), want, "F(k_{j})");
         }
-        for i in 0..3 {
-            let a = crate::prg::expand(&seeds[i].prev, stream, n);
-            let b = crate::prg::expand(&seeds[i].next, stream, n);
+        for (i, s) in seeds.iter().enumerate() {
+            let a = crate::prg::expand(&s.prev, stream, n);
+            let b = crate::prg::expand(&s.next, stream, n);
             for t in 0..n {
                 let want = u128_hex(&v["zero_sharing_by_node"][i][t]);
                 assert_eq!(a[t].wrapping_sub(b[t]), want);
