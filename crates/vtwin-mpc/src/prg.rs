@@ -20,16 +20,26 @@ pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     let mut nonce = [0u8; 12];
     nonce[..8].copy_from_slice(&stream.to_le_bytes());
     let mut cipher = ChaCha20::new(seed.into(), &nonce.into());
-    let mut buf = Zeroizing::new(vec![0u8; 16 * n]);
-    cipher.apply_keystream(&mut buf);
-    buf.chunks_exact(16)
-        .map(|c| {
+    let mut out = Vec::with_capacity(n);
+    // Keystream through a small zeroized buffer: no large secret temporaries on the heap.
+    let mut buf = Zeroizing::new([0u8; CHUNK_BYTES]);
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(CHUNK_BYTES / 16);
+        let bytes = &mut buf[..16 * take];
+        bytes.fill(0);
+        cipher.apply_keystream(bytes);
+        out.extend(bytes.chunks_exact(16).map(|c| {
             let mut w = [0u8; 16];
             w.copy_from_slice(c);
             u128::from_le_bytes(w)
-        })
-        .collect()
+        }));
+        left -= take;
+    }
+    out
 }
+
+const CHUNK_BYTES: usize = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -42,6 +52,9 @@ mod tests {
         assert_ne!(expand(&seed, 3, 5), expand(&seed, 4, 5));
         // A prefix of a longer expansion is the shorter expansion (counter addressing).
         assert_eq!(expand(&seed, 9, 10)[..4], expand(&seed, 9, 4)[..]);
+        // Across the internal chunk boundary (256 elements) the stream continues.
+        assert_eq!(expand(&seed, 9, 600)[..257], expand(&seed, 9, 257)[..]);
+        assert_ne!(expand(&seed, 9, 600)[256], expand(&seed, 9, 600)[0]);
     }
 
     #[test]
