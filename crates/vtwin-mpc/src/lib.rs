@@ -42,6 +42,7 @@ pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod exp;
+pub mod gradient;
 pub mod input;
 pub mod inv_sqrt;
 pub mod keys;

@@ -1,0 +1,276 @@
+//! The gradient circuit of ARCHITECTURE step 4 (nodes' side), vectorised over the batch:
+//! the MPC twin of `vtwin_model::fixed::fixed_gradient` (same products, same truncations).
+//!
+//! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
+//! caller as the fixed backend does), per party the public score maps `scale`/`offset`
+//! (K x w_p, row-major); shared per party `mat_p` and `q_p` (B x K) and `T_p` (B x w_p); the
+//! shared noise `Z` in the canonical output order. Output, in canonical order:
+//! `[G_weights (K); for each party p: G_p (K x w_p, row-major)]`, shared.
+//!
+//! Layers (each truncated layer is one mask vector, in this order, which a replay of the
+//! reference must follow):
+//! 1. `mat = prod_p mat_p` (P - 1 layers of B K); `pm = trunc(pi_k mat)` (B K);
+//!    `den[n] = sum_k pm` (local);
+//! 2. normalised reciprocal of den (7 layers of B), `r = pm / den` (2 layers of B K);
+//! 3. `r2 = trunc(r r)` (B K); `|g|^2 = trunc(sum_k (r - pi)^2) + trunc(sum_k r2 Q)`,
+//!    Q = sum_p q_p (2 inner-product layers of B, one reshare per record each);
+//! 4. clip factor c (13 layers of B); `w = trunc(c r)` (B K);
+//! 5. `sw = sum_n w`, `sc = sum_n c` (local); `G_w = sw - trunc(pi sc)` (K);
+//! 6. `M_p = W^T T_p`: inner products over the batch, one reshare per output (all parties,
+//!    sum_p K w_p), then `G_p = trunc(scale M_p + offset sw)` (a public linear map, sum_p K
+//!    w_p), plus Z.
+//!
+//! Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 4 + 44 + 2 + 2 + 2 + 2 = 2P + 93.
+
+use vtwin_fixed::{Fx, FRAC_BITS};
+
+use crate::error::MpcError;
+use crate::inv_sqrt::clip_factor;
+use crate::multiply::{inner_products, mul_trunc, truncate};
+use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
+use crate::runtime::Ctx;
+use crate::share::Shared;
+
+/// The public side of one iteration.
+#[derive(Clone, Debug)]
+pub struct CircuitPublic {
+    /// Batch size B.
+    pub batch: usize,
+    /// Components K.
+    pub components: usize,
+    /// Mixture weights pi (K), encoded.
+    pub pi: Vec<Fx>,
+    /// Clip bound as used by the circuit (the fixed backend passes C (1 - 2^-20)).
+    pub clip: Fx,
+    /// Per party: (width w_p, score scale A (K x w_p), score offset b (K x w_p)), encoded.
+    pub parties: Vec<PartyMap>,
+}
+
+/// One party's public affine score map.
+#[derive(Clone, Debug)]
+pub struct PartyMap {
+    /// w_p = |T_p|.
+    pub width: usize,
+    /// A, K x w_p row-major.
+    pub scale: Vec<Fx>,
+    /// b, K x w_p row-major.
+    pub offset: Vec<Fx>,
+}
+
+/// One party's shared upload.
+#[derive(Clone, Debug)]
+pub struct SharedUpload {
+    /// mat_p, B x K.
+    pub mat: Shared,
+    /// q_p, B x K.
+    pub q: Shared,
+    /// T_p, B x w_p.
+    pub stats: Shared,
+}
+
+impl CircuitPublic {
+    /// Output length d = K + sum_p K w_p.
+    pub fn dim(&self) -> usize {
+        self.components
+            + self
+                .parties
+                .iter()
+                .map(|p| self.components * p.width)
+                .sum::<usize>()
+    }
+
+    fn check(&self, uploads: &[SharedUpload], noise: &Shared) -> Result<(), MpcError> {
+        let (b, k) = (self.batch, self.components);
+        let bad = |left: usize, right: usize| MpcError::LengthMismatch {
+            protocol: "gradient",
+            left,
+            right,
+        };
+        if uploads.len() != self.parties.len() || uploads.is_empty() {
+            return Err(bad(uploads.len(), self.parties.len()));
+        }
+        if self.pi.len() != k {
+            return Err(bad(self.pi.len(), k));
+        }
+        for (u, p) in uploads.iter().zip(&self.parties) {
+            for (got, want) in [
+                (u.mat.len(), b * k),
+                (u.q.len(), b * k),
+                (u.stats.len(), b * p.width),
+                (p.scale.len(), k * p.width),
+                (p.offset.len(), k * p.width),
+            ] {
+                if got != want {
+                    return Err(bad(got, want));
+                }
+            }
+        }
+        if noise.len() != self.dim() {
+            return Err(bad(noise.len(), self.dim()));
+        }
+        Ok(())
+    }
+}
+
+/// Repeats each element of `x` `times` times (local).
+fn broadcast(x: &Shared, times: usize) -> Shared {
+    let rep = |v: &[u128]| {
+        v.iter()
+            .flat_map(|&e| std::iter::repeat_n(e, times))
+            .collect()
+    };
+    Shared {
+        own: rep(&x.own),
+        next: rep(&x.next),
+    }
+}
+
+/// Sums groups of `len` consecutive elements (local).
+fn group_sums(x: &Shared, len: usize) -> Shared {
+    let sum = |v: &[u128]| {
+        v.chunks(len)
+            .map(|c| c.iter().fold(0u128, |s, e| s.wrapping_add(*e)))
+            .collect()
+    };
+    Shared {
+        own: sum(&x.own),
+        next: sum(&x.next),
+    }
+}
+
+/// Sums over the batch: `out[k] = sum_n x[n][k]` for x of B x K (local).
+fn column_sums(x: &Shared, k_n: usize) -> Shared {
+    let sum = |v: &[u128]| {
+        (0..k_n)
+            .map(|k| {
+                v.iter()
+                    .skip(k)
+                    .step_by(k_n)
+                    .fold(0u128, |s, e| s.wrapping_add(*e))
+            })
+            .collect()
+    };
+    Shared {
+        own: sum(&x.own),
+        next: sum(&x.next),
+    }
+}
+
+/// Element-wise product with public values, then nothing (local, untruncated).
+fn mul_public_each(x: &Shared, c: &[u128]) -> Shared {
+    Shared {
+        own: x
+            .own
+            .iter()
+            .zip(c)
+            .map(|(a, b)| a.wrapping_mul(*b))
+            .collect(),
+        next: x
+            .next
+            .iter()
+            .zip(c)
+            .map(|(a, b)| a.wrapping_mul(*b))
+            .collect(),
+    }
+}
+
+/// G = sum_n c_n g_n + Z, shared, canonical order (module docs).
+pub async fn gradient(
+    ctx: &Ctx,
+    public: &CircuitPublic,
+    uploads: &[SharedUpload],
+    noise: &Shared,
+) -> Result<Shared, MpcError> {
+    public.check(uploads, noise)?;
+    let me = ctx.id();
+    let (b, k_n) = (public.batch, public.components);
+    let pi_bk: Vec<u128> = (0..b * k_n).map(|i| public.pi[i % k_n].0).collect();
+
+    // 1. mat, pm, den.
+    let mut mat = uploads[0].mat.clone();
+    for u in &uploads[1..] {
+        mat = mul_trunc(ctx, &mat, &u.mat, FRAC_BITS).await?;
+    }
+    let pm = truncate(ctx, &mul_public_each(&mat, &pi_bk), FRAC_BITS).await?;
+    let den = group_sums(&pm, k_n);
+
+    // 2. r = pm / den.
+    let recip = reciprocal_normalised(ctx, &den).await?;
+    let wide = SharedReciprocal {
+        mantissa: broadcast(&recip.mantissa, k_n),
+        scale_int: broadcast(&recip.scale_int, k_n),
+        scale_frac: broadcast(&recip.scale_frac, k_n),
+    };
+    let r = wide.divide(ctx, &pm).await?;
+
+    // 3. |g|^2.
+    let r2 = mul_trunc(ctx, &r, &r, FRAC_BITS).await?;
+    let pi_shared = Shared::public(me, &pi_bk);
+    let e = r.sub(&pi_shared)?;
+    let mut q = uploads[0].q.clone();
+    for u in &uploads[1..] {
+        q = q.add(&u.q)?;
+    }
+    let acc_a = inner_products(ctx, &e, &e, k_n).await?;
+    let acc_b = inner_products(ctx, &r2, &q, k_n).await?;
+    let norm2 = acc_a.add(&acc_b)?;
+
+    // 4. clip factor, w.
+    let c = clip_factor(ctx, &norm2, public.clip).await?;
+    let w = mul_trunc(ctx, &broadcast(&c, k_n), &r, FRAC_BITS).await?;
+
+    // 5. weight gradient.
+    let sw = column_sums(&w, k_n);
+    let sc_k = if b == 0 {
+        Shared::public(me, &vec![0; k_n])
+    } else {
+        broadcast(&group_sums(&c, b), k_n)
+    };
+    let pi_k: Vec<u128> = public.pi.iter().map(|p| p.0).collect();
+    let pisc = truncate(ctx, &mul_public_each(&sc_k, &pi_k), FRAC_BITS).await?;
+    let g_w = sw.sub(&pisc)?;
+
+    // 6. M_p = W^T T_p, then G_p.
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for (u, p) in uploads.iter().zip(&public.parties) {
+        let wd = p.width;
+        for k in 0..k_n {
+            for j in 0..wd {
+                let pick = |v: &[u128], stride: usize, col: usize| -> Vec<u128> {
+                    (0..b).map(|n| v[n * stride + col]).collect()
+                };
+                xs.push(Shared {
+                    own: pick(&w.own, k_n, k),
+                    next: pick(&w.next, k_n, k),
+                });
+                ys.push(Shared {
+                    own: pick(&u.stats.own, wd, j),
+                    next: pick(&u.stats.next, wd, j),
+                });
+            }
+        }
+    }
+    let x = Shared::concat(&xs.iter().collect::<Vec<_>>());
+    let y = Shared::concat(&ys.iter().collect::<Vec<_>>());
+    let m = if b == 0 {
+        Shared::public(me, &vec![0; xs.len()])
+    } else {
+        inner_products(ctx, &x, &y, b).await?
+    };
+    let mut scale = Vec::new();
+    let mut offset_sw = Vec::new();
+    for p in &public.parties {
+        scale.extend(p.scale.iter().map(|a| a.0));
+        for k in 0..k_n {
+            for j in 0..p.width {
+                let o = p.offset[k * p.width + j].0;
+                offset_sw.push(sw.slice(k..k + 1).mul_public(o));
+            }
+        }
+    }
+    let lin =
+        mul_public_each(&m, &scale).add(&Shared::concat(&offset_sw.iter().collect::<Vec<_>>()))?;
+    let g_p = truncate(ctx, &lin, FRAC_BITS).await?;
+    Shared::concat(&[&g_w, &g_p]).add(noise)
+}
