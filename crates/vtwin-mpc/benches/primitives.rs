@@ -15,6 +15,9 @@ use vtwin_fixed::{probabilistic_from_rng, Fx};
 use vtwin_mpc::input::{accept_client, input};
 use vtwin_mpc::{inv_sqrt, multiply, reciprocal, InputClient, SessionId, Shared, Simulation};
 
+#[path = "../tests/common/gradient_ref.rs"]
+mod gradient_ref;
+
 const SESSION: SessionId = SessionId(*b"vtwin-mpc-bench!");
 
 #[derive(Clone, Copy)]
@@ -90,5 +93,21 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// One gradient iteration at the Adult paper setting (B = 100, K = 20, two parties with
+/// |T| = 75, d = 3020): the whole simulated MPC (inputs, circuit, reveal) against the
+/// plaintext transcription of the fixed backend's node side (floor truncation).
+fn bench_gradient(c: &mut Criterion) {
+    let inst = gradient_ref::instance(5, 100, 20, &[75, 75]);
+    let mut g = c.benchmark_group("gradient_adult");
+    g.sample_size(10);
+    g.bench_function("mpc_sim", |bch| {
+        bch.iter(|| black_box(gradient_ref::run_mpc(&inst).0.len()))
+    });
+    g.bench_function("fixed", |bch| {
+        bch.iter(|| black_box(gradient_ref::reference(&inst, &mut vtwin_fixed::Floor).len()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_gradient);
 criterion_main!(benches);

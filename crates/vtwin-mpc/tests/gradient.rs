@@ -2,97 +2,13 @@
 //! (same products and truncations, in that function's order), bit for bit given the
 //! MPC's masks, revealed to the coordinator only.
 
-mod common;
+#[path = "common/gradient_ref.rs"]
+mod gradient_ref;
 
-use common::SESSION;
+use gradient_ref::{instance, reference, run_mpc, Instance};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use rand_chacha::rand_core::SeedableRng;
-use rand_chacha::ChaCha20Rng;
-use vtwin_fixed::{clip_factor_unchecked, Fx, Probabilistic, Reciprocal, Truncator, FRAC_BITS};
-use vtwin_mpc::gradient::{gradient, CircuitPublic, PartyMap, SharedUpload};
-use vtwin_mpc::input::{accept_client, input, reveal_to};
-use vtwin_mpc::{InputClient, Opening, Simulation};
-
-/// One instance in the clear.
-#[derive(Clone, Debug)]
-struct Instance {
-    public: CircuitPublic,
-    mat: Vec<Vec<Fx>>,
-    q: Vec<Vec<Fx>>,
-    stats: Vec<Vec<Fx>>,
-    noise: Vec<i128>,
-}
-
-/// The node side of `vtwin_model::fixed::fixed_gradient`, transcribed (ring values, noise
-/// added, canonical order).
-fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
-    let p = &inst.public;
-    let (b, k_n) = (p.batch, p.components);
-    let pi = &p.pi;
-    let mul = |a: Fx, c: Fx, t: &mut T| Fx(t.trunc(a.0.wrapping_mul(c.0), FRAC_BITS));
-    let mut w = vec![Fx::ZERO; b * k_n];
-    let mut sw = vec![Fx::ZERO; k_n];
-    let mut sc = Fx::ZERO;
-    let mut pm = vec![Fx::ZERO; k_n];
-    let mut r = vec![Fx::ZERO; k_n];
-    for n in 0..b {
-        let mut den = Fx::ZERO;
-        for k in 0..k_n {
-            let i = n * k_n + k;
-            let mut m = inst.mat[0][i];
-            for up in &inst.mat[1..] {
-                m = mul(m, up[i], t);
-            }
-            pm[k] = mul(pi[k], m, t);
-            den += pm[k];
-        }
-        let recip = Reciprocal::new_unchecked(den, t);
-        for k in 0..k_n {
-            r[k] = recip.divide(pm[k], t);
-        }
-        let mut acc_a = 0u128;
-        let mut acc_b = 0u128;
-        for k in 0..k_n {
-            let e = r[k] - pi[k];
-            acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
-            let r2 = mul(r[k], r[k], t);
-            let q = inst.q.iter().fold(Fx::ZERO, |s, up| s + up[n * k_n + k]);
-            acc_b = acc_b.wrapping_add(r2.0.wrapping_mul(q.0));
-        }
-        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(t.trunc(acc_b, FRAC_BITS));
-        let c = clip_factor_unchecked(norm2, p.clip, t);
-        sc += c;
-        for k in 0..k_n {
-            let wk = mul(c, r[k], t);
-            w[n * k_n + k] = wk;
-            sw[k] += wk;
-        }
-    }
-    let mut g: Vec<Fx> = (0..k_n).map(|k| sw[k] - mul(pi[k], sc, t)).collect();
-    for (pp, map) in p.parties.iter().enumerate() {
-        let wd = map.width;
-        for k in 0..k_n {
-            for j in 0..wd {
-                let mut acc = 0u128;
-                for n in 0..b {
-                    acc = acc
-                        .wrapping_add(w[n * k_n + k].0.wrapping_mul(inst.stats[pp][n * wd + j].0));
-                }
-                let m = Fx(t.trunc(acc, FRAC_BITS));
-                let raw = map.scale[k * wd + j]
-                    .0
-                    .wrapping_mul(m.0)
-                    .wrapping_add(map.offset[k * wd + j].0.wrapping_mul(sw[k].0));
-                g.push(Fx(t.trunc(raw, FRAC_BITS)));
-            }
-        }
-    }
-    g.iter()
-        .zip(&inst.noise)
-        .map(|(v, z)| (*v + Fx::from_signed(*z)).0)
-        .collect()
-}
+use vtwin_fixed::Probabilistic;
 
 /// The MPC's masks rearranged into the reference's call order (layer list in
 /// `vtwin_mpc::gradient` docs).
@@ -139,115 +55,8 @@ fn replay_order(inst: &Instance, layers: &[Vec<u128>]) -> Vec<u128> {
     out
 }
 
-fn enc(v: f64) -> Fx {
-    Fx::from_f64(v).expect("encodable")
-}
-
-fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut u = move || {
-        use rand_chacha::rand_core::RngCore;
-        (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let raw_pi: Vec<f64> = (0..k_n).map(|_| 0.2 + u()).collect();
-    let s: f64 = raw_pi.iter().sum();
-    let parties: Vec<PartyMap> = widths
-        .iter()
-        .map(|&wd| PartyMap {
-            width: wd,
-            scale: (0..k_n * wd).map(|_| enc(2.0 * u() - 1.0)).collect(),
-            offset: (0..k_n * wd).map(|_| enc(2.0 * u() - 1.0)).collect(),
-        })
-        .collect();
-    let mat = widths
-        .iter()
-        .map(|_| (0..b * k_n).map(|_| enc(u())).collect())
-        .collect();
-    let q = widths
-        .iter()
-        .map(|_| (0..b * k_n).map(|_| enc(8.0 * u())).collect())
-        .collect();
-    let stats = widths
-        .iter()
-        .map(|&wd| {
-            (0..b * wd)
-                .map(|_| enc((4.0 * u()).floor() - 1.0))
-                .collect()
-        })
-        .collect();
-    let public = CircuitPublic {
-        batch: b,
-        components: k_n,
-        pi: raw_pi.iter().map(|p| enc(p / s)).collect(),
-        clip: enc(1.0 * (1.0 - 2f64.powi(-20))),
-        parties,
-    };
-    let d = public.dim();
-    let noise = (0..d)
-        .map(|_| ((u() - 0.5) * 2f64.powi(33)) as i128)
-        .collect();
-    Instance {
-        public,
-        mat,
-        q,
-        stats,
-        noise,
-    }
-}
-
-/// Runs the circuit: party p (client p) inputs its upload, client P the noise; the
-/// coordinator (client P + 1) receives G.
-fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>) {
-    let parties = inst.public.parties.len();
-    let mut rng = ChaCha20Rng::seed_from_u64(17);
-    let mut msgs = Vec::new();
-    for p in 0..parties {
-        let (mut c, setup) = InputClient::new(p as u16, SESSION, &mut rng);
-        msgs.extend(setup);
-        msgs.extend(c.share_raw(&inst.mat[p].iter().map(|v| v.0).collect::<Vec<_>>()));
-        msgs.extend(c.share_raw(&inst.q[p].iter().map(|v| v.0).collect::<Vec<_>>()));
-        msgs.extend(c.share_raw(&inst.stats[p].iter().map(|v| v.0).collect::<Vec<_>>()));
-    }
-    let (mut nc, setup) = InputClient::new(parties as u16, SESSION, &mut rng);
-    msgs.extend(setup);
-    msgs.extend(nc.share_raw(&inst.noise.iter().map(|z| *z as u128).collect::<Vec<_>>()));
-    let coordinator = parties as u16 + 1;
-    let public = inst.public.clone();
-    let rep = Simulation::new(SESSION, 23)
-        .expect("sim")
-        .clients(coordinator + 1)
-        .record_masks()
-        .inject(msgs)
-        .run(move |ctx| {
-            let public = public.clone();
-            async move {
-                let (b, k_n) = (public.batch, public.components);
-                let mut uploads = Vec::new();
-                for (p, map) in public.parties.iter().enumerate() {
-                    let s = accept_client(&ctx, p as u16).await?;
-                    uploads.push(SharedUpload {
-                        mat: input(&ctx, &s, 1, b * k_n).await?,
-                        q: input(&ctx, &s, 2, b * k_n).await?,
-                        stats: input(&ctx, &s, 3, b * map.width).await?,
-                    });
-                }
-                let s = accept_client(&ctx, public.parties.len() as u16).await?;
-                let z = input(&ctx, &s, 1, public.dim()).await?;
-                let g = gradient(&ctx, &public, &uploads, &z).await?;
-                reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
-                Ok(ctx.counters())
-            }
-        })
-        .expect("run");
-    let mut o = Opening::new(SESSION, coordinator, inst.public.dim());
-    for m in rep.to_clients {
-        o.handle(m).expect("share");
-    }
-    (o.result().expect("opened"), rep.masks)
-}
-
 fn check(inst: &Instance) -> Result<(), TestCaseError> {
-    let (got, masks) = run_mpc(inst);
+    let (got, masks, _) = run_mpc(inst);
     let mut seq = replay_order(inst, &masks).into_iter();
     let mut t = Probabilistic::new(move || seq.next().expect("enough masks"));
     let want = reference(inst, &mut t);
@@ -278,4 +87,38 @@ proptest! {
     fn gradient_equivalence(seed in any::<u64>(), b in 1usize..8, k in 1usize..5, w1 in 1usize..4, w2 in 1usize..4) {
         check(&instance(seed, b, k, &[w1, w2]))?;
     }
+}
+
+/// Rounds and traffic of one iteration at the Adult paper setting (B = 100, K = 20, two
+/// parties with |T| = 75 each, d = 3020), against the O(B K + d) analysis.
+#[test]
+fn adult_scale_costs() {
+    let (b, k, widths) = (100usize, 20usize, [75usize, 75]);
+    let inst = instance(5, b, k, &widths);
+    let d = inst.public.dim();
+    let (got, masks, counters) = run_mpc(&inst);
+    assert_eq!(got.len(), d);
+    let total = counters[0].plus(counters[1]).plus(counters[2]);
+    let p = widths.len() as u64;
+    // Inputs: 3 per party + 1 for the noise; circuit 2 (P - 1) + 97; reveal 1.
+    assert_eq!(total.rounds, (3 * p + 1) + (2 * (p - 1) + 97) + 1);
+    // Between nodes: input forwarding (one element per input value) plus the circuit.
+    let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + d) as u64;
+    let circuit = total.elements - inputs;
+    // Per (record, component): mat products 3 + pm 3 + divide 9 + r^2 3 + w 3 = 21;
+    // per record: normalised reciprocal 180 + two norm inner products 6 + clip factor 279;
+    // per component: pi sc 3; per gradient coordinate of the parties: M and G_p, 6.
+    let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
+    assert_eq!(circuit, 21 * bk + 465 * bb + 3 * kk + 6 * dd);
+    println!(
+        "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
+         ({} elements = {inputs} input forwarding + circuit 21 B K + 465 B + 3 K + 6 (d - K) \
+         = {circuit}); {} bytes to the coordinator; {} truncation layers",
+        total.rounds,
+        total.messages,
+        total.bytes,
+        total.elements,
+        total.bytes_to_clients,
+        masks.len()
+    );
 }

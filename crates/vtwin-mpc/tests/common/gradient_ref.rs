@@ -1,0 +1,201 @@
+//! A plaintext transcription of the node side of `vtwin_model::fixed::fixed_gradient` (the
+//! normative reference, which vtwin-mpc cannot depend on) and random instances, shared by
+//! the gradient test and bench.
+
+#![allow(dead_code, unreachable_pub)]
+
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use vtwin_fixed::{clip_factor_unchecked, Fx, Reciprocal, Truncator, FRAC_BITS};
+use vtwin_mpc::gradient::{gradient, CircuitPublic, PartyMap, SharedUpload};
+use vtwin_mpc::input::{accept_client, input, reveal_to};
+use vtwin_mpc::{Counters, InputClient, Opening, SessionId, Simulation};
+
+const SESSION: SessionId = SessionId(*b"vtwin-mpc-gradnt");
+
+/// One instance in the clear.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    pub public: CircuitPublic,
+    pub mat: Vec<Vec<Fx>>,
+    pub q: Vec<Vec<Fx>>,
+    pub stats: Vec<Vec<Fx>>,
+    pub noise: Vec<i128>,
+}
+
+/// The node side of `vtwin_model::fixed::fixed_gradient`, transcribed (ring values, noise
+/// added, canonical order).
+pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
+    let p = &inst.public;
+    let (b, k_n) = (p.batch, p.components);
+    let pi = &p.pi;
+    let mul = |a: Fx, c: Fx, t: &mut T| Fx(t.trunc(a.0.wrapping_mul(c.0), FRAC_BITS));
+    let mut w = vec![Fx::ZERO; b * k_n];
+    let mut sw = vec![Fx::ZERO; k_n];
+    let mut sc = Fx::ZERO;
+    let mut pm = vec![Fx::ZERO; k_n];
+    let mut r = vec![Fx::ZERO; k_n];
+    for n in 0..b {
+        let mut den = Fx::ZERO;
+        for k in 0..k_n {
+            let i = n * k_n + k;
+            let mut m = inst.mat[0][i];
+            for up in &inst.mat[1..] {
+                m = mul(m, up[i], t);
+            }
+            pm[k] = mul(pi[k], m, t);
+            den += pm[k];
+        }
+        let recip = Reciprocal::new_unchecked(den, t);
+        for k in 0..k_n {
+            r[k] = recip.divide(pm[k], t);
+        }
+        let mut acc_a = 0u128;
+        let mut acc_b = 0u128;
+        for k in 0..k_n {
+            let e = r[k] - pi[k];
+            acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
+            let r2 = mul(r[k], r[k], t);
+            let q = inst.q.iter().fold(Fx::ZERO, |s, up| s + up[n * k_n + k]);
+            acc_b = acc_b.wrapping_add(r2.0.wrapping_mul(q.0));
+        }
+        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(t.trunc(acc_b, FRAC_BITS));
+        let c = clip_factor_unchecked(norm2, p.clip, t);
+        sc += c;
+        for k in 0..k_n {
+            let wk = mul(c, r[k], t);
+            w[n * k_n + k] = wk;
+            sw[k] += wk;
+        }
+    }
+    let mut g: Vec<Fx> = (0..k_n).map(|k| sw[k] - mul(pi[k], sc, t)).collect();
+    for (pp, map) in p.parties.iter().enumerate() {
+        let wd = map.width;
+        for k in 0..k_n {
+            for j in 0..wd {
+                let mut acc = 0u128;
+                for n in 0..b {
+                    acc = acc
+                        .wrapping_add(w[n * k_n + k].0.wrapping_mul(inst.stats[pp][n * wd + j].0));
+                }
+                let m = Fx(t.trunc(acc, FRAC_BITS));
+                let raw = map.scale[k * wd + j]
+                    .0
+                    .wrapping_mul(m.0)
+                    .wrapping_add(map.offset[k * wd + j].0.wrapping_mul(sw[k].0));
+                g.push(Fx(t.trunc(raw, FRAC_BITS)));
+            }
+        }
+    }
+    g.iter()
+        .zip(&inst.noise)
+        .map(|(v, z)| (*v + Fx::from_signed(*z)).0)
+        .collect()
+}
+
+pub fn enc(v: f64) -> Fx {
+    Fx::from_f64(v).expect("encodable")
+}
+
+pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut u = move || {
+        use rand_chacha::rand_core::RngCore;
+        (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let raw_pi: Vec<f64> = (0..k_n).map(|_| 0.2 + u()).collect();
+    let s: f64 = raw_pi.iter().sum();
+    let parties: Vec<PartyMap> = widths
+        .iter()
+        .map(|&wd| PartyMap {
+            width: wd,
+            scale: (0..k_n * wd).map(|_| enc(2.0 * u() - 1.0)).collect(),
+            offset: (0..k_n * wd).map(|_| enc(2.0 * u() - 1.0)).collect(),
+        })
+        .collect();
+    let mat = widths
+        .iter()
+        .map(|_| (0..b * k_n).map(|_| enc(u())).collect())
+        .collect();
+    let q = widths
+        .iter()
+        .map(|_| (0..b * k_n).map(|_| enc(8.0 * u())).collect())
+        .collect();
+    let stats = widths
+        .iter()
+        .map(|&wd| {
+            (0..b * wd)
+                .map(|_| enc((4.0 * u()).floor() - 1.0))
+                .collect()
+        })
+        .collect();
+    let public = CircuitPublic {
+        batch: b,
+        components: k_n,
+        pi: raw_pi.iter().map(|p| enc(p / s)).collect(),
+        clip: enc(1.0 * (1.0 - 2f64.powi(-20))),
+        parties,
+    };
+    let d = public.dim();
+    let noise = (0..d)
+        .map(|_| ((u() - 0.5) * 2f64.powi(33)) as i128)
+        .collect();
+    Instance {
+        public,
+        mat,
+        q,
+        stats,
+        noise,
+    }
+}
+
+/// Runs the circuit: party p (client p) inputs its upload, client P the noise; the
+/// coordinator (client P + 1) receives G.
+pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
+    let parties = inst.public.parties.len();
+    let mut rng = ChaCha20Rng::seed_from_u64(17);
+    let mut msgs = Vec::new();
+    for p in 0..parties {
+        let (mut c, setup) = InputClient::new(p as u16, SESSION, &mut rng);
+        msgs.extend(setup);
+        msgs.extend(c.share_raw(&inst.mat[p].iter().map(|v| v.0).collect::<Vec<_>>()));
+        msgs.extend(c.share_raw(&inst.q[p].iter().map(|v| v.0).collect::<Vec<_>>()));
+        msgs.extend(c.share_raw(&inst.stats[p].iter().map(|v| v.0).collect::<Vec<_>>()));
+    }
+    let (mut nc, setup) = InputClient::new(parties as u16, SESSION, &mut rng);
+    msgs.extend(setup);
+    msgs.extend(nc.share_raw(&inst.noise.iter().map(|z| *z as u128).collect::<Vec<_>>()));
+    let coordinator = parties as u16 + 1;
+    let public = inst.public.clone();
+    let rep = Simulation::new(SESSION, 23)
+        .expect("sim")
+        .clients(coordinator + 1)
+        .record_masks()
+        .inject(msgs)
+        .run(move |ctx| {
+            let public = public.clone();
+            async move {
+                let (b, k_n) = (public.batch, public.components);
+                let mut uploads = Vec::new();
+                for (p, map) in public.parties.iter().enumerate() {
+                    let s = accept_client(&ctx, p as u16).await?;
+                    uploads.push(SharedUpload {
+                        mat: input(&ctx, &s, 1, b * k_n).await?,
+                        q: input(&ctx, &s, 2, b * k_n).await?,
+                        stats: input(&ctx, &s, 3, b * map.width).await?,
+                    });
+                }
+                let s = accept_client(&ctx, public.parties.len() as u16).await?;
+                let z = input(&ctx, &s, 1, public.dim()).await?;
+                let g = gradient(&ctx, &public, &uploads, &z).await?;
+                reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
+                Ok(ctx.counters())
+            }
+        })
+        .expect("run");
+    let mut o = Opening::new(SESSION, coordinator, inst.public.dim());
+    for m in rep.to_clients {
+        o.handle(m).expect("share");
+    }
+    (o.result().expect("opened"), rep.masks, rep.outputs)
+}
