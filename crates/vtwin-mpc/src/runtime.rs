@@ -3,7 +3,7 @@
 //!
 //! A protocol is written as an `async` program over a [`Ctx`]; the node polls it with a
 //! no-op waker whenever a message arrives. The program suspends only inside
-//! [`Ctx::exchange`] (a communication round) and [`Ctx::recv_client`], which complete when
+//! `Ctx::exchange` (a communication round) and `Ctx::recv_client`, which complete when
 //! the messages they wait for are in the node's inbox. All three nodes run the same program
 //! and step through the same rounds, so a round number identifies a message.
 //!
