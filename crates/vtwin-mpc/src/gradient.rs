@@ -22,14 +22,19 @@
 //!
 //! Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 4 + 44 + 2 + 2 + 2 + 2 = 2P + 93.
 
+use rand_core::{CryptoRng, RngCore};
 use vtwin_fixed::{Fx, FRAC_BITS};
 
+use crate::counters::Counters;
 use crate::error::MpcError;
+use crate::input::{accept_client, input, reveal_to, InputClient, InputError, Opening};
 use crate::inv_sqrt::clip_factor;
+use crate::message::SessionId;
 use crate::multiply::{inner_products, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
 use crate::runtime::Ctx;
 use crate::share::Shared;
+use crate::sim::Simulation;
 
 /// The public side of one iteration.
 #[derive(Clone, Debug)]
@@ -273,4 +278,126 @@ pub async fn gradient(
         mul_public_each(&m, &scale).add(&Shared::concat(&offset_sw.iter().collect::<Vec<_>>()))?;
     let g_p = truncate(ctx, &lin, FRAC_BITS).await?;
     Shared::concat(&[&g_w, &g_p]).add(noise)
+}
+
+/// One party's upload in the clear (what the party encodes before sharing).
+#[derive(Clone, Debug)]
+pub struct PlainUpload {
+    /// mat_p, B x K.
+    pub mat: Vec<Fx>,
+    /// q_p, B x K.
+    pub q: Vec<Fx>,
+    /// T_p, B x w_p.
+    pub stats: Vec<Fx>,
+}
+
+/// Public closed ranges every party checks before sharing (from the model's fixed-point
+/// bounds, e.g. mat in [0, 2^31), q in [0, 2^20], T in [-14, 14]).
+#[derive(Clone, Copy, Debug)]
+pub struct InputBounds {
+    /// Range of mat_p.
+    pub mat: (Fx, Fx),
+    /// Range of q_p.
+    pub q: (Fx, Fx),
+    /// Range of T_p.
+    pub stats: (Fx, Fx),
+}
+
+/// Why an in-memory iteration failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IterationError {
+    /// A party refused its input (out of range); nothing was shared.
+    #[error("party {party}: {source}")]
+    Input {
+        /// The party (index).
+        party: usize,
+        /// The range violation.
+        source: InputError,
+    },
+    /// The protocol failed.
+    #[error(transparent)]
+    Mpc(#[from] MpcError),
+}
+
+/// The result of one in-memory iteration.
+#[derive(Clone, Debug)]
+pub struct Iteration {
+    /// G + Z as opened by the coordinator, canonical order (module docs), raw ring elements.
+    pub gradient: Vec<u128>,
+    /// The three nodes' counters (inputs, circuit and reveal).
+    pub counters: [Counters; 3],
+    /// Bytes the clients (parties, noise contributor) uploaded.
+    pub client_bytes: u64,
+}
+
+/// Runs one iteration with three in-memory nodes: party p (client p) validates and shares
+/// its upload, the noise contributor (client P) shares `noise` (raw ring elements in the
+/// canonical order), the nodes evaluate [`gradient`], and the coordinator (client P + 1)
+/// opens G. Node keys, client seeds and the session id come from `rng` (a CSPRNG). This is
+/// the entry point of an `mpc` gradient backend.
+pub fn simulate_iteration<R: RngCore + CryptoRng>(
+    public: &CircuitPublic,
+    uploads: &[PlainUpload],
+    noise: &[u128],
+    bounds: InputBounds,
+    rng: &mut R,
+) -> Result<Iteration, IterationError> {
+    let parties = public.parties.len();
+    let mut session = [0u8; 16];
+    rng.fill_bytes(&mut session);
+    let session = SessionId(session);
+    let mut msgs = Vec::new();
+    for (p, up) in uploads.iter().enumerate() {
+        let err = |source| IterationError::Input { party: p, source };
+        let (mut c, setup) = InputClient::new(p as u16, session, rng);
+        msgs.extend(setup);
+        msgs.extend(
+            c.share_fx(&up.mat, bounds.mat.0, bounds.mat.1)
+                .map_err(err)?,
+        );
+        msgs.extend(c.share_fx(&up.q, bounds.q.0, bounds.q.1).map_err(err)?);
+        msgs.extend(
+            c.share_fx(&up.stats, bounds.stats.0, bounds.stats.1)
+                .map_err(err)?,
+        );
+    }
+    let (mut nc, setup) = InputClient::new(parties as u16, session, rng);
+    msgs.extend(setup);
+    msgs.extend(nc.share_raw(noise));
+    let coordinator = parties as u16 + 1;
+    let shared_public = public.clone();
+    let rep = Simulation::from_rng(session, rng)?
+        .clients(coordinator + 1)
+        .inject(msgs)
+        .run(move |ctx| {
+            let public = shared_public.clone();
+            async move {
+                let (b, k_n) = (public.batch, public.components);
+                let mut ups = Vec::new();
+                for (p, map) in public.parties.iter().enumerate() {
+                    let s = accept_client(&ctx, p as u16).await?;
+                    ups.push(SharedUpload {
+                        mat: input(&ctx, &s, 1, b * k_n).await?,
+                        q: input(&ctx, &s, 2, b * k_n).await?,
+                        stats: input(&ctx, &s, 3, b * map.width).await?,
+                    });
+                }
+                let s = accept_client(&ctx, public.parties.len() as u16).await?;
+                let z = input(&ctx, &s, 1, public.dim()).await?;
+                let g = gradient(&ctx, &public, &ups, &z).await?;
+                reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
+                Ok(ctx.counters())
+            }
+        })?;
+    let mut o = Opening::new(session, coordinator, public.dim());
+    for m in rep.to_clients {
+        o.handle(m)?;
+    }
+    let gradient = o.result().ok_or(MpcError::Stalled { node: 0 })?;
+    Ok(Iteration {
+        gradient,
+        counters: rep.outputs,
+        client_bytes: rep.client_bytes,
+    })
 }

@@ -176,6 +176,35 @@ impl InputClient {
         Ok(self.share_raw(&raw))
     }
 
+    /// Validates encoded values against the public closed range `[min, max]` (signed
+    /// comparison) and shares them; nothing is produced if one is outside.
+    pub fn share_fx(
+        &mut self,
+        values: &[Fx],
+        min: Fx,
+        max: Fx,
+    ) -> Result<Vec<Message>, InputError> {
+        if min.signed() > max.signed() {
+            return Err(InputError::BadRange {
+                min: min.to_f64(),
+                max: max.to_f64(),
+            });
+        }
+        if let Some(index) = values
+            .iter()
+            .position(|v| v.signed() < min.signed() || v.signed() > max.signed())
+        {
+            return Err(InputError::OutOfRange {
+                index,
+                value: values[index].to_f64(),
+                min: min.to_f64(),
+                max: max.to_f64(),
+            });
+        }
+        let raw: Vec<u128> = values.iter().map(|v| v.raw()).collect();
+        Ok(self.share_raw(&raw))
+    }
+
     /// Shares ring elements as they are (e.g. integer noise already scaled); the caller has
     /// validated them. Returns the message to node 2.
     pub fn share_raw(&mut self, values: &[u128]) -> Vec<Message> {

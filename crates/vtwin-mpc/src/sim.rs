@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::rand_core::{CryptoRng, RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 use crate::counters::Counters;
@@ -68,7 +68,15 @@ impl Simulation {
     /// Three nodes with keys generated from `key_seed` (X25519 + HKDF as in production, but
     /// from a seeded RNG), FIFO delivery, no clients.
     pub fn new(session: SessionId, key_seed: u64) -> Result<Simulation, MpcError> {
-        let mut rng = ChaCha20Rng::seed_from_u64(key_seed);
+        Self::from_rng(session, &mut ChaCha20Rng::seed_from_u64(key_seed))
+    }
+
+    /// Three nodes with fresh keys from a CSPRNG (`OsRng`-seeded in production runs).
+    pub fn from_rng<R: RngCore + CryptoRng>(
+        session: SessionId,
+        rng: &mut R,
+    ) -> Result<Simulation, MpcError> {
+        let mut rng = rng;
         Ok(Simulation {
             session,
             seeds: simulated_seeds(&mut rng, session)?,

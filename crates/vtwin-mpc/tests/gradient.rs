@@ -122,3 +122,65 @@ fn adult_scale_costs() {
         masks.len()
     );
 }
+
+fn bounds() -> vtwin_mpc::gradient::InputBounds {
+    use gradient_ref::enc;
+    vtwin_mpc::gradient::InputBounds {
+        mat: (enc(0.0), enc(2f64.powi(31) - 1.0)),
+        q: (enc(0.0), enc(2f64.powi(20))),
+        stats: (enc(-14.0), enc(14.0)),
+    }
+}
+
+fn plain(inst: &Instance) -> Vec<vtwin_mpc::gradient::PlainUpload> {
+    (0..inst.public.parties.len())
+        .map(|p| vtwin_mpc::gradient::PlainUpload {
+            mat: inst.mat[p].clone(),
+            q: inst.q[p].clone(),
+            stats: inst.stats[p].clone(),
+        })
+        .collect()
+}
+
+/// The backend entry point: fresh randomness, so compared with the floor-truncation
+/// reference within the accumulated probabilistic-rounding error.
+#[test]
+fn simulate_iteration_is_close_to_the_floor_reference() {
+    use rand_chacha::rand_core::SeedableRng;
+    let inst = instance(9, 20, 4, &[3, 5]);
+    let noise: Vec<u128> = inst.noise.iter().map(|z| *z as u128).collect();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
+    let it = vtwin_mpc::gradient::simulate_iteration(
+        &inst.public,
+        &plain(&inst),
+        &noise,
+        bounds(),
+        &mut rng,
+    )
+    .expect("iteration");
+    let floor = reference(&inst, &mut vtwin_fixed::Floor);
+    let worst = it
+        .gradient
+        .iter()
+        .zip(&floor)
+        .map(|(a, b)| (vtwin_fixed::Fx(*a) - vtwin_fixed::Fx(*b)).to_f64().abs())
+        .fold(0.0, f64::max);
+    println!("max |mpc - floor| = {worst:e}");
+    assert!(worst < 2f64.powi(-20), "{worst}");
+    assert!(it.client_bytes > 0);
+}
+
+#[test]
+fn simulate_iteration_rejects_out_of_range_uploads() {
+    use rand_chacha::rand_core::SeedableRng;
+    let inst = instance(9, 3, 2, &[1, 1]);
+    let mut ups = plain(&inst);
+    ups[1].stats[2] = gradient_ref::enc(15.0);
+    let noise = vec![0u128; inst.public.dim()];
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
+    let r = vtwin_mpc::gradient::simulate_iteration(&inst.public, &ups, &noise, bounds(), &mut rng);
+    assert!(matches!(
+        r,
+        Err(vtwin_mpc::gradient::IterationError::Input { party: 1, .. })
+    ));
+}
