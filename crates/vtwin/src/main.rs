@@ -22,12 +22,18 @@ struct Cli {
 enum Command {
     /// Evaluate a function of the fixed-point reference arithmetic (value, f64, relative error).
     Arith(cmd::arith::Args),
+    /// Sample a synthetic table (CSV, original names, categories and units) from a model.
+    Synthesize(cmd::synthesize::Args),
+    /// Evaluate a model: nll_test (and tvd_1way); the full metrics come in a later issue.
+    Eval(cmd::eval::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<()> = match cli.command {
         Command::Arith(args) => cmd::arith::run(args),
+        Command::Synthesize(args) => cmd::synthesize::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

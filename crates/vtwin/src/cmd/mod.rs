@@ -1,2 +1,4 @@
 //! Subcommands, one module each.
 pub(crate) mod arith;
+pub(crate) mod eval;
+pub(crate) mod synthesize;
