@@ -161,7 +161,7 @@ impl Table {
     }
 
     /// Writes all columns (the id column first if the schema names one) in original names,
-    /// categories and units, with the schema's delimiter, atomically (temp file in the same
+    /// categories and units, with the schema's delimiter, after [`Table::check`], atomically (temp file in the same
     /// directory, then rename). [`Table::read_joined`] reads it back to the same encoded table
     /// bit for bit (see [`crate::codec::value_from_unit`]).
     pub fn write_csv(&self, path: &Path) -> Result<(), DataError> {
@@ -188,6 +188,11 @@ impl Table {
     }
 
     fn write_columns(&self, path: &Path, cols: &[usize], with_id: bool) -> Result<(), DataError> {
+        // Decoding trusts the invariants; a hand-built table is checked first (O(rows * cols)).
+        self.check().map_err(|problem| DataError::InvalidTable {
+            file: path.to_owned(),
+            problem,
+        })?;
         let io = |cause: std::io::Error| DataError::Io {
             file: path.to_owned(),
             cause,

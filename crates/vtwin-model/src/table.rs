@@ -218,6 +218,14 @@ pub enum DataError {
         /// What is wrong (names the party).
         message: String,
     },
+    /// A table to be written breaks its schema's invariants (a hand-built table).
+    #[error("{}: not written: {problem}", file.display())]
+    InvalidTable {
+        /// The file that was to be written.
+        file: PathBuf,
+        /// What is wrong (names the column).
+        problem: TableInvariantError,
+    },
 }
 
 /// A table does not satisfy the invariants of its schema.

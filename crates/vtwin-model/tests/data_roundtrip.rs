@@ -106,6 +106,14 @@ fn write_is_atomic_and_leaves_no_temp_files() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names, ["out.csv"]);
+    // A hand-built table that breaks the encoding is refused, naming file and column.
+    let mut broken = t.clone();
+    broken.columns[1] = vtwin_model::Column::Unit(vec![1.5; 50]);
+    let e = broken.write_csv(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("out.csv") && e.contains("column \"bmi\"") && e.contains("1.5"),
+        "{e}"
+    );
     // Writing into a missing directory fails naming the file and leaves nothing behind.
     let bad = dir.path().join("missing/out.csv");
     let e = t.write_csv(&bad).unwrap_err();
