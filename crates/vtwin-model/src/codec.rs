@@ -269,12 +269,22 @@ fn parse_number(field: &str, integer: bool) -> Result<f64, ValueError> {
 }
 
 /// At most [`EXCERPT_CHARS`] characters of a field, for error messages: enough to find the
-/// value, without copying a long private field into logs.
+/// value, without copying a long private field into logs. Control characters (a newline in a
+/// quoted field) are escaped, so messages stay on one line.
 pub fn excerpt(field: &str) -> String {
-    match field.char_indices().nth(EXCERPT_CHARS) {
-        Some((cut, _)) => format!("{}...", &field[..cut]),
-        None => field.to_owned(),
+    let mut out = String::new();
+    for (i, ch) in field.chars().enumerate() {
+        if i == EXCERPT_CHARS {
+            out.push_str("...");
+            break;
+        }
+        if ch.is_control() {
+            out.extend(ch.escape_default());
+        } else {
+            out.push(ch);
+        }
     }
+    out
 }
 
 /// Longest field text quoted in an error message.
@@ -380,6 +390,7 @@ mod tests {
         assert!(msg.contains(&format!("\"{}...\"", "x".repeat(40))), "{msg}");
         assert!(!msg.contains(&"x".repeat(41)), "{msg}");
         assert_eq!(excerpt("éé"), "éé");
+        assert_eq!(excerpt("a\nb\r"), "a\\nb\\r");
     }
 
     #[test]

@@ -346,7 +346,7 @@ fn read_file(
         if pos.insert(name, i).is_some() {
             return Err(DataError::DuplicateHeader {
                 file: file(),
-                column: name.to_owned(),
+                column: codec::excerpt(name),
             });
         }
         if let (Some(party), Some(c)) = (party, schema.column_index(name)) {

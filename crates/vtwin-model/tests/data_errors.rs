@@ -163,6 +163,13 @@ fn invalid_utf8_names_row_and_field() {
 }
 
 #[test]
+fn newline_in_a_quoted_field_stays_one_line() {
+    let (_, msg) = joined_err("newline_in_field.csv");
+    assert_names(&msg, 2, "color");
+    assert!(msg.contains("unknown category \"re\\nd\""), "{msg}");
+}
+
+#[test]
 fn missing_file_names_it() {
     let e = Table::read_joined(&schema(), &fixture("no_such_file.csv")).unwrap_err();
     assert!(e.to_string().contains("no_such_file.csv"), "{e}");
