@@ -235,47 +235,57 @@ pub async fn gradient(
     let pisc = truncate(ctx, &mul_public_each(&sc_k, &pi_k), FRAC_BITS).await?;
     let g_w = sw.sub(&pisc)?;
 
-    // 6. M_p = W^T T_p, then G_p.
-    let mut xs = Vec::new();
-    let mut ys = Vec::new();
+    // 6. M_p = W^T T_p: node i's additive share of every output, accumulated in place
+    //    (B K w_p local products x 3), then one truncated reshare per output.
+    let mut m_add = Vec::with_capacity(public.dim() - k_n);
     for (u, p) in uploads.iter().zip(&public.parties) {
         let wd = p.width;
-        for k in 0..k_n {
-            for j in 0..wd {
-                let pick = |v: &[u128], stride: usize, col: usize| -> Vec<u128> {
-                    (0..b).map(|n| v[n * stride + col]).collect()
-                };
-                xs.push(Shared {
-                    own: pick(&w.own, k_n, k),
-                    next: pick(&w.next, k_n, k),
-                });
-                ys.push(Shared {
-                    own: pick(&u.stats.own, wd, j),
-                    next: pick(&u.stats.next, wd, j),
-                });
+        let mut z = vec![0u128; k_n * wd];
+        for n in 0..b {
+            let (to, tn) = (
+                &u.stats.own[n * wd..(n + 1) * wd],
+                &u.stats.next[n * wd..(n + 1) * wd],
+            );
+            for k in 0..k_n {
+                let (wo, wn) = (w.own[n * k_n + k], w.next[n * k_n + k]);
+                let row = &mut z[k * wd..(k + 1) * wd];
+                for j in 0..wd {
+                    let term = wo
+                        .wrapping_mul(to[j])
+                        .wrapping_add(wo.wrapping_mul(tn[j]))
+                        .wrapping_add(wn.wrapping_mul(to[j]));
+                    row[j] = row[j].wrapping_add(term);
+                }
             }
         }
+        m_add.extend(z);
     }
-    let x = Shared::concat(&xs.iter().collect::<Vec<_>>());
-    let y = Shared::concat(&ys.iter().collect::<Vec<_>>());
-    let m = if b == 0 {
-        Shared::public(me, &vec![0; xs.len()])
-    } else {
-        inner_products(ctx, &x, &y, b).await?
+    ctx.count(|c| c.mults += (b * (public.dim() - k_n)) as u64);
+    let m = crate::multiply::layer(ctx, Vec::new(), m_add, FRAC_BITS)
+        .await?
+        .1;
+    // G_p = trunc(A M + b sw): a public linear map, local, then one truncation.
+    let mut lin = Shared {
+        own: Vec::with_capacity(m.len()),
+        next: Vec::with_capacity(m.len()),
     };
-    let mut scale = Vec::new();
-    let mut offset_sw = Vec::new();
+    let mut idx = 0;
     for p in &public.parties {
-        scale.extend(p.scale.iter().map(|a| a.0));
         for k in 0..k_n {
             for j in 0..p.width {
-                let o = p.offset[k * p.width + j].0;
-                offset_sw.push(sw.slice(k..k + 1).mul_public(o));
+                let (a, o) = (p.scale[k * p.width + j].0, p.offset[k * p.width + j].0);
+                lin.own.push(
+                    a.wrapping_mul(m.own[idx])
+                        .wrapping_add(o.wrapping_mul(sw.own[k])),
+                );
+                lin.next.push(
+                    a.wrapping_mul(m.next[idx])
+                        .wrapping_add(o.wrapping_mul(sw.next[k])),
+                );
+                idx += 1;
             }
         }
     }
-    let lin =
-        mul_public_each(&m, &scale).add(&Shared::concat(&offset_sw.iter().collect::<Vec<_>>()))?;
     let g_p = truncate(ctx, &lin, FRAC_BITS).await?;
     Shared::concat(&[&g_w, &g_p]).add(noise)
 }
