@@ -13,14 +13,16 @@
 //!    `den[n] = sum_k pm` (local);
 //! 2. normalised reciprocal of den (7 layers of B), `r = pm / den` (2 layers of B K);
 //! 3. `r2 = trunc(r r)` (B K); `|g|^2 = trunc(sum_k (r - pi)^2) + trunc(sum_k r2 Q)`,
-//!    Q = sum_p q_p (2 inner-product layers of B, one reshare per record each);
+//!    Q = sum_p q_p (one inner-product layer of 2 B: the first sums, then the second);
 //! 4. clip factor c (13 layers of B); `w = trunc(c r)` (B K);
-//! 5. `sw = sum_n w`, `sc = sum_n c` (local); `G_w = sw - trunc(pi sc)` (K);
-//! 6. `M_p = W^T T_p`: inner products over the batch, one reshare per output (all parties,
-//!    sum_p K w_p), then `G_p = trunc(scale M_p + offset sw)` (a public linear map, sum_p K
-//!    w_p), plus Z.
+//! 5. `sw = sum_n w`, `sc = sum_n c` (local);
+//! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
+//!    all parties in order, sum_p K w_p) followed by `trunc(pi sc)` (K), giving
+//!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
+//!    map, sum_p K w_p), plus Z.
 //!
-//! Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 4 + 44 + 2 + 2 + 2 + 2 = 2P + 93.
+//! Truncation layers: P + 27. Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 2 + 46 + 2 + 2 + 2 =
+//! 2P + 91.
 
 use rand_core::{CryptoRng, RngCore};
 use vtwin_fixed::{Fx, FRAC_BITS};
@@ -216,9 +218,15 @@ pub async fn gradient(
     for u in &uploads[1..] {
         q = q.add(&u.q)?;
     }
-    let acc_a = inner_products(ctx, &e, &e, k_n).await?;
-    let acc_b = inner_products(ctx, &r2, &q, k_n).await?;
-    let norm2 = acc_a.add(&acc_b)?;
+    // Both inner products in one layer: [sum_k e^2 (B) ; sum_k r2 Q (B)].
+    let acc = inner_products(
+        ctx,
+        &Shared::concat(&[&e, &r2]),
+        &Shared::concat(&[&e, &q]),
+        k_n,
+    )
+    .await?;
+    let norm2 = acc.slice(0..b).add(&acc.slice(b..2 * b))?;
 
     // 4. clip factor, w.
     let c = clip_factor(ctx, &norm2, public.clip).await?;
@@ -232,8 +240,8 @@ pub async fn gradient(
         broadcast(&group_sums(&c, b), k_n)
     };
     let pi_k: Vec<u128> = public.pi.iter().map(|p| p.0).collect();
-    let pisc = truncate(ctx, &mul_public_each(&sc_k, &pi_k), FRAC_BITS).await?;
-    let g_w = sw.sub(&pisc)?;
+    // trunc(pi sc) is truncated in the same layer as M_p (below).
+    let pisc_add = mul_public_each(&sc_k, &pi_k).own;
 
     // 6. M_p = W^T T_p: node i's additive share of every output, accumulated in place
     //    (B K w_p local products x 3), then one truncated reshare per output.
@@ -261,9 +269,13 @@ pub async fn gradient(
         m_add.extend(z);
     }
     ctx.count(|c| c.mults += (b * (public.dim() - k_n)) as u64);
-    let m = crate::multiply::layer(ctx, Vec::new(), m_add, FRAC_BITS)
+    let n_m = m_add.len();
+    m_add.extend(pisc_add);
+    let both = crate::multiply::layer(ctx, Vec::new(), m_add, FRAC_BITS)
         .await?
         .1;
+    let m = both.slice(0..n_m);
+    let g_w = sw.sub(&both.slice(n_m..n_m + k_n))?;
     // G_p = trunc(A M + b sw): a public linear map, local, then one truncation.
     let mut lin = Shared {
         own: Vec::with_capacity(m.len()),

@@ -15,7 +15,7 @@ use vtwin_fixed::Probabilistic;
 fn replay_order(inst: &Instance, layers: &[Vec<u128>]) -> Vec<u128> {
     let p = &inst.public;
     let (b, k_n, parties) = (p.batch, p.components, p.parties.len());
-    assert_eq!(layers.len(), parties + 29, "truncation layers");
+    assert_eq!(layers.len(), parties + 27, "truncation layers");
     let mut it = layers.iter();
     let mut take =
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
@@ -24,12 +24,12 @@ fn replay_order(inst: &Instance, layers: &[Vec<u128>]) -> Vec<u128> {
     let recip = take(7);
     let div = take(2);
     let r2 = take(1)[0];
-    let acc = take(2);
+    let acc = take(1)[0];
     let clip = take(13);
     let w = take(1)[0];
-    let pisc = take(1)[0];
-    let m = take(1)[0];
+    let m_pisc = take(1)[0];
     let g = take(1)[0];
+    let (m, pisc) = m_pisc.split_at(g.len());
     let mut out = Vec::new();
     for n in 0..b {
         for k in 0..k_n {
@@ -43,7 +43,7 @@ fn replay_order(inst: &Instance, layers: &[Vec<u128>]) -> Vec<u128> {
             out.push(div[1][n * k_n + k]);
         }
         out.extend((0..k_n).map(|k| r2[n * k_n + k]));
-        out.extend(acc.iter().map(|l| l[n]));
+        out.extend([acc[n], acc[b + n]]);
         out.extend(clip.iter().map(|l| l[n]));
         out.extend((0..k_n).map(|k| w[n * k_n + k]));
     }
@@ -100,8 +100,8 @@ fn adult_scale_costs() {
     assert_eq!(got.len(), d);
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
-    // Inputs: 3 per party + 1 for the noise; circuit 2 (P - 1) + 97; reveal 1.
-    assert_eq!(total.rounds, (3 * p + 1) + (2 * (p - 1) + 97) + 1);
+    // Inputs: 3 per party + 1 for the noise; circuit 2P + 91; reveal 1.
+    assert_eq!(total.rounds, (3 * p + 1) + (2 * p + 91) + 1);
     // Between nodes: input forwarding (one element per input value) plus the circuit.
     let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + d) as u64;
     let circuit = total.elements - inputs;
