@@ -260,16 +260,26 @@ pub fn epsilon_both(
     Ok((add_remove, replace))
 }
 
-/// Group privacy for two neighbouring steps: `2 ε(δ1)` for the largest `δ1` (bisection in
-/// log space, 60 steps) with `δ1 (1 + e^ε(δ1)) <= delta`; infinity if none is found.
+/// Group privacy for two neighbouring steps: `2 ε(δ1)` for the largest `δ1` (bracketing by
+/// factors of 10, then bisection in log space, 60 steps) with `δ1 (1 + e^ε(δ1)) <= delta`; infinity if none is found.
 fn group_of_two(eps: &dyn Fn(f64) -> f64, delta: f64) -> f64 {
     let ok = |d1: f64| d1 * (1.0 + eps(d1).exp()) <= delta;
-    let (mut lo, mut hi) = ((delta * 1e-12).ln(), (delta / 2.0).ln());
+    let mut hi = (delta / 2.0).ln();
     if ok(hi.exp()) {
         return 2.0 * eps(hi.exp());
     }
-    if !ok(lo.exp()) {
-        return f64::INFINITY;
+    // Step down by factors of 10 to bracket; stop where epsilon becomes infinite (the PLD's
+    // infinity mass, ~1e-11, bounds how small a delta it can answer).
+    let mut lo = hi;
+    loop {
+        lo -= 10f64.ln();
+        if ok(lo.exp()) {
+            break;
+        }
+        if !eps(lo.exp()).is_finite() || lo < (delta * 1e-12).ln() {
+            return f64::INFINITY;
+        }
+        hi = lo;
     }
     for _ in 0..60 {
         let mid = 0.5 * (lo + hi);
@@ -280,6 +290,48 @@ fn group_of_two(eps: &dyn Fn(f64) -> f64, delta: f64) -> f64 {
         }
     }
     2.0 * eps(lo.exp())
+}
+
+/// `P(Binomial(steps, q) > k)`, summed in log space. Cost: O(steps).
+pub fn binomial_upper_tail(steps: u64, q: f64, k: u64) -> f64 {
+    if k >= steps || q <= 0.0 {
+        return 0.0;
+    }
+    if q >= 1.0 {
+        return 1.0;
+    }
+    let n = steps as f64;
+    let (lq, l1q) = (q.ln(), (-q).ln_1p());
+    let ln_fact_n = libm::lgamma(n + 1.0);
+    let mut acc = f64::NEG_INFINITY;
+    for j in (k + 1)..=steps {
+        let j = j as f64;
+        let lp =
+            ln_fact_n - libm::lgamma(j + 1.0) - libm::lgamma(n - j + 1.0) + j * lq + (n - j) * l1q;
+        acc = crate::normal::log_add_exp(acc, lp);
+        // Terms decrease geometrically past the mean; stop when negligible.
+        if j > n * q && lp < acc - 50.0 {
+            break;
+        }
+    }
+    acc.exp()
+}
+
+/// The smallest `k` with `P(Binomial(steps, q) > k) <= tail`: with probability at least
+/// `1 - tail`, a given record is in at most `k` of `steps` Poisson batches. An observer who
+/// knows the batch indices (a party) therefore faces at most a `k`-fold composition, at the
+/// cost of `tail` in delta (the sampling does not depend on the data). Cost: O(steps log steps).
+pub fn participation_bound(steps: u64, q: f64, tail: f64) -> u64 {
+    let (mut lo, mut hi) = (0u64, steps);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if binomial_upper_tail(steps, q, mid) <= tail {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 /// The smallest noise multiplier (to a relative tolerance of 1e-6 for RDP, 1e-4 for PLD)
@@ -400,6 +452,17 @@ mod tests {
             ),
             Err(AccountingError::TargetEpsilon(_))
         ));
+    }
+
+    #[test]
+    fn binomial_tail_matches_direct_sums() {
+        // Bin(10, 0.5): P(X > 7) = (45 + 10 + 1) / 1024.
+        assert!((binomial_upper_tail(10, 0.5, 7) - 56.0 / 1024.0).abs() < 1e-14);
+        assert_eq!(binomial_upper_tail(10, 0.5, 10), 0.0);
+        let k = participation_bound(20_000, 100.0 / 30162.0, 5e-6);
+        assert!(binomial_upper_tail(20_000, 100.0 / 30162.0, k) <= 5e-6);
+        assert!(binomial_upper_tail(20_000, 100.0 / 30162.0, k - 1) > 5e-6);
+        assert!((66..140).contains(&k), "{k}");
     }
 
     #[test]

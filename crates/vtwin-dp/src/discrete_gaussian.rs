@@ -47,6 +47,9 @@ pub enum SamplerError {
     /// sigma^2 must be strictly positive.
     #[error("sigma^2 must be positive, got {0}")]
     NonPositiveVariance(String),
+    /// sigma must be strictly positive.
+    #[error("sigma must be positive, got {0}")]
+    NonPositiveSigma(String),
     /// sigma must be below 2^62 so that every sample fits in an `i128`.
     #[error("sigma must be below 2^62, got sigma^2 = {0}")]
     VarianceTooLarge(String),
@@ -122,8 +125,11 @@ impl DiscreteGaussian {
         })
     }
 
-    /// N_Z(0, sigma^2) from an exact rational standard deviation `sigma > 0`.
+    /// N_Z(0, sigma^2) from an exact rational standard deviation `0 < sigma < 2^62`.
     pub fn from_sigma(sigma: &BigRational) -> Result<Self, SamplerError> {
+        if !sigma.is_positive() {
+            return Err(SamplerError::NonPositiveSigma(sigma.to_string()));
+        }
         Self::new(sigma * sigma)
     }
 
@@ -289,6 +295,10 @@ mod tests {
         assert!(matches!(
             DiscreteGaussian::new(huge),
             Err(SamplerError::VarianceTooLarge(_))
+        ));
+        assert!(matches!(
+            DiscreteGaussian::from_sigma(&rat(-1, 1)),
+            Err(SamplerError::NonPositiveSigma(_))
         ));
         assert!(matches!(
             DiscreteGaussian::share_of(&rat(1, 1), 0),

@@ -55,8 +55,8 @@ pub mod rdp;
 mod report;
 
 pub use accounting::{
-    calibrate_sigma, epsilon, epsilon_both, Accountant, AccountingError, Composition, Neighbouring,
-    Sampling,
+    binomial_upper_tail, calibrate_sigma, epsilon, epsilon_both, participation_bound, Accountant,
+    AccountingError, Composition, Neighbouring, Sampling,
 };
 pub use discrete_gaussian::{DiscreteGaussian, SamplerError};
 pub use distributed::{kls_bound, DistributedBound, DistributedError};

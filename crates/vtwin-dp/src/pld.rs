@@ -40,9 +40,11 @@ use std::sync::Arc;
 use rustfft::num_complex::Complex64;
 use rustfft::{Fft, FftPlanner};
 
-use crate::normal::{normal_interval, normal_sf};
+use crate::normal::{normal_cdf, normal_interval};
 
-/// Tail mass truncated per side after each convolution.
+/// Tail mass truncated per side after each convolution. Must stay above the FFT noise floor
+/// (entries of order 1e-17): at 1e-16 the noisy tails are never truncated and the supports,
+/// hence the FFTs, grow about 20-fold.
 pub const TAIL_MASS: f64 = 1e-15;
 /// Failure probability used in the Hoeffding error bound.
 pub const HOEFFDING_ETA: f64 = 1e-12;
@@ -163,11 +165,28 @@ enum Direction {
     Add,
 }
 
+/// The single-step loss range covered by the grid for one direction: the exact bound where
+/// the loss is bounded (ln(1-q) below for remove, -ln(1-q) above for add, when q < 1), and
+/// the loss at x = 1 + 12 sigma or x = -12 sigma otherwise (tails beyond: < 2e-33).
+fn loss_range(q: f64, sigma: f64, dir: Direction) -> (f64, f64) {
+    let s2 = sigma * sigma;
+    let loss = |x: f64| (q * ((2.0 * x - 1.0) / (2.0 * s2)).exp_m1()).ln_1p();
+    let ln1q = (-q).ln_1p();
+    let top = loss(1.0 + X_TAIL_SDS * sigma);
+    let bottom = if q < 1.0 {
+        ln1q
+    } else {
+        loss(-X_TAIL_SDS * sigma)
+    };
+    match dir {
+        Direction::Remove => (bottom, top),
+        Direction::Add => (-top, -bottom),
+    }
+}
+
 /// Single-step connect-the-dots PMF for one direction.
 fn single_step(q: f64, sigma: f64, delta_grid: f64, dir: Direction) -> Pmf {
     let s2 = sigma * sigma;
-    // Loss as a function of x for the remove pair.
-    let loss = |x: f64| (q * ((2.0 * x - 1.0) / (2.0 * s2)).exp_m1()).ln_1p();
     // x with remove-loss exactly eps (for eps > ln(1-q)); -inf below.
     let x_of = |eps: f64| {
         let r = eps.exp_m1() / q;
@@ -177,20 +196,12 @@ fn single_step(q: f64, sigma: f64, delta_grid: f64, dir: Direction) -> Pmf {
             s2 * r.ln_1p() + 0.5
         }
     };
-    let ln1q = (-q).ln_1p();
-    let x_max = 1.0 + X_TAIL_SDS * sigma;
-    // Grid index range and the map from a loss interval (ea, eb] to (P, Q) masses.
-    let (i_lo, i_hi) = match dir {
-        Direction::Remove => (
-            (ln1q / delta_grid).floor(),
-            (loss(x_max) / delta_grid).ceil(),
-        ),
-        Direction::Add => (
-            (-loss(x_max) / delta_grid).floor(),
-            (-ln1q / delta_grid).ceil(),
-        ),
-    };
-    let (i_lo, i_hi) = (i_lo as i64, i_hi as i64);
+    let (lo_eps, hi_eps) = loss_range(q, sigma, dir);
+    let (i_lo, i_hi) = (
+        (lo_eps / delta_grid).floor() as i64,
+        (hi_eps / delta_grid).ceil() as i64,
+    );
+    // P- and Q-mass of the loss interval (ea, eb].
     let masses = |ea: f64, eb: f64| -> (f64, f64) {
         match dir {
             Direction::Remove => {
@@ -200,7 +211,7 @@ fn single_step(q: f64, sigma: f64, delta_grid: f64, dir: Direction) -> Pmf {
                 ((1.0 - q) * n0 + q * n1, n0)
             }
             Direction::Add => {
-                // add-loss = -remove-loss: add-loss in (ea, eb] <=> remove-loss in [-eb, -ea).
+                // add-loss in (ea, eb] <=> remove-loss in [-eb, -ea).
                 let (xa, xb) = (x_of(-eb), x_of(-ea));
                 let n0 = normal_interval(xa / sigma, xb / sigma);
                 let n1 = normal_interval((xa - 1.0) / sigma, (xb - 1.0) / sigma);
@@ -220,20 +231,19 @@ fn single_step(q: f64, sigma: f64, delta_grid: f64, dir: Direction) -> Pmf {
         probs[k] += p - b;
         probs[k + 1] += b;
     }
-    // Tails beyond the grid.
-    let (below, above) = match dir {
-        Direction::Remove => {
-            let xh = x_of(i_hi as f64 * delta_grid);
-            (
-                0.0,
-                (1.0 - q) * normal_sf(xh / sigma) + q * normal_sf((xh - 1.0) / sigma),
-            )
-        }
-        Direction::Add => {
-            let xl = x_of(-(i_lo as f64) * delta_grid);
-            (normal_sf(xl / sigma), 0.0)
-        }
+    // Tails beyond the grid: P-mass with loss <= lowest point or > highest point.
+    let (e_lo, e_hi) = (i_lo as f64 * delta_grid, i_hi as f64 * delta_grid);
+    let p_below_x = |x: f64| match dir {
+        Direction::Remove => (1.0 - q) * normal_cdf(x / sigma) + q * normal_cdf((x - 1.0) / sigma),
+        Direction::Add => normal_cdf(x / sigma),
     };
+    let (below, above) = match dir {
+        // Remove-loss is increasing in x.
+        Direction::Remove => (p_below_x(x_of(e_lo)), 1.0 - p_below_x(x_of(e_hi))),
+        // Add-loss = -remove-loss is decreasing in x.
+        Direction::Add => (1.0 - p_below_x(x_of(-e_lo)), p_below_x(x_of(-e_hi))),
+    };
+    let (below, above) = (below.max(0.0), above.max(0.0));
     probs[0] += below;
     let mut pmf = Pmf {
         offset: i_lo,
@@ -313,7 +323,7 @@ impl PldComposition {
         (2e-3 / (steps.max(1) as f64).sqrt()).min(1e-4)
     }
 
-    /// Composition for rate `q in (0, 1)`, noise multiplier `sigma > 0`, on the default grid.
+    /// Composition for rate `q in (0, 1]`, noise multiplier `sigma > 0`, on the default grid.
     /// Cost: O(log steps) FFTs of the composed support (about a second for 20000 steps at
     /// the paper's Adult setting; see the `dp` bench).
     pub fn poisson_gaussian(q: f64, sigma: f64, steps: u64) -> Self {
@@ -323,9 +333,8 @@ impl PldComposition {
     /// As [`PldComposition::poisson_gaussian`] on grid spacing `grid > 0` (widened if the
     /// single-step grid would exceed 4 million points).
     pub fn with_grid(q: f64, sigma: f64, steps: u64, grid: f64) -> Self {
-        let x_max = 1.0 + X_TAIL_SDS * sigma;
-        let top = (q * ((2.0 * x_max - 1.0) / (2.0 * sigma * sigma)).exp_m1()).ln_1p();
-        let grid = grid.max(top / MAX_POINTS);
+        let (lo, hi) = loss_range(q, sigma, Direction::Remove);
+        let grid = grid.max((hi - lo) / MAX_POINTS);
         let remove = compose(single_step(q, sigma, grid, Direction::Remove), steps);
         let add = compose(single_step(q, sigma, grid, Direction::Add), steps);
         PldComposition {

@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::accounting::{epsilon_both, Accountant, AccountingError, Composition, Sampling};
+use crate::accounting::{
+    binomial_upper_tail, epsilon_both, participation_bound, Accountant, AccountingError,
+    Composition, Sampling,
+};
 use crate::distributed::{kls_bound, DistributedBound, DistributedError};
 
 /// Who samples the noise shares.
@@ -271,13 +274,32 @@ impl PrivacyReport {
                 ),
             ),
         };
-        let party_fig = figures(&s.accountants, party_noise, q_known, t_known, s.delta)?;
+        // With Poisson batches a party can use the participation bound: with probability
+        // 1 - tail a record is in at most k batches (the sampling ignores the data).
+        let (t_party, delta_party, participation) = match s.sampling {
+            Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
+                let k = participation_bound(s.steps, sample_rate, s.delta / 2.0);
+                let tail = binomial_upper_tail(s.steps, sample_rate, k);
+                (k, s.delta - tail, Some((k, tail)))
+            }
+            _ => (t_known, s.delta, None),
+        };
+        let party_fig = figures(&s.accountants, party_noise, q_known, t_party, delta_party)?;
+        let party_reason = match participation {
+            Some((k, tail)) => format!(
+                "{party_reason}; a record is in at most k = {k} of the {} batches except with \
+                 probability {tail:.3e} (binomial tail, charged to delta), so the figure is the \
+                 k-fold composition at delta - {tail:.3e}",
+                s.steps
+            ),
+            None => party_reason,
+        };
         for p in 1..=s.parties {
             per_observer.push(ObserverReport {
                 observer: format!("party {p}"),
                 role: "party".into(),
                 sample_rate: q_known,
-                steps: t_known,
+                steps: t_party,
                 noise_multiplier: party_noise,
                 epsilon: party_fig.clone(),
                 reason: party_reason.clone(),
@@ -353,7 +375,7 @@ impl PrivacyReport {
 
 fn known_batches_text(sampling: &Sampling) -> &'static str {
     match sampling {
-        Sampling::Poisson { .. } => "q = 1 over every iteration",
+        Sampling::Poisson { .. } => "q = 1 for every batch the record is in",
         Sampling::FullBatch => "full batch, q = 1",
         Sampling::DisjointEpochs { .. } => {
             "disjoint minibatches, q = 1 over the number of epochs (paper section 5.2)"

@@ -20,6 +20,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Epsilon per accountant and observer for a sigma, or sigma for a target epsilon.
+    Privacy(cmd::privacy::Args),
+    /// Exact discrete Gaussian samples, one integer per line, for external audit.
+    Noise(cmd::noise::Args),
     /// Evaluate a function of the fixed-point reference arithmetic (value, f64, relative error).
     Arith(cmd::arith::Args),
     /// Sample a synthetic table (CSV, original names, categories and units) from a model.
@@ -31,6 +35,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<()> = match cli.command {
+        Command::Privacy(args) => cmd::privacy::run(args),
+        Command::Noise(args) => cmd::noise::run(args),
         Command::Arith(args) => cmd::arith::run(args),
         Command::Synthesize(args) => cmd::synthesize::run(args),
         Command::Eval(args) => cmd::eval::run(args),

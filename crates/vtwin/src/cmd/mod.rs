@@ -2,3 +2,5 @@
 pub(crate) mod arith;
 pub(crate) mod eval;
 pub(crate) mod synthesize;
+pub(crate) mod noise;
+pub(crate) mod privacy;

@@ -1,0 +1,235 @@
+//! Accountant test vectors (`protocols/vectors/dp-accounting.json`) and accountant properties.
+
+use serde::Deserialize;
+use vtwin_dp::gaussian::gaussian_epsilon;
+use vtwin_dp::pld::PldComposition;
+use vtwin_dp::rdp::{rdp_poisson_gaussian, RdpCurve};
+use vtwin_dp::{epsilon, Accountant, Composition, Neighbouring};
+
+#[derive(Deserialize)]
+struct File {
+    rdp: Vec<RdpVector>,
+    rdp_epsilon: Vec<EpsVector>,
+    pld_epsilon: Vec<EpsVector>,
+    gaussian_exact: Vec<GaussianCase>,
+}
+
+#[derive(Deserialize)]
+struct RdpVector {
+    sample_rate: f64,
+    sigma: f64,
+    steps: u64,
+    orders: Vec<f64>,
+    rdp: Vec<f64>,
+    rel_tol: f64,
+}
+
+#[derive(Deserialize)]
+struct EpsVector {
+    sample_rate: f64,
+    sigma: f64,
+    steps: u64,
+    delta: f64,
+    epsilon: f64,
+    abs_tol: f64,
+}
+
+#[derive(Deserialize)]
+struct GaussianCase {
+    sigma: f64,
+    steps: u64,
+    delta: f64,
+}
+
+fn vectors() -> File {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../protocols/vectors/dp-accounting.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("vector file")).unwrap()
+}
+
+#[test]
+fn rdp_matches_dp_accounting() {
+    for v in vectors().rdp {
+        for (&a, &want) in v.orders.iter().zip(&v.rdp) {
+            let got = rdp_poisson_gaussian(v.sample_rate, v.sigma, a) * v.steps as f64;
+            println!("order {a}: rdp {got:.9e} (dp-accounting {want:.9e})");
+            assert!(
+                (got - want).abs() <= v.rel_tol * want,
+                "order {a}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+/// `steps * ln(A_alpha) / (alpha - 1)` by Simpson quadrature of the defining integral
+/// `A_alpha = E_{z ~ N(0, s^2)} [((1-q) + q exp((2z-1)/(2 s^2)))^alpha]`: an independent check
+/// of the series, valid for fractional orders.
+fn rdp_by_quadrature(q: f64, s: f64, alpha: f64, steps: u64) -> f64 {
+    let n = 200_000;
+    let (lo, hi) = (-40.0 * s, 40.0 * s);
+    let h = (hi - lo) / n as f64;
+    let mut total = 0.0;
+    for i in 0..=n {
+        let z = lo + i as f64 * h;
+        let w = if i == 0 || i == n {
+            1.0
+        } else if i % 2 == 1 {
+            4.0
+        } else {
+            2.0
+        };
+        let density = (-z * z / (2.0 * s * s)).exp() / ((2.0 * std::f64::consts::PI).sqrt() * s);
+        total +=
+            w * density * ((1.0 - q) + q * ((2.0 * z - 1.0) / (2.0 * s * s)).exp()).powf(alpha);
+    }
+    steps as f64 * (total * h / 3.0).ln() / (alpha - 1.0)
+}
+
+#[test]
+fn fractional_orders_match_quadrature() {
+    for v in vectors().rdp {
+        for &a in v.orders.iter().filter(|a| a.fract() != 0.0 && **a < 10.0) {
+            let series = rdp_poisson_gaussian(v.sample_rate, v.sigma, a) * v.steps as f64;
+            let quad = rdp_by_quadrature(v.sample_rate, v.sigma, a, v.steps);
+            println!("order {a}: series {series:.9e}, quadrature {quad:.9e}");
+            assert!(
+                (series - quad).abs() <= 1e-7 * quad,
+                "order {a}: {series} vs {quad}"
+            );
+        }
+        for &(q, s, a) in &[(0.003_315, 2.042, 1.7), (0.1, 1.0, 3.3), (0.05, 0.8, 2.25)] {
+            let series = rdp_poisson_gaussian(q, s, a);
+            let quad = rdp_by_quadrature(q, s, a, 1);
+            assert!(
+                (series - quad).abs() <= 1e-7 * quad,
+                "q {q} s {s} order {a}: {series} vs {quad}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rdp_epsilon_vectors() {
+    for v in vectors().rdp_epsilon {
+        let c = Composition {
+            noise_multiplier: v.sigma,
+            sample_rate: v.sample_rate,
+            steps: v.steps,
+        };
+        let e = epsilon(Accountant::Rdp, &c, v.delta, Neighbouring::AddRemove).unwrap();
+        println!("rdp epsilon {e:.9} (want {})", v.epsilon);
+        assert!((e - v.epsilon).abs() <= v.abs_tol, "{e} vs {}", v.epsilon);
+    }
+}
+
+#[test]
+fn pld_epsilon_vectors() {
+    for v in vectors().pld_epsilon {
+        let pld = PldComposition::poisson_gaussian(v.sample_rate, v.sigma, v.steps);
+        let e = pld.epsilon(v.delta);
+        let lower = pld.epsilon_lower_bound(v.delta);
+        println!(
+            "pld epsilon {e:.6} (want {}), certified lower bound {lower:.6}, grid {:e}",
+            v.epsilon,
+            pld.grid()
+        );
+        assert!((e - v.epsilon).abs() <= v.abs_tol, "{e} vs {}", v.epsilon);
+        assert!(lower <= e);
+        // The RDP accountant is looser.
+        let r = RdpCurve::poisson_gaussian(v.sample_rate, v.sigma, v.steps)
+            .epsilon(v.delta)
+            .0;
+        assert!(r > e, "rdp {r} <= pld {e}");
+    }
+}
+
+/// The PLD discretisation run on a single Gaussian (q = 1; `epsilon()` would use the exact
+/// profile there instead) is never below the exact value and within 1% above it.
+#[test]
+fn pld_is_pessimistic_and_tight_on_a_single_gaussian() {
+    for g in vectors().gaussian_exact {
+        let mu = (g.steps as f64).sqrt() / g.sigma;
+        let exact = gaussian_epsilon(g.delta, mu);
+        let pld = PldComposition::poisson_gaussian(1.0, g.sigma, g.steps).epsilon(g.delta);
+        println!(
+            "sigma {} steps {}: exact {exact:.9}, pld {pld:.9}",
+            g.sigma, g.steps
+        );
+        assert!(pld >= exact, "pld {pld} below exact {exact}");
+        assert!(
+            pld <= exact * 1.01,
+            "pld {pld} more than 1% above exact {exact}"
+        );
+    }
+}
+
+/// RDP is an upper bound too: never below the exact Gaussian.
+#[test]
+fn rdp_is_never_below_the_exact_gaussian() {
+    for g in vectors().gaussian_exact {
+        let mu = (g.steps as f64).sqrt() / g.sigma;
+        let exact = gaussian_epsilon(g.delta, mu);
+        let c = Composition {
+            noise_multiplier: g.sigma,
+            sample_rate: 1.0,
+            steps: g.steps,
+        };
+        let r = epsilon(Accountant::Rdp, &c, g.delta, Neighbouring::AddRemove).unwrap();
+        assert!(r >= exact, "rdp {r} below exact {exact}");
+    }
+}
+
+/// Epsilon grows with steps and q, and falls with sigma, for both accountants.
+#[test]
+fn monotone_in_every_parameter() {
+    for acc in Accountant::ALL {
+        let e = |q: f64, s: f64, t: u64| {
+            epsilon(
+                acc,
+                &Composition {
+                    noise_multiplier: s,
+                    sample_rate: q,
+                    steps: t,
+                },
+                1e-5,
+                Neighbouring::AddRemove,
+            )
+            .unwrap()
+        };
+        let base = e(0.01, 1.5, 200);
+        assert!(e(0.02, 1.5, 200) > base, "{acc}: q");
+        assert!(e(0.01, 1.6, 200) < base, "{acc}: sigma");
+        assert!(e(0.01, 1.5, 400) > base, "{acc}: steps");
+    }
+}
+
+/// The paper's Adult setting: sigma 2.042, batch 100 of 30162, 20000 steps, delta 1e-5. The
+/// paper reports epsilon = 1 for the outside analyst; both accountants must agree with that
+/// to within their known looseness, PLD must be below RDP, and the certified PLD interval
+/// must be narrow.
+#[test]
+fn adult_setting() {
+    let (q, sigma, steps, delta) = (100.0 / 30162.0, 2.042, 20_000u64, 1e-5);
+    let c = Composition {
+        noise_multiplier: sigma,
+        sample_rate: q,
+        steps,
+    };
+    let rdp = epsilon(Accountant::Rdp, &c, delta, Neighbouring::AddRemove).unwrap();
+    let pld = PldComposition::poisson_gaussian(q, sigma, steps);
+    let (e, lower) = (pld.epsilon(delta), pld.epsilon_lower_bound(delta));
+    println!(
+        "adult: rdp {rdp:.6}, pld {e:.6} (certified lower bound {lower:.6}, s = {:.6}, grid {:e})",
+        pld.error_bound(),
+        pld.grid()
+    );
+    assert!(e < rdp, "pld {e} >= rdp {rdp}");
+    assert!(
+        e - lower < 0.05,
+        "certified interval too wide: [{lower}, {e}]"
+    );
+    assert!(
+        (0.8..1.1).contains(&e) && (0.8..1.2).contains(&rdp),
+        "paper: epsilon = 1"
+    );
+}
