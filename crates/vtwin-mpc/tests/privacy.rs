@@ -243,3 +243,88 @@ fn no_message_carries_a_cleartext_value() {
         assert_eq!(hits, 0, "node {i} received {hits} cleartext values");
     }
 }
+
+#[path = "common/gradient_ref.rs"]
+mod gradient_ref;
+
+/// The whole gradient circuit on two different input sets (fresh randomness each): every
+/// node's received bytes and bits have the same distribution, and are uniform.
+#[test]
+fn gradient_views_do_not_depend_on_inputs() {
+    let a = gradient_ref::instance(1, 12, 4, &[3, 5]);
+    let mut b = gradient_ref::instance(2, 12, 4, &[3, 5]);
+    // Make the second input set extreme: every record clipped, T all 13.
+    for s in &mut b.stats {
+        s.iter_mut().for_each(|v| *v = gradient_ref::enc(13.0));
+    }
+    for q in &mut b.q {
+        q.iter_mut().for_each(|v| *v = gradient_ref::enc(1000.0));
+    }
+    let va = gradient_view(&a, 31);
+    let vb = gradient_view(&b, 32);
+    for i in 0..3 {
+        assert_eq!(va[i].len(), vb[i].len());
+        let (ha, hb) = (byte_hist(&va[i]), byte_hist(&vb[i]));
+        let two = chi2_two_sample(&ha, &hb);
+        let bits = chi2_bits(&bit_counts(&va[i]), &bit_counts(&vb[i]), va[i].len() as f64);
+        println!(
+            "gradient, node {i}: {} elements; bytes two-sample chi2 {two:.1}, uniform {:.1}; bits chi2 {bits:.1}",
+            va[i].len(),
+            chi2_uniform(&ha)
+        );
+        assert!(two < CHI2_255_999 && bits < CHI2_128_999, "node {i}");
+        assert!(chi2_uniform(&ha) < CHI2_255_999 && chi2_uniform(&hb) < CHI2_255_999);
+    }
+}
+
+/// Payload elements each node received in one gradient iteration, keys from `seed`.
+fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<u128>; 3] {
+    use rand_chacha::rand_core::SeedableRng;
+    use vtwin_mpc::gradient::{gradient, SharedUpload};
+    use vtwin_mpc::input::{accept_client, input};
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let mut msgs = Vec::new();
+    let parties = inst.public.parties.len();
+    for p in 0..parties {
+        let (mut c, setup) = vtwin_mpc::InputClient::new(p as u16, common::SESSION, &mut rng);
+        msgs.extend(setup);
+        for v in [&inst.mat[p], &inst.q[p], &inst.stats[p]] {
+            msgs.extend(c.share_raw(&v.iter().map(|x| x.0).collect::<Vec<_>>()));
+        }
+    }
+    let (mut nc, setup) = vtwin_mpc::InputClient::new(parties as u16, common::SESSION, &mut rng);
+    msgs.extend(setup);
+    msgs.extend(nc.share_raw(&inst.noise.iter().map(|z| *z as u128).collect::<Vec<_>>()));
+    let public = inst.public.clone();
+    let rep = vtwin_mpc::Simulation::new(common::SESSION, seed)
+        .expect("sim")
+        .clients(parties as u16 + 1)
+        .record_views()
+        .inject(msgs)
+        .run(move |ctx| {
+            let public = public.clone();
+            async move {
+                let (b, k_n) = (public.batch, public.components);
+                let mut ups = Vec::new();
+                for (p, map) in public.parties.iter().enumerate() {
+                    let s = accept_client(&ctx, p as u16).await?;
+                    ups.push(SharedUpload {
+                        mat: input(&ctx, &s, 1, b * k_n).await?,
+                        q: input(&ctx, &s, 2, b * k_n).await?,
+                        stats: input(&ctx, &s, 3, b * map.width).await?,
+                    });
+                }
+                let s = accept_client(&ctx, public.parties.len() as u16).await?;
+                let z = input(&ctx, &s, 1, public.dim()).await?;
+                gradient(&ctx, &public, &ups, &z).await?;
+                Ok(())
+            }
+        })
+        .expect("run");
+    core::array::from_fn(|i| {
+        rep.views[i]
+            .iter()
+            .flat_map(|m| Message::decode(m).expect("decode").payload)
+            .collect()
+    })
+}
