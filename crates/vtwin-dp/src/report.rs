@@ -415,6 +415,44 @@ mod tests {
     }
 
     #[test]
+    fn noise_by_nodes_and_disjoint_epochs() {
+        let mut s = PrivacySetting::new(
+            2.0,
+            Sampling::DisjointEpochs {
+                batches_per_epoch: 100,
+            },
+            1000,
+            1e-5,
+        );
+        s.accountants = vec![Accountant::Rdp];
+        s.noise_by = NoiseContributors::Nodes;
+        let r = PrivacyReport::build(&s).unwrap();
+        // 10 epochs, no amplification for anyone.
+        assert!(r
+            .per_observer
+            .iter()
+            .all(|o| o.steps == 10 && o.sample_rate == 1.0));
+        let analyst = r.per_observer[0].epsilon["rdp"].add_remove.unwrap();
+        let party = r.per_observer[1].epsilon["rdp"].add_remove.unwrap();
+        let node = r.per_observer[3].epsilon["rdp"].add_remove.unwrap();
+        // Parties know no share here; a node knows 1 of 3.
+        assert_eq!(party, analyst);
+        assert!(node > analyst);
+        let expect = 2.0 * (2.0f64 / 3.0).sqrt();
+        assert!((r.per_observer[3].noise_multiplier - expect).abs() < 1e-12);
+    }
+
+    #[test]
+    fn party_uses_the_participation_bound() {
+        let mut s = PrivacySetting::new(2.0, Sampling::Poisson { sample_rate: 0.01 }, 10_000, 1e-5);
+        s.accountants = vec![Accountant::Rdp];
+        let r = PrivacyReport::build(&s).unwrap();
+        let k = r.per_observer[1].steps;
+        assert!(k > 100 && k < 200, "{k}");
+        assert!(r.per_observer[1].reason.contains(&format!("k = {k}")));
+    }
+
+    #[test]
     fn rejects_bad_roles() {
         let mut s = PrivacySetting::new(2.0, Sampling::FullBatch, 10, 1e-5);
         s.parties = 0;

@@ -190,6 +190,26 @@ fn reference_path_fits() {
     assert!(stat < crit, "reference path: chi-square {stat} >= {crit}");
 }
 
+/// sigma^2 = (2^127 - 7) / (2^124 - 1) (just above 8): the fast path applies, but the
+/// 256-bit acceptance numerator overflows for |Y| >= 6, so those trials switch to BigUint in
+/// mid-sample. The mixture of widths must still be exactly N_Z(0, sigma^2).
+#[test]
+fn mixed_width_path_fits() {
+    let d: BigInt = (BigInt::from(1u8) << 124u32) - 1;
+    let n: BigInt = (BigInt::from(1u8) << 127u32) - 7;
+    let dg = DiscreteGaussian::new(BigRational::new(n, d)).unwrap();
+    assert!(dg.has_fast_path());
+    let kmax = 150;
+    let st = draw(&dg, 18, 200_000, kmax);
+    let p = pmf(8.0, kmax);
+    let (stat, crit) = chi_square(&st, &p);
+    assert!(stat < crit, "mixed widths: chi-square {stat} >= {crit}");
+    assert!(
+        st.counts[(kmax + 7) as usize] > 0,
+        "no sample took the BigUint branch"
+    );
+}
+
 /// Mean and variance at the fixed-point scale: sigma = 2^33, and the production parameter
 /// sigma = 2.042 * 2^32 (sigma^2 has denominator 15625, exercising the 256-bit path).
 #[test]

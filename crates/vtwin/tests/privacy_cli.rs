@@ -235,3 +235,27 @@ fn privacy_errors_name_the_flag() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn privacy_disjoint_batches_counts_epochs() {
+    let o = vtwin(&[
+        "privacy",
+        "--sigma",
+        "2.042",
+        "--sample-rate",
+        "0.0033155",
+        "--steps",
+        "20000",
+        "--delta",
+        "1e-5",
+        "--disjoint-batches",
+        "302",
+        "--accountant",
+        "rdp",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["per_observer"][0]["steps"].as_u64(), Some(67));
+    assert_eq!(v["sampling"]["mode"].as_str(), Some("disjoint_epochs"));
+}
