@@ -39,7 +39,8 @@
 //!
 //! Validation ([`Schema::new`], run by [`Schema::load`] and by deserialisation) rejects:
 //! duplicate column names, a column named like the id column, an empty or duplicated
-//! category list, non-finite bounds, `min >= max`, non-integer bounds on an integer column,
+//! category list, a category with surrounding spaces when fields are trimmed or equal to a
+//! missing marker, non-finite bounds, `min >= max`, non-integer bounds on an integer column,
 //! fewer than 2 edges or edges not strictly increasing, an integer binned column with a bin
 //! that holds no integer, an empty or undeclared party name, a declared party listed twice or
 //! with no columns, and fewer than 2 parties. Without `parties`, the parties are the owners
@@ -352,6 +353,14 @@ impl Schema {
                     for cat in categories {
                         if !seen.insert(cat.as_str()) {
                             return Err(issue(col, format!("category \"{cat}\" is listed twice")));
+                        }
+                        if self.csv.trim && cat.trim() != cat {
+                            return Err(issue(
+                                col,
+                                format!(
+                                    "category \"{cat}\" has surrounding spaces, which [csv] trim removes from every field"
+                                ),
+                            ));
                         }
                         if self.csv.missing.contains(cat) {
                             return Err(issue(

@@ -121,6 +121,17 @@ fn category_equal_to_missing_marker() {
 }
 
 #[test]
+fn category_that_trimming_could_never_match() {
+    let bad = "kind = \"categorical\"\ncategories = [\"x\", \" y\"]";
+    let msg = load_err(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", bad),
+        col("v", "q", CONT)
+    ));
+    assert_column(&msg, "u", "surrounding spaces");
+}
+
+#[test]
 fn min_not_below_max() {
     for (min, max) in [(1, 1), (2, 1)] {
         let bad = format!("kind = \"continuous\"\nmin = {min}\nmax = {max}");
