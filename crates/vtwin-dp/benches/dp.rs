@@ -4,24 +4,40 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use num_bigint::BigInt;
-use num_rational::BigRational;
 use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
-use vtwin_dp::{pld::PldComposition, rdp::RdpCurve, DiscreteGaussian};
+use vtwin_dp::{parse_decimal, pld::PldComposition, pow2, rdp::RdpCurve, DiscreteGaussian};
 
 fn sampler(c: &mut Criterion) {
-    let sigma = BigRational::from_integer(BigInt::from(1u64 << 33));
-    let dg = DiscreteGaussian::from_sigma(&sigma).unwrap();
-    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let cases = [
+        ("sigma_2^33", pow2(33)),
+        (
+            "sigma_2.042*2^32",
+            parse_decimal("2.042").unwrap() * pow2(32),
+        ),
+    ];
     let mut g = c.benchmark_group("discrete_gaussian");
     g.throughput(Throughput::Elements(1000));
-    g.bench_function("sigma_2^33_x1000", |b| {
+    for (name, sigma) in cases {
+        let dg = DiscreteGaussian::from_sigma(&sigma).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        g.bench_function(format!("{name}_x1000"), |b| {
+            b.iter(|| {
+                let mut acc = 0i128;
+                for _ in 0..1000 {
+                    acc = acc.wrapping_add(dg.sample(&mut rng));
+                }
+                black_box(acc)
+            })
+        });
+    }
+    // The all-BigUint reference path, for comparison with the fixed-width fast path.
+    let dg = DiscreteGaussian::from_sigma(&pow2(33)).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    g.bench_function("sigma_2^33_reference_bigint_x1000", |b| {
         b.iter(|| {
-            let mut acc = 0i128;
             for _ in 0..1000 {
-                acc = acc.wrapping_add(dg.sample(&mut rng));
+                black_box(dg.sample_reference(&mut rng));
             }
-            black_box(acc)
         })
     });
     g.finish();

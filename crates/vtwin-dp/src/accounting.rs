@@ -400,6 +400,18 @@ pub fn calibrate_sigma(
         lo /= 2.0;
     }
     let mut hi_t = hi;
+    // RDP is an upper bound, so PLD(hi) <= target in practice; guard it anyway.
+    while eps_at(accountant, hi_t)? > target_epsilon {
+        lo = hi_t;
+        hi_t *= 1.01;
+        if hi_t > max_sigma {
+            return Err(AccountingError::Unreachable {
+                target: target_epsilon,
+                max_sigma,
+                reached: eps_at(accountant, max_sigma)?,
+            });
+        }
+    }
     while hi_t - lo > 1e-4 * hi_t {
         let mid = 0.5 * (lo + hi_t);
         if eps_at(accountant, mid)? <= target_epsilon {
