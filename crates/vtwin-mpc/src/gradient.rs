@@ -29,9 +29,9 @@ use vtwin_fixed::{Fx, FRAC_BITS};
 
 use crate::counters::Counters;
 use crate::error::MpcError;
-use crate::input::{accept_client, input, reveal_to, InputClient, InputError, Opening};
+use crate::input::{accept_client, input_many, reveal_to, InputClient, InputError, Opening};
 use crate::inv_sqrt::clip_factor;
-use crate::message::SessionId;
+use crate::message::{Message, SessionId};
 use crate::multiply::{inner_products, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
 use crate::runtime::Ctx;
@@ -353,6 +353,71 @@ pub struct Iteration {
     pub client_bytes: u64,
 }
 
+/// A party's upload as input messages: each segment checked against its public range (an
+/// error names the first bad element; nothing is produced), then `[mat | q | stats]` shared
+/// as one input (number `client.next_seq()`, 1 when fresh).
+pub fn upload_messages(
+    client: &mut InputClient,
+    up: &PlainUpload,
+    bounds: InputBounds,
+) -> Result<Vec<Message>, InputError> {
+    let check = |values: &[Fx], (min, max): (Fx, Fx), offset: usize| match values
+        .iter()
+        .position(|v| v.signed() < min.signed() || v.signed() > max.signed())
+    {
+        Some(i) => Err(InputError::OutOfRange {
+            index: offset + i,
+            value: values[i].to_f64(),
+            min: min.to_f64(),
+            max: max.to_f64(),
+        }),
+        None => Ok(()),
+    };
+    check(&up.mat, bounds.mat, 0)?;
+    check(&up.q, bounds.q, up.mat.len())?;
+    check(&up.stats, bounds.stats, up.mat.len() + up.q.len())?;
+    let raw: Vec<u128> = up
+        .mat
+        .iter()
+        .chain(&up.q)
+        .chain(&up.stats)
+        .map(|v| v.raw())
+        .collect();
+    Ok(client.share_raw(&raw))
+}
+
+/// Nodes' side of the inputs of one iteration: party p is client p and sends its upload as
+/// input number 1 ([`upload_messages`]); the noise contributor is client P and sends Z as
+/// its input number 1. All inputs are received in one round. Returns the uploads and Z.
+pub async fn receive_inputs(
+    ctx: &Ctx,
+    public: &CircuitPublic,
+) -> Result<(Vec<SharedUpload>, Shared), MpcError> {
+    let (b, k_n) = (public.batch, public.components);
+    let mut seeds = Vec::new();
+    for p in 0..=public.parties.len() {
+        seeds.push(accept_client(ctx, p as u16).await?);
+    }
+    let mut wanted: Vec<(&crate::input::ClientSeeds, u64, usize)> = public
+        .parties
+        .iter()
+        .zip(&seeds)
+        .map(|(m, s)| (s, 1, 2 * b * k_n + b * m.width))
+        .collect();
+    wanted.push((&seeds[public.parties.len()], 1, public.dim()));
+    let mut got = input_many(ctx, &wanted).await?;
+    let z = got.pop().ok_or(MpcError::Stalled { node: 0 })?;
+    let uploads = got
+        .iter()
+        .map(|u| SharedUpload {
+            mat: u.slice(0..b * k_n),
+            q: u.slice(b * k_n..2 * b * k_n),
+            stats: u.slice(2 * b * k_n..u.len()),
+        })
+        .collect();
+    Ok((uploads, z))
+}
+
 /// Runs one iteration with three in-memory nodes: party p (client p) validates and shares
 /// its upload, the noise contributor (client P) shares `noise` (raw ring elements in the
 /// canonical order), the nodes evaluate [`gradient`], and the coordinator (client P + 1)
@@ -371,17 +436,11 @@ pub fn simulate_iteration<R: RngCore + CryptoRng>(
     let session = SessionId(session);
     let mut msgs = Vec::new();
     for (p, up) in uploads.iter().enumerate() {
-        let err = |source| IterationError::Input { party: p, source };
         let (mut c, setup) = InputClient::new(p as u16, session, rng);
         msgs.extend(setup);
         msgs.extend(
-            c.share_fx(&up.mat, bounds.mat.0, bounds.mat.1)
-                .map_err(err)?,
-        );
-        msgs.extend(c.share_fx(&up.q, bounds.q.0, bounds.q.1).map_err(err)?);
-        msgs.extend(
-            c.share_fx(&up.stats, bounds.stats.0, bounds.stats.1)
-                .map_err(err)?,
+            upload_messages(&mut c, up, bounds)
+                .map_err(|source| IterationError::Input { party: p, source })?,
         );
     }
     let (mut nc, setup) = InputClient::new(parties as u16, session, rng);
@@ -395,18 +454,7 @@ pub fn simulate_iteration<R: RngCore + CryptoRng>(
         .run(move |ctx| {
             let public = shared_public.clone();
             async move {
-                let (b, k_n) = (public.batch, public.components);
-                let mut ups = Vec::new();
-                for (p, map) in public.parties.iter().enumerate() {
-                    let s = accept_client(&ctx, p as u16).await?;
-                    ups.push(SharedUpload {
-                        mat: input(&ctx, &s, 1, b * k_n).await?,
-                        q: input(&ctx, &s, 2, b * k_n).await?,
-                        stats: input(&ctx, &s, 3, b * map.width).await?,
-                    });
-                }
-                let s = accept_client(&ctx, public.parties.len() as u16).await?;
-                let z = input(&ctx, &s, 1, public.dim()).await?;
+                let (ups, z) = receive_inputs(&ctx, &public).await?;
                 let g = gradient(&ctx, &public, &ups, &z).await?;
                 reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
                 Ok(ctx.counters())

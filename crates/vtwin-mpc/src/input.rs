@@ -283,6 +283,58 @@ pub async fn input(ctx: &Ctx, seeds: &ClientSeeds, seq: u64, n: usize) -> Result
     }
 }
 
+/// Receives several inputs (possibly of several clients) in one round: node 2 waits for
+/// every correction, then forwards them to node 1 in a single message. `inputs` lists
+/// (the client's seeds, input number, length); results in the same order.
+pub async fn input_many(
+    ctx: &Ctx,
+    inputs: &[(&ClientSeeds, u64, usize)],
+) -> Result<Vec<Shared>, MpcError> {
+    let expand = |s: &Option<Seed>, seq: u64, n: usize| {
+        s.as_ref()
+            .map(|s| prg::expand(s, seq, n))
+            .unwrap_or_default()
+    };
+    let total: usize = inputs.iter().map(|i| i.2).sum();
+    let mut out = Vec::with_capacity(inputs.len());
+    match ctx.id().index() {
+        0 => {
+            ctx.exchange(Vec::new(), &[]).await?;
+            for &(s, seq, n) in inputs {
+                out.push(Shared {
+                    own: expand(&s.seed0, seq, n),
+                    next: expand(&s.seed1, seq, n),
+                });
+            }
+        }
+        1 => {
+            let got = ctx.exchange(Vec::new(), &[(N2, total)]).await?;
+            let all = got.into_iter().next().unwrap_or_default();
+            let mut at = 0;
+            for &(s, seq, n) in inputs {
+                out.push(Shared {
+                    own: expand(&s.seed1, seq, n),
+                    next: all[at..at + n].to_vec(),
+                });
+                at += n;
+            }
+        }
+        _ => {
+            let mut all = Vec::with_capacity(total);
+            for &(s, seq, n) in inputs {
+                let x2 = ctx.recv_client(s.client, seq, n).await?;
+                out.push(Shared {
+                    next: expand(&s.seed0, seq, n),
+                    own: x2.clone(),
+                });
+                all.extend(x2);
+            }
+            ctx.exchange(vec![(Peer::Node(N1), all)], &[]).await?;
+        }
+    }
+    Ok(out)
+}
+
 /// Opens `x` to client `receiver` only: each node sends it its share `x_i`. 1 round.
 pub async fn reveal_to(ctx: &Ctx, x: &Shared, receiver: u16) -> Result<(), MpcError> {
     ctx.exchange(vec![(Peer::Client(receiver), x.own.clone())], &[])

@@ -100,8 +100,8 @@ fn adult_scale_costs() {
     assert_eq!(got.len(), d);
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
-    // Inputs: 3 per party + 1 for the noise; circuit 2P + 91; reveal 1.
-    assert_eq!(total.rounds, (3 * p + 1) + (2 * p + 91) + 1);
+    // Inputs (all parties and the noise): 1; circuit 2P + 91; reveal 1.
+    assert_eq!(total.rounds, 1 + (2 * p + 91) + 1);
     // Between nodes: input forwarding (one element per input value) plus the circuit.
     let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + d) as u64;
     let circuit = total.elements - inputs;
@@ -123,22 +123,9 @@ fn adult_scale_costs() {
     );
 }
 
-fn bounds() -> vtwin_mpc::gradient::InputBounds {
-    use gradient_ref::enc;
-    vtwin_mpc::gradient::InputBounds {
-        mat: (enc(0.0), enc(2f64.powi(31) - 1.0)),
-        q: (enc(0.0), enc(2f64.powi(20))),
-        stats: (enc(-14.0), enc(14.0)),
-    }
-}
-
 fn plain(inst: &Instance) -> Vec<vtwin_mpc::gradient::PlainUpload> {
     (0..inst.public.parties.len())
-        .map(|p| vtwin_mpc::gradient::PlainUpload {
-            mat: inst.mat[p].clone(),
-            q: inst.q[p].clone(),
-            stats: inst.stats[p].clone(),
-        })
+        .map(|p| gradient_ref::plain(inst, p))
         .collect()
 }
 
@@ -154,7 +141,7 @@ fn simulate_iteration_is_close_to_the_floor_reference() {
         &inst.public,
         &plain(&inst),
         &noise,
-        bounds(),
+        gradient_ref::bounds(),
         &mut rng,
     )
     .expect("iteration");
@@ -178,7 +165,13 @@ fn simulate_iteration_rejects_out_of_range_uploads() {
     ups[1].stats[2] = gradient_ref::enc(15.0);
     let noise = vec![0u128; inst.public.dim()];
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
-    let r = vtwin_mpc::gradient::simulate_iteration(&inst.public, &ups, &noise, bounds(), &mut rng);
+    let r = vtwin_mpc::gradient::simulate_iteration(
+        &inst.public,
+        &ups,
+        &noise,
+        gradient_ref::bounds(),
+        &mut rng,
+    );
     assert!(matches!(
         r,
         Err(vtwin_mpc::gradient::IterationError::Input { party: 1, .. })

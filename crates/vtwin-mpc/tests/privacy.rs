@@ -280,17 +280,14 @@ fn gradient_views_do_not_depend_on_inputs() {
 /// Payload elements each node received in one gradient iteration, keys from `seed`.
 fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<u128>; 3] {
     use rand_chacha::rand_core::SeedableRng;
-    use vtwin_mpc::gradient::{gradient, SharedUpload};
-    use vtwin_mpc::input::{accept_client, input};
+    use vtwin_mpc::gradient::{gradient, receive_inputs};
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let mut msgs = Vec::new();
     let parties = inst.public.parties.len();
     for p in 0..parties {
         let (mut c, setup) = vtwin_mpc::InputClient::new(p as u16, common::SESSION, &mut rng);
         msgs.extend(setup);
-        for v in [&inst.mat[p], &inst.q[p], &inst.stats[p]] {
-            msgs.extend(c.share_raw(&v.iter().map(|x| x.0).collect::<Vec<_>>()));
-        }
+        msgs.extend(gradient_ref::upload(&mut c, inst, p));
     }
     let (mut nc, setup) = vtwin_mpc::InputClient::new(parties as u16, common::SESSION, &mut rng);
     msgs.extend(setup);
@@ -304,18 +301,7 @@ fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<u128>; 3] {
         .run(move |ctx| {
             let public = public.clone();
             async move {
-                let (b, k_n) = (public.batch, public.components);
-                let mut ups = Vec::new();
-                for (p, map) in public.parties.iter().enumerate() {
-                    let s = accept_client(&ctx, p as u16).await?;
-                    ups.push(SharedUpload {
-                        mat: input(&ctx, &s, 1, b * k_n).await?,
-                        q: input(&ctx, &s, 2, b * k_n).await?,
-                        stats: input(&ctx, &s, 3, b * map.width).await?,
-                    });
-                }
-                let s = accept_client(&ctx, public.parties.len() as u16).await?;
-                let z = input(&ctx, &s, 1, public.dim()).await?;
+                let (ups, z) = receive_inputs(&ctx, &public).await?;
                 gradient(&ctx, &public, &ups, &z).await?;
                 Ok(())
             }

@@ -7,9 +7,11 @@
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::{clip_factor_unchecked, Fx, Reciprocal, Truncator, FRAC_BITS};
-use vtwin_mpc::gradient::{gradient, CircuitPublic, PartyMap, SharedUpload};
-use vtwin_mpc::input::{accept_client, input, reveal_to};
-use vtwin_mpc::{Counters, InputClient, Opening, SessionId, Simulation};
+use vtwin_mpc::gradient::{
+    gradient, receive_inputs, upload_messages, CircuitPublic, InputBounds, PartyMap, PlainUpload,
+};
+use vtwin_mpc::input::reveal_to;
+use vtwin_mpc::{Counters, InputClient, Message, Opening, SessionId, Simulation};
 
 const SESSION: SessionId = SessionId(*b"vtwin-mpc-gradnt");
 
@@ -158,9 +160,7 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
     for p in 0..parties {
         let (mut c, setup) = InputClient::new(p as u16, SESSION, &mut rng);
         msgs.extend(setup);
-        msgs.extend(c.share_raw(&inst.mat[p].iter().map(|v| v.0).collect::<Vec<_>>()));
-        msgs.extend(c.share_raw(&inst.q[p].iter().map(|v| v.0).collect::<Vec<_>>()));
-        msgs.extend(c.share_raw(&inst.stats[p].iter().map(|v| v.0).collect::<Vec<_>>()));
+        msgs.extend(upload(&mut c, inst, p));
     }
     let (mut nc, setup) = InputClient::new(parties as u16, SESSION, &mut rng);
     msgs.extend(setup);
@@ -175,18 +175,7 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
         .run(move |ctx| {
             let public = public.clone();
             async move {
-                let (b, k_n) = (public.batch, public.components);
-                let mut uploads = Vec::new();
-                for (p, map) in public.parties.iter().enumerate() {
-                    let s = accept_client(&ctx, p as u16).await?;
-                    uploads.push(SharedUpload {
-                        mat: input(&ctx, &s, 1, b * k_n).await?,
-                        q: input(&ctx, &s, 2, b * k_n).await?,
-                        stats: input(&ctx, &s, 3, b * map.width).await?,
-                    });
-                }
-                let s = accept_client(&ctx, public.parties.len() as u16).await?;
-                let z = input(&ctx, &s, 1, public.dim()).await?;
+                let (uploads, z) = receive_inputs(&ctx, &public).await?;
                 let g = gradient(&ctx, &public, &uploads, &z).await?;
                 reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
                 Ok(ctx.counters())
@@ -198,4 +187,27 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
         o.handle(m).expect("share");
     }
     (o.result().expect("opened"), rep.masks, rep.outputs)
+}
+
+/// The model's fixed-point input ranges.
+pub fn bounds() -> InputBounds {
+    InputBounds {
+        mat: (enc(0.0), enc(2f64.powi(31) - 1.0)),
+        q: (enc(0.0), enc(2f64.powi(20))),
+        stats: (enc(-14.0), enc(14.0)),
+    }
+}
+
+/// Party p's upload in the clear.
+pub fn plain(inst: &Instance, p: usize) -> PlainUpload {
+    PlainUpload {
+        mat: inst.mat[p].clone(),
+        q: inst.q[p].clone(),
+        stats: inst.stats[p].clone(),
+    }
+}
+
+/// Party p's validated input messages.
+pub fn upload(c: &mut InputClient, inst: &Instance, p: usize) -> Vec<Message> {
+    upload_messages(c, &plain(inst, p), bounds()).expect("in range")
 }
