@@ -21,6 +21,7 @@
 //! | function | twin of | rounds | elements per value |
 //! |---|---|---|---|
 //! | [`input::input`] | - | 1 | 1 uploaded + 1 forwarded |
+//! | [`input::input_many`] | - | 1 for any number of inputs | 1 uploaded + 1 forwarded |
 //! | [`input::reveal_to`] | - | 1 | 3 (to the receiver only) |
 //! | [`multiply::mul`] | ring product | 1 | 3 |
 //! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 2 | 3 |
