@@ -1,6 +1,6 @@
 //! Subcommands, one module each.
 pub(crate) mod arith;
 pub(crate) mod eval;
-pub(crate) mod synthesize;
 pub(crate) mod noise;
 pub(crate) mod privacy;
+pub(crate) mod synthesize;
