@@ -82,6 +82,7 @@ pub struct DpviState {
     /// The public generator, positioned after the last completed iteration.
     pub public_rng: RngState,
     /// The privacy ledger (None when sigma = 0: no noise, no privacy to account).
+    #[serde(with = "ledger_as_json")]
     pub ledger: Option<PrivacyLedger>,
 }
 
@@ -328,5 +329,34 @@ impl Dpvi {
             backend_ms,
             update_ms,
         })
+    }
+}
+
+/// The ledger travels as a JSON string inside binary checkpoints: its sampling enum is
+/// internally tagged, which non-self-describing formats (postcard) cannot decode. serde_json
+/// is built with `float_roundtrip`, so its f64 values survive exactly.
+mod ledger_as_json {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use vtwin_dp::PrivacyLedger;
+
+    pub(super) fn serialize<S: Serializer>(
+        ledger: &Option<PrivacyLedger>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let text = ledger
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(serde::ser::Error::custom)?;
+        text.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<PrivacyLedger>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| serde_json::from_str(&t))
+            .transpose()
+            .map_err(serde::de::Error::custom)
     }
 }

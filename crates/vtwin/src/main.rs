@@ -26,6 +26,8 @@ enum Command {
     Noise(cmd::noise::Args),
     /// Evaluate a function of the fixed-point reference arithmetic (value, f64, relative error).
     Arith(cmd::arith::Args),
+    /// Train a model with DP variational inference (backends float and fixed).
+    Train(cmd::train::Args),
     /// Sample a synthetic table (CSV, original names, categories and units) from a model.
     Synthesize(cmd::synthesize::Args),
     /// Evaluate a model: nll_test (and tvd_1way); the full metrics come in a later issue.
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Privacy(args) => cmd::privacy::run(args),
         Command::Noise(args) => cmd::noise::run(args),
         Command::Arith(args) => cmd::arith::run(args),
+        Command::Train(args) => cmd::train::run(args),
         Command::Synthesize(args) => cmd::synthesize::run(args),
         Command::Eval(args) => cmd::eval::run(args),
     };

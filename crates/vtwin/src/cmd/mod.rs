@@ -4,3 +4,4 @@ pub(crate) mod eval;
 pub(crate) mod noise;
 pub(crate) mod privacy;
 pub(crate) mod synthesize;
+pub(crate) mod train;

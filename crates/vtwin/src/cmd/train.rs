@@ -1,0 +1,444 @@
+//! `vtwin train`: DPVI of the mixture model in one process (INTERFACE.md), with the `float`
+//! or `fixed` gradient backend. Writes model.json, privacy.json, train.csv, timing.json and
+//! a checkpoint that `--resume` continues from, all atomically.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context};
+use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, PrivacySetting};
+use vtwin_model::adam::AdamConfig;
+use vtwin_model::backend::{GradientBackend, NoiseRngs};
+use vtwin_model::checkpoint::{write_atomic, Checkpoint, HistoryRow, RunSettings};
+use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
+use vtwin_model::fixed::{FixedBackend, Renormalise};
+use vtwin_model::float::FloatBackend;
+use vtwin_model::layout::Layout;
+use vtwin_model::model_file::{natural_params, ModelFile};
+use vtwin_model::stats::PartyData;
+use vtwin_model::{Schema, Table};
+
+/// Which gradient backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BackendKind {
+    /// Non-partitioned f64 baseline.
+    Float,
+    /// Partitioned plaintext fixed-point reference.
+    Fixed,
+    /// Three in-memory MPC nodes (not available yet).
+    Mpc,
+}
+
+/// Train a model with DP variational inference.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Public schema (TOML); not needed with --demo.
+    #[arg(long)]
+    schema: Option<PathBuf>,
+    /// A party's CSV, matched by the schema's id column (repeat per party).
+    #[arg(long = "data", value_name = "PARTY=FILE")]
+    data: Vec<String>,
+    /// One CSV with every column.
+    #[arg(long)]
+    joined: Option<PathBuf>,
+    /// Train on the built-in demo data (no files needed).
+    #[arg(long)]
+    demo: bool,
+    /// Number of demo training records (test: a quarter as many).
+    #[arg(long, default_value_t = vtwin_model::demo::DEMO_ROWS)]
+    demo_rows: usize,
+    /// Gradient backend.
+    #[arg(long, value_enum)]
+    backend: BackendKind,
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Target epsilon (with --delta); sigma is calibrated for --iters iterations.
+    #[arg(long)]
+    epsilon: Option<f64>,
+    /// delta of the target (and of the privacy report; default 1e-5 with --sigma).
+    #[arg(long)]
+    delta: Option<f64>,
+    /// Noise multiplier sigma (noise std sigma * clip). 0 disables noise (no privacy).
+    #[arg(long)]
+    sigma: Option<f64>,
+    /// Mixture components K.
+    #[arg(long, default_value_t = 20)]
+    components: usize,
+    /// Expected batch size B (sample rate B/N).
+    #[arg(long)]
+    batch: Option<usize>,
+    /// Poisson sampling rate q.
+    #[arg(long)]
+    sample_rate: Option<f64>,
+    /// Total iterations (a resumed run continues up to this number).
+    #[arg(long, default_value_t = 1000)]
+    iters: u64,
+    /// Clip bound C.
+    #[arg(long, default_value_t = 1.0)]
+    clip: f64,
+    /// Adam learning rate.
+    #[arg(long, default_value_t = 0.01)]
+    lr: f64,
+    /// Renormalisation (fixed backend): closed-form, paper or off.
+    #[arg(long, default_value = "closed-form")]
+    renormalise: Renormalise,
+    /// Seed of the public randomness (initialisation, batches, eta).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Seed the secret noise generators (reproducible runs and tests only: whoever knows it
+    /// can remove the noise, so the privacy guarantee is void).
+    #[arg(long)]
+    noise_seed: Option<u64>,
+    /// Continue from DIR/checkpoint.bin.
+    #[arg(long)]
+    resume: bool,
+    /// Test set with every column, for test NLL.
+    #[arg(long)]
+    test_joined: Option<PathBuf>,
+    /// A party's test CSV (repeat per party).
+    #[arg(long = "test", value_name = "PARTY=FILE")]
+    test: Vec<String>,
+    /// Evaluate test NLL (and log a train.csv row) every N iterations.
+    #[arg(long, default_value_t = 100)]
+    eval_every: u64,
+    /// Write the checkpoint every N iterations (and at the end).
+    #[arg(long, default_value_t = 100)]
+    checkpoint_every: u64,
+}
+
+fn parse_party_files(flag: &str, specs: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    specs
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((p, f)) if !p.is_empty() && !f.is_empty() => Ok((p.to_owned(), PathBuf::from(f))),
+            _ => Err(anyhow!("{flag} {s}: expected PARTY=FILE")),
+        })
+        .collect()
+}
+
+/// (schema, training table, optional test table).
+fn load_data(a: &Args) -> anyhow::Result<(Schema, Table, Option<Table>)> {
+    if a.demo {
+        if a.schema.is_some() || a.joined.is_some() || !a.data.is_empty() {
+            bail!("--demo: do not combine with --schema, --joined or --data");
+        }
+        if a.demo_rows < 2 {
+            bail!("--demo-rows must be at least 2");
+        }
+        let train = vtwin_model::demo::demo_table(a.demo_rows, 1);
+        let test = vtwin_model::demo::demo_table((a.demo_rows / 4).max(1), 2);
+        return Ok((vtwin_model::demo::demo_schema(), train, Some(test)));
+    }
+    let schema_path = a
+        .schema
+        .as_ref()
+        .ok_or_else(|| anyhow!("--schema is required (or use --demo)"))?;
+    let schema = Schema::load(schema_path)?;
+    let train = match (&a.joined, a.data.is_empty()) {
+        (Some(j), true) => Table::read_joined(&schema, j)?,
+        (None, false) => Table::read_parties(&schema, &parse_party_files("--data", &a.data)?)?,
+        (Some(_), false) => bail!("--joined and --data: give one of them"),
+        (None, true) => bail!("--joined or --data is required"),
+    };
+    let test = match (&a.test_joined, a.test.is_empty()) {
+        (Some(j), true) => Some(Table::read_joined(&schema, j)?),
+        (None, false) => Some(Table::read_parties(
+            &schema,
+            &parse_party_files("--test", &a.test)?,
+        )?),
+        (Some(_), false) => bail!("--test-joined and --test: give one of them"),
+        (None, true) => None,
+    };
+    Ok((schema, train, test))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        0.5 * (v[m - 1] + v[m])
+    }
+}
+
+fn write_outputs(
+    out: &Path,
+    dpvi: &Dpvi,
+    schema: &Schema,
+    history: &[HistoryRow],
+    settings: &RunSettings,
+) -> anyhow::Result<()> {
+    let model = ModelFile::new(
+        schema.clone(),
+        dpvi.layout().clone(),
+        dpvi.mu().to_vec(),
+        dpvi.log_sigma().to_vec(),
+    );
+    model.save(&out.join("model.json"))?;
+    let mut csv = String::from("iteration,epsilon,test_nll\n");
+    for r in history {
+        let nll = r.test_nll.map_or(String::new(), |v| format!("{v}"));
+        csv.push_str(&format!("{},{},{}\n", r.iteration, r.epsilon, nll));
+    }
+    write_atomic(&out.join("train.csv"), csv.as_bytes())
+        .with_context(|| out.join("train.csv").display().to_string())?;
+    Checkpoint {
+        settings: settings.clone(),
+        state: dpvi.state(),
+        noise: dpvi.noise().states(),
+        history: history.to_vec(),
+    }
+    .save(&out.join("checkpoint.bin"))?;
+    Ok(())
+}
+
+/// privacy.json: vtwin-dp's report for the run so far (or a no-privacy note for sigma = 0).
+fn privacy_json(settings: &RunSettings, dpvi: &Dpvi) -> anyhow::Result<serde_json::Value> {
+    let c = &settings.config;
+    let Some(ledger) = dpvi.ledger() else {
+        return Ok(serde_json::json!({
+            "sigma": 0.0,
+            "clip": c.clip,
+            "sample_rate": c.sample_rate,
+            "steps": dpvi.iteration(),
+            "delta": settings.delta,
+            "epsilon": {},
+            "note": "sigma = 0: no noise, the model is not differentially private",
+        }));
+    };
+    let mut setting = PrivacySetting::new(
+        ledger.noise_multiplier(),
+        ledger.sampling(),
+        ledger.steps(),
+        settings.delta,
+    );
+    setting.clip = c.clip;
+    setting.parties = u32::try_from(settings.layout.n_parties()).unwrap_or(u32::MAX);
+    setting.dimension = settings.layout.dim() as u64;
+    Ok(serde_json::to_value(PrivacyReport::build(&setting)?)?)
+}
+
+fn epsilon_now(dpvi: &Dpvi, delta: f64) -> anyhow::Result<f64> {
+    match dpvi.ledger() {
+        None => Ok(f64::INFINITY),
+        Some(l) if l.steps() == 0 => Ok(0.0),
+        Some(l) => Ok(l.epsilon(delta)?),
+    }
+}
+
+pub(crate) fn run(a: Args) -> anyhow::Result<()> {
+    if a.backend == BackendKind::Mpc {
+        bail!("--backend mpc: not available yet (the MPC backend lands with the MPC issue); use float or fixed");
+    }
+    if a.components == 0 {
+        bail!("--components must be at least 1");
+    }
+    if a.eval_every == 0 || a.checkpoint_every == 0 {
+        bail!("--eval-every and --checkpoint-every must be at least 1");
+    }
+    let (schema, train, test) = load_data(&a)?;
+    let n = train.n_rows();
+    let q = match (a.batch, a.sample_rate) {
+        (Some(_), Some(_)) => bail!("--batch and --sample-rate: give one of them"),
+        (Some(b), None) if b == 0 || b > n => {
+            bail!("--batch {b}: must be between 1 and the number of training records ({n})")
+        }
+        (Some(b), None) => b as f64 / n as f64,
+        (None, Some(q)) if !(q > 0.0 && q <= 1.0) => bail!("--sample-rate {q}: must be in (0, 1]"),
+        (None, Some(q)) => q,
+        (None, None) => (100.0 / n as f64).min(1.0),
+    };
+    if !(a.clip.is_finite() && a.clip > 0.0) {
+        bail!("--clip {}: must be positive", a.clip);
+    }
+    if !(a.lr.is_finite() && a.lr > 0.0) {
+        bail!("--lr {}: must be positive", a.lr);
+    }
+    let (sigma, delta) = match (a.epsilon, a.delta, a.sigma) {
+        (Some(_), _, Some(_)) => bail!("--epsilon and --sigma: give one of them"),
+        (Some(e), Some(d), None) => {
+            if !(d > 0.0 && d < 1.0) {
+                bail!("--delta {d}: must be in (0, 1)");
+            }
+            let s = calibrate_sigma(Accountant::Rdp, e, d, q, a.iters, Neighbouring::AddRemove)
+                .with_context(|| format!("--epsilon {e}"))?;
+            (s, d)
+        }
+        (Some(_), None, None) => bail!("--epsilon needs --delta"),
+        (None, d, Some(s)) => {
+            if !(s.is_finite() && s >= 0.0) {
+                bail!("--sigma {s}: must be non-negative");
+            }
+            let d = d.unwrap_or(1e-5);
+            if !(d > 0.0 && d < 1.0) {
+                bail!("--delta {d}: must be in (0, 1)");
+            }
+            (s, d)
+        }
+        (None, _, None) => bail!("--epsilon with --delta, or --sigma, is required"),
+    };
+    if sigma == 0.0 {
+        eprintln!("warning: --sigma 0: no noise, the result is not differentially private");
+    }
+    let layout = Layout::from_schema(&schema, a.components)?;
+    let data = PartyData::from_table(&train, &layout)?;
+    let config = DpviConfig {
+        sample_rate: q,
+        clip: a.clip,
+        sigma,
+        adam: AdamConfig {
+            lr: a.lr,
+            ..AdamConfig::default()
+        },
+        seed: a.seed,
+    };
+    let renorm_name = match a.renormalise {
+        Renormalise::ClosedForm => "closed-form",
+        Renormalise::Paper => "paper",
+        _ => "off",
+    };
+    let backend: Box<dyn GradientBackend> = match a.backend {
+        BackendKind::Float => Box::new(FloatBackend::new()?),
+        _ => Box::new(FixedBackend::new(a.renormalise)?),
+    };
+    let settings = RunSettings {
+        backend: backend.name().into(),
+        renormalise: renorm_name.into(),
+        layout: layout.clone(),
+        config: config.clone(),
+        train_rows: n,
+        iters: a.iters,
+        delta,
+    };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
+    let ck_path = a.out.join("checkpoint.bin");
+    let p_n = layout.n_parties();
+    let (mut dpvi, mut history) = if a.resume {
+        let ck = Checkpoint::load(&ck_path).context("--resume")?;
+        let mut want = settings.clone();
+        want.iters = ck.settings.iters;
+        if ck.settings != want {
+            bail!(
+                "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, seed or delta)",
+                ck_path.display()
+            );
+        }
+        let noise = match (&ck.noise, a.noise_seed) {
+            (Some(states), Some(_)) => NoiseRngs::restore(states),
+            (None, None) => NoiseRngs::from_os(p_n),
+            _ => bail!(
+                "--resume: --noise-seed must be given exactly when the checkpointed run used it"
+            ),
+        };
+        (
+            Dpvi::resume(config, layout.clone(), data, backend, noise, ck.state)?,
+            ck.history,
+        )
+    } else {
+        let noise = match a.noise_seed {
+            Some(s) => NoiseRngs::seeded(s, p_n),
+            None => NoiseRngs::from_os(p_n),
+        };
+        (
+            Dpvi::new(config, layout.clone(), data, backend, noise)?,
+            Vec::new(),
+        )
+    };
+
+    let eval = |mu: &[f64]| -> anyhow::Result<Option<f64>> {
+        match &test {
+            Some(t) => Ok(Some(natural_params(&layout, mu).mean_nll(t)?)),
+            None => Ok(None),
+        }
+    };
+    if dpvi.iteration() == 0 && history.is_empty() {
+        history.push(HistoryRow {
+            iteration: 0,
+            epsilon: 0.0,
+            test_nll: eval(dpvi.mu())?,
+        });
+    }
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(a.iters);
+        b.set_position(dpvi.iteration());
+        b
+    });
+    let mut reports: Vec<StepReport> = Vec::new();
+    let mut iter_ms = Vec::new();
+    while dpvi.iteration() < a.iters {
+        let t0 = std::time::Instant::now();
+        let r = dpvi.step()?;
+        iter_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        reports.push(r);
+        let t = dpvi.iteration();
+        if t % a.eval_every == 0 || t == a.iters {
+            let row = HistoryRow {
+                iteration: t,
+                epsilon: epsilon_now(&dpvi, delta)?,
+                test_nll: eval(dpvi.mu())?,
+            };
+            if let Some(b) = &bar {
+                b.set_message(format!(
+                    "eps {:.3} nll {}",
+                    row.epsilon,
+                    row.test_nll.map_or("-".into(), |v| format!("{v:.4}"))
+                ));
+            }
+            history.push(row);
+        }
+        if t % a.checkpoint_every == 0 || t == a.iters {
+            write_outputs(&a.out, &dpvi, &schema, &history, &settings)?;
+        }
+        if let Some(b) = &bar {
+            b.set_position(t);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish();
+    }
+    write_outputs(&a.out, &dpvi, &schema, &history, &settings)?;
+    let privacy = privacy_json(&settings, &dpvi)?;
+    write_atomic(
+        &a.out.join("privacy.json"),
+        serde_json::to_string_pretty(&privacy)?.as_bytes(),
+    )?;
+    let phase = |f: &dyn Fn(&StepReport) -> f64| {
+        let mut v: Vec<f64> = reports.iter().map(f).collect();
+        median(&mut v)
+    };
+    let timing = serde_json::json!({
+        "backend": dpvi.backend_name(),
+        "iterations_timed": reports.len(),
+        "median_ms": {
+            "iteration": median(&mut iter_ms.clone()),
+            "sample": phase(&|r| r.sample_ms),
+            "gather": phase(&|r| r.gather_ms),
+            "local_kernels": phase(&|r| r.diagnostics.local_ms),
+            "combine": phase(&|r| r.diagnostics.combine_ms),
+            "noise": phase(&|r| r.diagnostics.noise_ms),
+            "backend": phase(&|r| r.backend_ms),
+            "update": phase(&|r| r.update_ms),
+        },
+        "rounds_per_iteration": 0,
+        "bytes_between_nodes_per_iteration": 0,
+    });
+    write_atomic(
+        &a.out.join("timing.json"),
+        serde_json::to_string_pretty(&timing)?.as_bytes(),
+    )?;
+    let last = history.last();
+    println!(
+        "trained {} iterations ({}), epsilon {}, test NLL {}",
+        dpvi.iteration(),
+        dpvi.backend_name(),
+        last.map_or(f64::NAN, |r| r.epsilon),
+        last.and_then(|r| r.test_nll)
+            .map_or("-".into(), |v| format!("{v:.4}"))
+    );
+    Ok(())
+}
