@@ -24,6 +24,7 @@ pub mod float;
 pub mod kernels;
 pub mod layout;
 pub mod model_file;
+pub mod mpc;
 pub mod prior;
 pub mod rng_state;
 pub mod stats;

@@ -1,5 +1,5 @@
-//! `vtwin train`: DPVI of the mixture model in one process (INTERFACE.md), with the `float`
-//! or `fixed` gradient backend. Writes model.json, privacy.json, train.csv, timing.json and
+//! `vtwin train`: DPVI of the mixture model in one process (INTERFACE.md), with the `float`,
+//! `fixed` or `mpc` gradient backend (timing.json adds the MPC costs). Writes model.json, privacy.json, train.csv, timing.json and
 //! a checkpoint that `--resume` continues from, all atomically.
 
 use std::io::IsTerminal;
@@ -15,6 +15,7 @@ use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
+use vtwin_model::mpc::{CostLog, MpcBackend};
 use vtwin_model::stats::PartyData;
 use vtwin_model::{Schema, Table};
 
@@ -25,7 +26,7 @@ pub(crate) enum BackendKind {
     Float,
     /// Partitioned plaintext fixed-point reference.
     Fixed,
-    /// Three in-memory MPC nodes (not available yet).
+    /// Three in-memory MPC nodes (vtwin-mpc), the MPC twin of fixed.
     Mpc,
 }
 
@@ -223,6 +224,33 @@ fn privacy_json(settings: &RunSettings, dpvi: &Dpvi) -> anyhow::Result<serde_jso
     Ok(serde_json::to_value(PrivacyReport::build(&setting)?)?)
 }
 
+/// Medians over the timed iterations of the MPC costs (rounds, bytes, products).
+fn mpc_cost_json(log: &CostLog) -> serde_json::Value {
+    let costs = log.snapshot();
+    let med = |f: &dyn Fn(&vtwin_model::mpc::IterationCost) -> u64| {
+        let mut v: Vec<f64> = costs.iter().map(|c| f(c) as f64).collect();
+        median(&mut v)
+    };
+    let parties = costs
+        .first()
+        .map_or(0, |c| c.bytes_uploaded_per_party.len());
+    serde_json::json!({
+        "iterations": costs.len(),
+        "median_per_iteration": {
+            "rounds": med(&|c| c.rounds),
+            "bytes_between_nodes": med(&|c| c.bytes_between_nodes),
+            "elements_between_nodes": med(&|c| c.elements_between_nodes),
+            "bytes_to_coordinator": med(&|c| c.bytes_to_coordinator),
+            "bytes_uploaded_per_party": (0..parties)
+                .map(|p| med(&|c| c.bytes_uploaded_per_party[p]))
+                .collect::<Vec<_>>(),
+            "bytes_uploaded_total": med(&|c| c.bytes_uploaded_total),
+            "mults": med(&|c| c.mults),
+            "truncations": med(&|c| c.truncations),
+        },
+    })
+}
+
 fn epsilon_now(dpvi: &Dpvi, delta: f64) -> anyhow::Result<f64> {
     match dpvi.ledger() {
         None => Ok(f64::INFINITY),
@@ -232,9 +260,6 @@ fn epsilon_now(dpvi: &Dpvi, delta: f64) -> anyhow::Result<f64> {
 }
 
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
-    if a.backend == BackendKind::Mpc {
-        bail!("--backend mpc: not available yet (the MPC backend lands with the MPC issue); use float or fixed");
-    }
     if a.components == 0 {
         bail!("--components must be at least 1");
     }
@@ -302,9 +327,15 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         Renormalise::Paper => "paper",
         _ => "off",
     };
+    let mut mpc_costs: Option<CostLog> = None;
     let backend: Box<dyn GradientBackend> = match a.backend {
         BackendKind::Float => Box::new(FloatBackend::new()?),
-        _ => Box::new(FixedBackend::new(a.renormalise)?),
+        BackendKind::Mpc => {
+            let m = MpcBackend::new(a.renormalise)?;
+            mpc_costs = Some(m.costs());
+            Box::new(m)
+        }
+        BackendKind::Fixed => Box::new(FixedBackend::new(a.renormalise)?),
     };
     let settings = RunSettings {
         backend: backend.name().into(),
@@ -411,6 +442,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         let mut v: Vec<f64> = reports.iter().map(f).collect();
         median(&mut v)
     };
+    // Rounds and bytes are 0 for the plaintext backends (no nodes).
+    let mpc = mpc_costs.map(|log| mpc_cost_json(&log));
     let timing = serde_json::json!({
         "backend": dpvi.backend_name(),
         "iterations_timed": reports.len(),
@@ -424,8 +457,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             "backend": phase(&|r| r.backend_ms),
             "update": phase(&|r| r.update_ms),
         },
-        "rounds_per_iteration": 0,
-        "bytes_between_nodes_per_iteration": 0,
+        "rounds_per_iteration": mpc.as_ref().map_or(0.0, |m| m["median_per_iteration"]["rounds"].as_f64().unwrap_or(0.0)),
+        "bytes_between_nodes_per_iteration": mpc.as_ref().map_or(0.0, |m| m["median_per_iteration"]["bytes_between_nodes"].as_f64().unwrap_or(0.0)),
+        "mpc": mpc,
     });
     write_atomic(
         &a.out.join("timing.json"),
