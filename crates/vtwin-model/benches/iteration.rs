@@ -1,0 +1,79 @@
+//! One DPVI iteration (Poisson batch, eta, backend gradient with noise, Adam) per backend,
+//! on the demo workload (K = 20, 4000 records, batch 100) and on Adult (K = 20, 30162
+//! records, batch 100) when ../shared/data/adult is present (or VTWIN_DATA_DIR).
+
+#![allow(missing_docs)] // criterion_group! generates undocumented items.
+
+use std::path::{Path, PathBuf};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use vtwin_model::adam::AdamConfig;
+use vtwin_model::backend::{GradientBackend, NoiseRngs};
+use vtwin_model::dpvi::{Dpvi, DpviConfig};
+use vtwin_model::fixed::{FixedBackend, Renormalise};
+use vtwin_model::float::FloatBackend;
+use vtwin_model::layout::Layout;
+use vtwin_model::stats::PartyData;
+use vtwin_model::{Schema, Table};
+
+fn adult() -> Option<(Schema, Table)> {
+    let dir = std::env::var_os("VTWIN_DATA_DIR")
+        .map(|d| PathBuf::from(d).join("adult"))
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/adult")
+        });
+    let schema_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/adult/schema.toml");
+    if !dir.join("adult.data").is_file() {
+        eprintln!("Adult data not found: benchmarking the demo workload only");
+        return None;
+    }
+    let schema = Schema::load(&schema_path).ok()?;
+    let table = Table::read_joined(&schema, &dir.join("adult.data")).ok()?;
+    Some((schema, table))
+}
+
+fn bench_workload(c: &mut Criterion, name: &str, schema: &Schema, table: &Table) {
+    let layout = Layout::from_schema(schema, 20).unwrap();
+    let data = PartyData::from_table(table, &layout).unwrap();
+    let q = 100.0 / table.n_rows() as f64;
+    for backend in ["float", "fixed"] {
+        let b: Box<dyn GradientBackend> = match backend {
+            "float" => Box::new(FloatBackend::new().unwrap()),
+            _ => Box::new(FixedBackend::new(Renormalise::ClosedForm).unwrap()),
+        };
+        let cfg = DpviConfig {
+            sample_rate: q,
+            clip: 1.0,
+            sigma: 2.042,
+            adam: AdamConfig::default(),
+            seed: 1,
+        };
+        let mut dpvi = Dpvi::new(
+            cfg,
+            layout.clone(),
+            data.clone(),
+            b,
+            NoiseRngs::seeded(1, 2),
+        )
+        .unwrap();
+        c.bench_function(&format!("iteration/{name}/{backend}"), |bench| {
+            bench.iter(|| dpvi.step().unwrap())
+        });
+    }
+}
+
+fn iteration(c: &mut Criterion) {
+    let demo = vtwin_model::demo::demo_table(vtwin_model::demo::DEMO_ROWS, 1);
+    bench_workload(c, "demo", &vtwin_model::demo::demo_schema(), &demo);
+    if let Some((schema, table)) = adult() {
+        bench_workload(c, "adult", &schema, &table);
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30);
+    targets = iteration
+}
+criterion_main!(benches);
