@@ -396,6 +396,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(a.iters);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} iteration {pos}/{len} {msg}")
+        {
+            b.set_style(style);
+        }
         b.set_position(dpvi.iteration());
         b
     });
