@@ -73,8 +73,14 @@ impl std::str::FromStr for Renormalise {
     }
 }
 
-/// Largest q_p accepted (2^20).
-pub const Q_MAX: f64 = 1_048_576.0;
+/// Largest q_p accepted (2^40). A component far from a record (Beta with a large shape
+/// parameter, a value near the public bound) has a huge score norm but a tiny
+/// responsibility, so q itself cannot be bounded tightly; what the arithmetic needs is
+/// that the inner product sum_k r_k^2 Q_k (Q = sum_p q_p) does not wrap, which holds for
+/// q <= 2^40 and K, P <= 2^8 (raw terms below 2^32 * 2^80). Under floor truncation the
+/// result is then exact; under the MPC's probabilistic truncation the failure probability
+/// is below 2^-40 only when sum_k r_k^2 Q_k < 2^23 (vtwin-fixed's product bound).
+pub const Q_MAX: f64 = 1_099_511_627_776.0;
 /// Largest mat_p accepted (2^31, so products of up to 4 parties stay below the bound after renormalisation).
 pub const MAT_MAX: f64 = 2_147_483_648.0;
 
@@ -195,9 +201,9 @@ pub fn party_upload(
         .iter()
         .map(|&v| {
             if v <= Q_MAX {
-                Fx::from_f64(v).map_err(|_| range("q", v, "[0, 2^20]"))
+                Fx::from_f64(v).map_err(|_| range("q", v, "[0, 2^40]"))
             } else {
-                Err(range("q", v, "[0, 2^20]"))
+                Err(range("q", v, "[0, 2^40]"))
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
