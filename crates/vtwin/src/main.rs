@@ -26,7 +26,7 @@ enum Command {
     Noise(cmd::noise::Args),
     /// Evaluate a function of the fixed-point reference arithmetic (value, f64, relative error).
     Arith(cmd::arith::Args),
-    /// Train a model with DP variational inference (backends float and fixed).
+    /// Train a model with DP variational inference (backends float, fixed and mpc).
     Train(cmd::train::Args),
     /// Sample a synthetic table (CSV, original names, categories and units) from a model.
     Synthesize(cmd::synthesize::Args),
