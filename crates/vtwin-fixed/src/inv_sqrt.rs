@@ -26,7 +26,7 @@
 //! 2), 12 truncations (the initial line's public slope adds one), 12 arithmetic rounds.
 
 use crate::domain::{check, DomainError};
-use crate::normalise::{msb_in_window, pow2_if};
+use crate::normalise::{msb_in_window, pow2_if, scale_back};
 use crate::trunc::Truncator;
 use crate::value::{Fx, FRAC_BITS};
 
@@ -108,22 +108,16 @@ impl InvSqrt {
         }
     }
 
-    fn scale_back<T: Truncator + ?Sized>(&self, z: u128, t: &mut T) -> Fx {
-        let hi = z.wrapping_mul(self.scale_int);
-        let lo = t.trunc(z.wrapping_mul(self.scale_frac), FRAC_BITS);
-        Fx(hi.wrapping_add(lo))
-    }
-
     /// `1/sqrt(x)`. MPC: 2 multiplications (parallel), 1 truncation, 1 round.
     pub fn value<T: Truncator + ?Sized>(&self, t: &mut T) -> Fx {
-        self.scale_back(self.mantissa, t)
+        scale_back(self.mantissa, self.scale_int, self.scale_frac, t)
     }
 
     /// `a/sqrt(x)` for |a| < 2^22; relative error below 2^-20 whenever |a| >= 2^-11 and
     /// |a/sqrt(x)| >= 2^-11. MPC: 3 multiplications, 2 truncations, 2 rounds.
     pub fn mul<T: Truncator + ?Sized>(&self, a: Fx, t: &mut T) -> Fx {
         let z = t.trunc(a.0.wrapping_mul(self.mantissa), FRAC_BITS);
-        self.scale_back(z, t)
+        scale_back(z, self.scale_int, self.scale_frac, t)
     }
 }
 

@@ -27,7 +27,7 @@
 //! multiplications, 2 truncations, 2 rounds.
 
 use crate::domain::{check, DomainError};
-use crate::normalise::{msb_in_window, pow2_if};
+use crate::normalise::{msb_in_window, pow2_if, scale_back};
 use crate::trunc::Truncator;
 use crate::value::{Fx, FRAC_BITS, ONE_RAW};
 
@@ -98,15 +98,9 @@ impl Reciprocal {
         }
     }
 
-    fn scale_back<T: Truncator + ?Sized>(&self, z: u128, t: &mut T) -> Fx {
-        let hi = z.wrapping_mul(self.scale_int);
-        let lo = t.trunc(z.wrapping_mul(self.scale_frac), FRAC_BITS);
-        Fx(hi.wrapping_add(lo))
-    }
-
     /// `1/x`. MPC: 2 multiplications (parallel), 1 truncation, 1 round.
     pub fn value<T: Truncator + ?Sized>(&self, t: &mut T) -> Fx {
-        self.scale_back(self.mantissa, t)
+        scale_back(self.mantissa, self.scale_int, self.scale_frac, t)
     }
 
     /// `a/x` for |a| < 2^22; relative error below 2^-20 whenever |a| >= 2^-11 and
@@ -114,7 +108,7 @@ impl Reciprocal {
     /// MPC: 3 multiplications, 2 truncations, 2 rounds.
     pub fn divide<T: Truncator + ?Sized>(&self, a: Fx, t: &mut T) -> Fx {
         let z = t.trunc(a.0.wrapping_mul(self.mantissa), FRAC_BITS);
-        self.scale_back(z, t)
+        scale_back(z, self.scale_int, self.scale_frac, t)
     }
 }
 
