@@ -2,37 +2,56 @@
 
 mod common;
 
+use std::future::Future;
+
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_mpc::keys::simulated_seeds;
 use vtwin_mpc::multiply::mul;
 use vtwin_mpc::{
-    InputClient, InputError, InputRange, Message, MpcError, Node, NodeId, Opening, Peer, SessionId,
-    Shared, Simulation, WireError,
+    Ctx, InputClient, InputError, InputRange, Message, MpcError, Node, NodeId, Opening, Peer,
+    SessionId, Shared, Simulation, WireError,
 };
 
 const S: SessionId = common::SESSION;
 
-/// Three nodes that each run one multiplication of a public vector (1 round: node i
-/// receives only from node i+1), started; returns the nodes and their first messages.
-fn started() -> (Vec<Node<Shared>>, Vec<Message>) {
-    let mut rng = ChaCha20Rng::seed_from_u64(5);
+/// Three nodes seeded from `seed`, each running `program`, started; returns the nodes and
+/// their first messages.
+fn start_nodes<F, Fut>(seed: u64, program: F) -> (Vec<Node<Shared>>, Vec<Message>)
+where
+    F: Fn(Ctx) -> Fut,
+    Fut: Future<Output = Result<Shared, MpcError>> + 'static,
+{
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let seeds = simulated_seeds(&mut rng, S).expect("seeds");
     let mut nodes: Vec<Node<Shared>> = seeds
         .into_iter()
         .zip(NodeId::ALL)
-        .map(|(s, id)| {
-            Node::new(id, S, s, 1, |ctx| async move {
-                let x = Shared::public(ctx.id(), &[3, 4, 5]);
-                mul(&ctx, &x, &x).await
-            })
-        })
+        .map(|(s, id)| Node::new(id, S, s, 1, &program))
         .collect();
     let mut msgs = Vec::new();
     for n in nodes.iter_mut() {
         msgs.extend(n.start().expect("start"));
     }
     (nodes, msgs)
+}
+
+/// Three nodes that each run one multiplication of a public vector (1 round: node i
+/// receives only from node i+1), started; returns the nodes and their first messages.
+fn started() -> (Vec<Node<Shared>>, Vec<Message>) {
+    start_nodes(5, |ctx| async move {
+        let x = Shared::public(ctx.id(), &[3, 4, 5]);
+        mul(&ctx, &x, &x).await
+    })
+}
+
+/// Three nodes that each run two dependent multiplications (2 rounds), started.
+fn started_two_rounds() -> (Vec<Node<Shared>>, Vec<Message>) {
+    start_nodes(6, |ctx| async move {
+        let x = Shared::public(ctx.id(), &[3]);
+        let y = mul(&ctx, &x, &x).await?;
+        mul(&ctx, &y, &x).await
+    })
 }
 
 fn msg_to(msgs: &[Message], from: u8, to: u8) -> Message {
@@ -83,23 +102,7 @@ fn errors_poison_the_node() {
 fn duplicate_pending_message() {
     // A node that waits on two rounds: the second copy of a future-round message is a
     // duplicate even before it is consumed.
-    let mut rng = ChaCha20Rng::seed_from_u64(6);
-    let seeds = simulated_seeds(&mut rng, S).expect("seeds");
-    let mut nodes: Vec<Node<Shared>> = seeds
-        .into_iter()
-        .zip(NodeId::ALL)
-        .map(|(s, id)| {
-            Node::new(id, S, s, 1, |ctx| async move {
-                let x = Shared::public(ctx.id(), &[3]);
-                let y = mul(&ctx, &x, &x).await?;
-                mul(&ctx, &y, &x).await
-            })
-        })
-        .collect();
-    let mut msgs = Vec::new();
-    for n in nodes.iter_mut() {
-        msgs.extend(n.start().expect("start"));
-    }
+    let (mut nodes, msgs) = started_two_rounds();
     let m = msg_to(&msgs, 1, 0);
     // Node 2 has not sent anything to node 0 in round 0, so node 0 stays in round 0.
     let mut fake = m.clone();
@@ -134,23 +137,7 @@ fn wrong_node_is_an_error() {
 
 #[test]
 fn late_message_for_a_finished_round_is_an_error() {
-    let mut rng = ChaCha20Rng::seed_from_u64(6);
-    let seeds = simulated_seeds(&mut rng, S).expect("seeds");
-    let mut nodes: Vec<Node<Shared>> = seeds
-        .into_iter()
-        .zip(NodeId::ALL)
-        .map(|(s, id)| {
-            Node::new(id, S, s, 1, |ctx| async move {
-                let x = Shared::public(ctx.id(), &[3]);
-                let y = mul(&ctx, &x, &x).await?;
-                mul(&ctx, &y, &x).await
-            })
-        })
-        .collect();
-    let mut msgs = Vec::new();
-    for n in nodes.iter_mut() {
-        msgs.extend(n.start().expect("start"));
-    }
+    let (mut nodes, msgs) = started_two_rounds();
     nodes[0].handle(msg_to(&msgs, 1, 0)).expect("round 0");
     let mut late = msg_to(&msgs, 1, 0);
     late.from = Peer::Node(NodeId::new(2).expect("id"));
