@@ -3,27 +3,34 @@
 //! exact: eval's nll_test must equal the truth's NLL computed in the library, and the
 //! synthetic table must reproduce the truth's marginals and cross-party dependence.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{assert_one_line_error, stderr, vtwin};
 use vtwin_model::demo::{demo_schema, demo_table, demo_truth};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
 use vtwin_model::{Column, ColumnParams, Table};
 
-fn vtwin(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vtwin"))
-        .args(args)
-        .output()
-        .expect("runs the binary")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// `vtwin synthesize --model MODEL --rows ROWS --out OUT`, then the `extra` flags.
+fn synthesize(model: &Path, rows: &str, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "synthesize",
+        "--model",
+        s(model),
+        "--rows",
+        rows,
+        "--out",
+        s(out),
+    ];
+    args.extend_from_slice(extra);
+    vtwin(&args)
 }
 
 /// model.json whose posterior mean maps to `demo_truth()` (unconstrained: weight logits
@@ -64,17 +71,7 @@ fn synthesize_writes_original_units_deterministically() {
     let dir = tempfile::tempdir().unwrap();
     let model = write_truth_model(dir.path());
     let out = dir.path().join("synthetic.csv");
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
-        "20000",
-        "--seed",
-        "5",
-        "--out",
-        s(&out),
-    ]);
+    let o = synthesize(&model, "20000", &out, &["--seed", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     let text = std::fs::read_to_string(&out).unwrap();
@@ -117,47 +114,20 @@ fn synthesize_writes_original_units_deterministically() {
 
     // Same seed, same bytes; another seed, another table.
     let again = dir.path().join("again.csv");
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
-        "20000",
-        "--seed",
-        "5",
-        "--out",
-        s(&again),
-    ]);
+    let o = synthesize(&model, "20000", &again, &["--seed", "5"]);
     assert!(o.status.success());
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
-        "20000",
-        "--seed",
-        "6",
-        "--out",
-        s(&again),
-    ]);
+    let o = synthesize(&model, "20000", &again, &["--seed", "6"]);
     assert!(o.status.success());
     assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
 
     // A posterior draw with a tiny scale gives (almost surely) the same table.
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
+    let o = synthesize(
+        &model,
         "100",
-        "--seed",
-        "5",
-        "--params",
-        "posterior",
-        "--out",
-        s(&again),
-    ]);
+        &again,
+        &["--seed", "5", "--params", "posterior"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -169,17 +139,7 @@ fn eval_reports_the_exact_test_nll_and_tvd() {
     let test_csv = dir.path().join("test.csv");
     test.write_csv(&test_csv).unwrap();
     let synth = dir.path().join("synthetic.csv");
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
-        "20000",
-        "--seed",
-        "1",
-        "--out",
-        s(&synth),
-    ]);
+    let o = synthesize(&model, "20000", &synth, &["--seed", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     let out = dir.path().join("eval.json");
@@ -236,30 +196,11 @@ fn errors_are_one_line_and_name_the_culprit() {
     let out = dir.path().join("x.csv");
 
     let missing = dir.path().join("nope.json");
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&missing),
-        "--rows",
-        "5",
-        "--out",
-        s(&out),
-    ]);
-    assert!(!o.status.success());
-    let e = stderr(&o);
-    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
-    assert!(e.contains("nope.json"), "{e}");
+    let o = synthesize(&missing, "5", &out, &[]);
+    assert_one_line_error(&o, "nope.json");
     assert!(!out.exists());
 
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
-        "0",
-        "--out",
-        s(&out),
-    ]);
+    let o = synthesize(&model, "0", &out, &[]);
     assert!(
         !o.status.success() && stderr(&o).contains("--rows 0"),
         "{}",
@@ -268,15 +209,7 @@ fn errors_are_one_line_and_name_the_culprit() {
 
     // Output into a missing directory: error naming it, nothing written.
     let bad_out = dir.path().join("no/dir/x.csv");
-    let o = vtwin(&[
-        "synthesize",
-        "--model",
-        s(&model),
-        "--rows",
-        "5",
-        "--out",
-        s(&bad_out),
-    ]);
+    let o = synthesize(&model, "5", &bad_out, &[]);
     assert!(
         !o.status.success() && stderr(&o).contains("no/dir/x.csv"),
         "{}",

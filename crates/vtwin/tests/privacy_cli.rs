@@ -1,21 +1,8 @@
 //! `vtwin privacy` and `vtwin noise` as INTERFACE.md specifies them.
 
-use std::process::{Command, Output};
+mod common;
 
-fn vtwin(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vtwin"))
-        .args(args)
-        .output()
-        .expect("run vtwin")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
+use common::{assert_one_line_error, stderr, stdout, vtwin};
 
 #[test]
 fn noise_is_reproducible_with_a_seed_and_one_integer_per_line() {
@@ -61,10 +48,7 @@ fn noise_without_seed_uses_the_os() {
 fn noise_errors_name_the_flag() {
     for (sigma, _) in [("-1", "positive"), ("abc", "decimal"), ("0", "positive")] {
         let o = vtwin(&["noise", "--sigma", sigma, "--count", "1"]);
-        assert!(!o.status.success());
-        let e = stderr(&o);
-        assert!(e.contains("--sigma"), "{e}");
-        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert_one_line_error(&o, "--sigma");
     }
 }
 
@@ -217,11 +201,7 @@ fn privacy_errors_name_the_flag() {
     for (args, flag) in cases {
         let mut all = vec!["privacy"];
         all.extend_from_slice(args);
-        let o = vtwin(&all);
-        assert!(!o.status.success());
-        let e = stderr(&o);
-        assert!(e.contains(flag), "{flag}: {e}");
-        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert_one_line_error(&vtwin(&all), flag);
     }
     // Neither --sigma nor --target-epsilon: clap's usage error (exit status 2).
     let o = vtwin(&[
