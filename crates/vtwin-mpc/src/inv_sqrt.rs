@@ -17,8 +17,8 @@ use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::binary::{a2b, one_hot_msb};
 use crate::error::MpcError;
-use crate::multiply::{mul, mul_and_mul_trunc, mul_trunc, truncate};
-use crate::normalise::{levels_for, select_from_one_hot};
+use crate::multiply::{mul, mul_trunc, truncate};
+use crate::normalise::{levels_for, scale_back, select_from_one_hot};
 use crate::runtime::Ctx;
 use crate::share::Shared;
 
@@ -107,27 +107,22 @@ pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt,
     Ok(normalised(ctx, x, None).await?.0)
 }
 
-async fn scale_back(ctx: &Ctx, r: &SharedInvSqrt, z: &Shared) -> Result<Shared, MpcError> {
-    let (hi, lo) = mul_and_mul_trunc(ctx, (z, &r.scale_int), (z, &r.scale_frac), FRAC_BITS).await?;
-    hi.add(&lo)
-}
-
 impl SharedInvSqrt {
     /// `1/sqrt(x)`. 2 rounds.
     pub async fn value(&self, ctx: &Ctx) -> Result<Shared, MpcError> {
-        scale_back(ctx, self, &self.mantissa).await
+        scale_back(ctx, &self.mantissa, &self.scale_int, &self.scale_frac).await
     }
 
     /// `a/sqrt(x)` for a shared |a| < 2^22. 4 rounds.
     pub async fn mul(&self, ctx: &Ctx, a: &Shared) -> Result<Shared, MpcError> {
         let z = mul_trunc(ctx, a, &self.mantissa, FRAC_BITS).await?;
-        scale_back(ctx, self, &z).await
+        scale_back(ctx, &z, &self.scale_int, &self.scale_frac).await
     }
 
     /// `c/sqrt(x)` for a public |c| < 2^22. 4 rounds.
     pub async fn mul_public(&self, ctx: &Ctx, c: Fx) -> Result<Shared, MpcError> {
         let z = truncate(ctx, &self.mantissa.mul_public(c.raw()), FRAC_BITS).await?;
-        scale_back(ctx, self, &z).await
+        scale_back(ctx, &z, &self.scale_int, &self.scale_frac).await
     }
 }
 

@@ -205,6 +205,24 @@ pub async fn truncate(ctx: &Ctx, x: &Shared, d: u32) -> Result<Shared, MpcError>
     Ok(layer(ctx, Vec::new(), x.own.clone(), d).await?.1)
 }
 
+/// `x` and `y` have the same length, a whole number of groups of `len` (> 0) elements.
+fn check_groups(
+    protocol: &'static str,
+    x: &Shared,
+    y: &Shared,
+    len: usize,
+) -> Result<(), MpcError> {
+    check_len(protocol, x.len(), y.len())?;
+    if len == 0 || x.len() % len != 0 {
+        return Err(MpcError::LengthMismatch {
+            protocol,
+            left: x.len(),
+            right: len,
+        });
+    }
+    Ok(())
+}
+
 /// Inner products of consecutive groups of `len` elements, truncated once by 32 bits after
 /// the sum: the twin of `vtwin_fixed::dot`. One reshare per output element (3 elements per
 /// output, 2 rounds), whatever `len`.
@@ -214,14 +232,7 @@ pub async fn inner_products(
     y: &Shared,
     len: usize,
 ) -> Result<Shared, MpcError> {
-    check_len("inner_products", x.len(), y.len())?;
-    if len == 0 || x.len() % len != 0 {
-        return Err(MpcError::LengthMismatch {
-            protocol: "inner_products",
-            left: x.len(),
-            right: len,
-        });
-    }
+    check_groups("inner_products", x, y, len)?;
     ctx.count(|c| c.mults += x.len() as u64);
     Ok(layer(
         ctx,
@@ -241,14 +252,7 @@ pub async fn inner_products_int(
     y: &Shared,
     len: usize,
 ) -> Result<Shared, MpcError> {
-    check_len("inner_products_int", x.len(), y.len())?;
-    if len == 0 || x.len() % len != 0 {
-        return Err(MpcError::LengthMismatch {
-            protocol: "inner_products_int",
-            left: x.len(),
-            right: len,
-        });
-    }
+    check_groups("inner_products_int", x, y, len)?;
     ctx.count(|c| c.mults += x.len() as u64);
     Ok(layer(ctx, local_dots(x, y, len), Vec::new(), 0).await?.0)
 }

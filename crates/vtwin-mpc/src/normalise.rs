@@ -14,10 +14,14 @@
 //! Cost for `window` w and T tables: A2B `2 + levels` rounds, one-hot `ceil(log2 w)` rounds,
 //! 3 rounds for the conversion; `ceil(w/8) + 8` bit injections (2 products each) and T
 //! outputs per value.
+//!
+//! [`scale_back`] undoes the normalisation once the mantissa is computed.
+
+use vtwin_fixed::FRAC_BITS;
 
 use crate::binary::{a2b, inject, one_hot_msb};
 use crate::error::MpcError;
-use crate::multiply::inner_products_int;
+use crate::multiply::{inner_products_int, mul_and_mul_trunc};
 use crate::runtime::Ctx;
 use crate::share::{BitShared, Shared};
 
@@ -118,4 +122,18 @@ pub(crate) async fn select_from_one_hot(
         .map(|t| out.slice(t * n..(t + 1) * n))
         .collect();
     Ok((per_table, extra_arith))
+}
+
+/// `z 2^k` for the secret scale `2^k` held as two shared one-hot-derived terms, exactly one
+/// of them non-zero (`scale_int = 2^k` when k >= 0, `scale_frac = 2^(32+k)` when k < 0):
+/// `z scale_int + trunc(z scale_frac, 32)`, both formed since the nodes cannot branch on
+/// which is live (vtwin-fixed `normalise::scale_back`). 2 rounds, 1 truncation per value.
+pub(crate) async fn scale_back(
+    ctx: &Ctx,
+    z: &Shared,
+    scale_int: &Shared,
+    scale_frac: &Shared,
+) -> Result<Shared, MpcError> {
+    let (hi, lo) = mul_and_mul_trunc(ctx, (z, scale_int), (z, scale_frac), FRAC_BITS).await?;
+    hi.add(&lo)
 }

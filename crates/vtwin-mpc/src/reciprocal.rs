@@ -16,8 +16,8 @@ use vtwin_fixed::reciprocal::{RECIP_ITERATIONS, RECIP_WINDOW_BITS, RECIP_Y0_RAW}
 use vtwin_fixed::{FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
-use crate::multiply::{mul_and_mul_trunc, mul_trunc};
-use crate::normalise::{msb_one_hot, select_from_one_hot};
+use crate::multiply::mul_trunc;
+use crate::normalise::{msb_one_hot, scale_back, select_from_one_hot};
 use crate::runtime::Ctx;
 use crate::share::{BitShared, Shared};
 
@@ -74,23 +74,17 @@ pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedRecipr
     })
 }
 
-/// `z 2^(31-e)`: `z scale_int + trunc(z scale_frac)`. 2 rounds.
-async fn scale_back(ctx: &Ctx, r: &SharedReciprocal, z: &Shared) -> Result<Shared, MpcError> {
-    let (hi, lo) = mul_and_mul_trunc(ctx, (z, &r.scale_int), (z, &r.scale_frac), FRAC_BITS).await?;
-    hi.add(&lo)
-}
-
 impl SharedReciprocal {
     /// `1/x`. 2 rounds, 1 truncation per value.
     pub async fn value(&self, ctx: &Ctx) -> Result<Shared, MpcError> {
-        scale_back(ctx, self, &self.mantissa).await
+        scale_back(ctx, &self.mantissa, &self.scale_int, &self.scale_frac).await
     }
 
     /// `a/x` for |a| < 2^22 (the reference's `Reciprocal::divide`). 4 rounds, 2
     /// truncations per value.
     pub async fn divide(&self, ctx: &Ctx, a: &Shared) -> Result<Shared, MpcError> {
         let z = mul_trunc(ctx, a, &self.mantissa, FRAC_BITS).await?;
-        scale_back(ctx, self, &z).await
+        scale_back(ctx, &z, &self.scale_int, &self.scale_frac).await
     }
 }
 
