@@ -8,7 +8,7 @@ use common::{log_uniform, measure, p2, rule, uniform, with_rule};
 use proptest::prelude::*;
 use vtwin_fixed::{
     clip_factor, compare, divide, exp, inv_sqrt, reciprocal, DomainError, Floor, Fx, InvSqrt,
-    Reciprocal,
+    Reciprocal, Truncator,
 };
 
 const CASES: u32 = 100_000;
@@ -19,56 +19,79 @@ fn signed_log_uniform(lo: f64, hi: f64) -> impl Strategy<Value = Fx> {
     (log_uniform(lo, hi), any::<bool>()).prop_map(|(v, neg)| if neg { -v } else { v })
 }
 
-#[test]
-fn reciprocal_relative_error_up_to_2_pow_11() {
-    let w = measure(
-        "reciprocal rel [2^-30,2^11]",
+/// A compound function under test, `1 / g(x)` for some `g`, with the truncator to use.
+type Inverse = fn(Fx, &mut dyn Truncator) -> Result<Fx, DomainError>;
+
+/// Asserts `f(x)` is within relative 2^-20 of `1 / g(x)` for x log-uniform in [2^-30, 2^hi],
+/// under both truncation rules; returns the measured maximum relative error.
+fn relative_error(name: &str, hi: f64, f: Inverse, g: fn(f64) -> f64) -> f64 {
+    measure(
+        name,
         file!(),
         CASES,
-        (log_uniform(-30.0, 11.0), rule()),
+        (log_uniform(-30.0, hi), rule()),
         |(x, r)| {
-            let got = with_rule(r, |t| reciprocal(x, t)).unwrap().to_f64();
-            let want = 1.0 / x.to_f64();
+            let got = with_rule(r, |t| f(x, t)).unwrap().to_f64();
+            let want = 1.0 / g(x.to_f64());
             let rel = (got / want - 1.0).abs();
             prop_assert!(rel <= p2(-20.0), "x={x:?} got={got} want={want} rel={rel}");
             Ok(rel)
         },
-    );
-    assert!(w > 0.0);
+    )
 }
 
-#[test]
-fn reciprocal_absolute_error_over_the_whole_range() {
+/// Asserts `f(x)` is within relative 2^-20 of `1 / g(x)`, or 2 ulp where the output
+/// quantisation dominates, for x log-uniform in [2^-30, 2^hi] under both rules, measuring
+/// the ulp error above 2^rel_hi (`names[0]`); then measures the relative error with the
+/// quantisation included under floor truncation (`names[1]`).
+fn absolute_error(names: [&str; 2], (rel_hi, hi): (f64, f64), f: Inverse, g: fn(f64) -> f64) {
     measure(
-        "reciprocal abs ulp [2^-30,2^16]",
+        names[0],
         file!(),
         CASES,
-        (log_uniform(-30.0, 16.0), rule()),
+        (log_uniform(-30.0, hi), rule()),
         |(x, r)| {
-            let got = with_rule(r, |t| reciprocal(x, t)).unwrap().to_f64();
-            let want = 1.0 / x.to_f64();
-            // Relative 2^-20 of the value, or 2 ulp where the output quantisation dominates.
+            let got = with_rule(r, |t| f(x, t)).unwrap().to_f64();
+            let want = 1.0 / g(x.to_f64());
             let err = (got - want).abs();
             prop_assert!(
                 err <= (p2(-20.0) * want).max(2.0 * ULP),
                 "x={x:?} got={got} want={want}"
             );
-            Ok(if x.to_f64() > p2(11.0) {
+            Ok(if x.to_f64() > p2(rel_hi) {
                 err / ULP
             } else {
                 0.0
             })
         },
     );
-    measure(
-        "reciprocal rel [2^-30,2^16] (quantisation included)",
-        file!(),
-        CASES,
-        log_uniform(-30.0, 16.0),
-        |x| {
-            let got = reciprocal(x, &mut Floor).unwrap().to_f64();
-            Ok((got * x.to_f64() - 1.0).abs())
-        },
+    measure(names[1], file!(), CASES, log_uniform(-30.0, hi), |x| {
+        let got = f(x, &mut Floor).unwrap().to_f64();
+        Ok((got * g(x.to_f64()) - 1.0).abs())
+    });
+}
+
+#[test]
+fn reciprocal_relative_error_up_to_2_pow_11() {
+    let w = relative_error(
+        "reciprocal rel [2^-30,2^11]",
+        11.0,
+        |x, t| reciprocal(x, t),
+        |x| x,
+    );
+    assert!(w > 0.0);
+}
+
+#[test]
+fn reciprocal_absolute_error_over_the_whole_range() {
+    absolute_error(
+        [
+            "reciprocal abs ulp [2^-30,2^16]",
+            "reciprocal rel [2^-30,2^16] (quantisation included)",
+        ],
+        (11.0, 16.0),
+        |x, t| reciprocal(x, t),
+        |x| x,
     );
 }
 
@@ -138,52 +161,24 @@ fn divide_relative_error() {
 
 #[test]
 fn inv_sqrt_relative_error_up_to_2_pow_22() {
-    measure(
+    relative_error(
         "inv_sqrt rel [2^-30,2^22]",
-        file!(),
-        CASES,
-        (log_uniform(-30.0, 22.0), rule()),
-        |(x, r)| {
-            let got = with_rule(r, |t| inv_sqrt(x, t)).unwrap().to_f64();
-            let want = 1.0 / x.to_f64().sqrt();
-            let rel = (got / want - 1.0).abs();
-            prop_assert!(rel <= p2(-20.0), "x={x:?} got={got} want={want}");
-            Ok(rel)
-        },
+        22.0,
+        |x, t| inv_sqrt(x, t),
+        f64::sqrt,
     );
 }
 
 #[test]
 fn inv_sqrt_absolute_error_over_the_whole_range() {
-    measure(
-        "inv_sqrt abs ulp (2^22,2^40]",
-        file!(),
-        CASES,
-        (log_uniform(-30.0, 40.0), rule()),
-        |(x, r)| {
-            let got = with_rule(r, |t| inv_sqrt(x, t)).unwrap().to_f64();
-            let want = 1.0 / x.to_f64().sqrt();
-            let err = (got - want).abs();
-            prop_assert!(
-                err <= (p2(-20.0) * want).max(2.0 * ULP),
-                "x={x:?} got={got} want={want}"
-            );
-            Ok(if x.to_f64() > p2(22.0) {
-                err / ULP
-            } else {
-                0.0
-            })
-        },
-    );
-    measure(
-        "inv_sqrt rel [2^-30,2^40] (quantisation included)",
-        file!(),
-        CASES,
-        log_uniform(-30.0, 40.0),
-        |x| {
-            let got = inv_sqrt(x, &mut Floor).unwrap().to_f64();
-            Ok((got * x.to_f64().sqrt() - 1.0).abs())
-        },
+    absolute_error(
+        [
+            "inv_sqrt abs ulp (2^22,2^40]",
+            "inv_sqrt rel [2^-30,2^40] (quantisation included)",
+        ],
+        (22.0, 40.0),
+        |x, t| inv_sqrt(x, t),
+        f64::sqrt,
     );
 }
 
