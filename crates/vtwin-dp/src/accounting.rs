@@ -382,15 +382,9 @@ pub fn calibrate_sigma(
             });
         }
     }
-    let rdp_tol = 1e-6;
-    while hi - lo > rdp_tol * hi {
-        let mid = 0.5 * (lo + hi);
-        if eps_at(Accountant::Rdp, mid)? <= target_epsilon {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
+    let hi = bisect_sigma(lo, hi, 1e-6, |sigma| {
+        Ok(eps_at(Accountant::Rdp, sigma)? <= target_epsilon)
+    })?;
     if accountant == Accountant::Rdp {
         return Ok(hi);
     }
@@ -412,15 +406,30 @@ pub fn calibrate_sigma(
             });
         }
     }
-    while hi_t - lo > 1e-4 * hi_t {
-        let mid = 0.5 * (lo + hi_t);
-        if eps_at(accountant, mid)? <= target_epsilon {
-            hi_t = mid;
+    bisect_sigma(lo, hi_t, 1e-4, |sigma| {
+        Ok(eps_at(accountant, sigma)? <= target_epsilon)
+    })
+}
+
+/// Bisects `[lo, hi]` (where `meets(lo)` fails and `meets(hi)` holds, `meets` monotone in
+/// sigma) until the bracket is narrower than `rel_tol * hi`; returns the upper end, the
+/// smallest sigma found that meets the target. Cost: about `log2((hi - lo) / (rel_tol hi))`
+/// evaluations of `meets`.
+fn bisect_sigma(
+    mut lo: f64,
+    mut hi: f64,
+    rel_tol: f64,
+    mut meets: impl FnMut(f64) -> Result<bool, AccountingError>,
+) -> Result<f64, AccountingError> {
+    while hi - lo > rel_tol * hi {
+        let mid = 0.5 * (lo + hi);
+        if meets(mid)? {
+            hi = mid;
         } else {
             lo = mid;
         }
     }
-    Ok(hi_t)
+    Ok(hi)
 }
 
 #[cfg(test)]
