@@ -126,10 +126,7 @@ fn broadcast(x: &Shared, times: usize) -> Shared {
             .flat_map(|&e| std::iter::repeat_n(e, times))
             .collect()
     };
-    Shared {
-        own: rep(&x.own),
-        next: rep(&x.next),
-    }
+    x.map_linear(rep)
 }
 
 /// Sums groups of `len` consecutive elements (local).
@@ -139,10 +136,7 @@ fn group_sums(x: &Shared, len: usize) -> Shared {
             .map(|c| c.iter().fold(0u128, |s, e| s.wrapping_add(*e)))
             .collect()
     };
-    Shared {
-        own: sum(&x.own),
-        next: sum(&x.next),
-    }
+    x.map_linear(sum)
 }
 
 /// Sums over the batch: `out[k] = sum_n x[n][k]` for x of B x K (local).
@@ -157,28 +151,12 @@ fn column_sums(x: &Shared, k_n: usize) -> Shared {
             })
             .collect()
     };
-    Shared {
-        own: sum(&x.own),
-        next: sum(&x.next),
-    }
+    x.map_linear(sum)
 }
 
 /// Element-wise product with public values, then nothing (local, untruncated).
 fn mul_public_each(x: &Shared, c: &[u128]) -> Shared {
-    Shared {
-        own: x
-            .own
-            .iter()
-            .zip(c)
-            .map(|(a, b)| a.wrapping_mul(*b))
-            .collect(),
-        next: x
-            .next
-            .iter()
-            .zip(c)
-            .map(|(a, b)| a.wrapping_mul(*b))
-            .collect(),
-    }
+    x.map_linear(|v| v.iter().zip(c).map(|(a, b)| a.wrapping_mul(*b)).collect())
 }
 
 /// G = sum_n c_n g_n + Z, shared, canonical order (module docs).

@@ -101,12 +101,19 @@ impl Shared {
         })
     }
 
+    /// Applies the public linear map `f` (repeat, regroup, sum, scale by public values) to
+    /// both share vectors: the result shares `f(x)` because `f` commutes with the sum of
+    /// shares. Local; only correct for maps linear over the ring.
+    pub(crate) fn map_linear(&self, f: impl Fn(&[u128]) -> Vec<u128>) -> Shared {
+        Shared {
+            own: f(&self.own),
+            next: f(&self.next),
+        }
+    }
+
     /// `c * x` for a public ring constant. Local.
     pub fn mul_public(&self, c: u128) -> Shared {
-        Shared {
-            own: self.own.iter().map(|v| v.wrapping_mul(c)).collect(),
-            next: self.next.iter().map(|v| v.wrapping_mul(c)).collect(),
-        }
+        self.map_linear(|x| x.iter().map(|v| v.wrapping_mul(c)).collect())
     }
 
     /// `c - x` element-wise, `c` public. Local.
