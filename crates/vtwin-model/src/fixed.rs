@@ -24,7 +24,7 @@
 //!    maps; each element one truncation); decode.
 //!
 //! Fixed-point bounds (checked; a violation is an error naming the party and quantity):
-//! mat_p < 2^31, q_p <= 2^20 (so r^2 sum_p q < 2^23 for P <= 8), |T| <= 14 (from the codec),
+//! mat_p < 2^31, q_p <= 2^40 ([`Q_MAX`]), |T| <= 14 (from the codec),
 //! and the public maps satisfy B (14 |A| + |b|) < 2^22.
 //!
 //! With [`Renormalise::Off`], a record whose mat_p[n][k] all truncate to 0 for one party
@@ -100,7 +100,7 @@ pub struct PartyUpload {
 pub struct FixedBackend {
     device: Device,
     renormalise: Renormalise,
-    noise: Option<((u64, u64), usize, vtwin_dp::DiscreteGaussian)>,
+    noise: PartyNoise,
 }
 
 impl FixedBackend {
@@ -109,19 +109,51 @@ impl FixedBackend {
         Ok(FixedBackend {
             device: compute_device()?,
             renormalise,
-            noise: None,
+            noise: PartyNoise::default(),
         })
     }
+}
 
-    /// The per-party share distribution N_Z(0, (sigma C 2^32)^2 / P), cached.
-    fn share_distribution(
+/// The parties' discrete Gaussian noise shares, one N_Z(0, (sigma C 2^32)^2 / P) vector per
+/// party, drawn from each party's own generator. Shared by the fixed and mpc backends so that
+/// the same generator states give the same shares. The distribution is cached by
+/// (sigma, C, P): building it from exact rationals costs more than sampling one iteration.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PartyNoise {
+    cache: Option<((u64, u64), usize, vtwin_dp::DiscreteGaussian)>,
+}
+
+impl PartyNoise {
+    /// Draws every party's share (party order) and returns their sum, zeroized on drop (the
+    /// sum is as secret as the shares). All zeros when sigma = 0.
+    pub(crate) fn summed(
+        &mut self,
+        input: &GradientInput<'_>,
+        rngs: &mut NoiseRngs,
+    ) -> Result<vtwin_dp::NoiseShare, BackendError> {
+        let d = input.layout.dim();
+        let parties = input.layout.n_parties();
+        let mut z = vec![0i128; d];
+        if input.noise.sigma > 0.0 {
+            let dg = self.distribution(input.noise.sigma, input.clip, parties)?;
+            for p in 0..parties {
+                let share = dg.sample_share(rngs.party(p), d);
+                for (acc, v) in z.iter_mut().zip(share.as_slice()) {
+                    *acc += v;
+                }
+            }
+        }
+        Ok(vtwin_dp::NoiseShare::new(z))
+    }
+
+    fn distribution(
         &mut self,
         sigma: f64,
         clip: f64,
         parties: usize,
     ) -> Result<&vtwin_dp::DiscreteGaussian, BackendError> {
         let key = (sigma.to_bits(), clip.to_bits());
-        if !matches!(&self.noise, Some((k, p, _)) if *k == key && *p == parties) {
+        if !matches!(&self.cache, Some((k, p, _)) if *k == key && *p == parties) {
             let exact = |x: f64| {
                 vtwin_dp::rational_from_f64(x)
                     .ok_or_else(|| BackendError::Noise(format!("{x} is not finite")))
@@ -129,9 +161,9 @@ impl FixedBackend {
             let s = exact(sigma)? * exact(clip)? * vtwin_dp::pow2(FRAC_BITS);
             let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)
                 .map_err(|e| BackendError::Noise(e.to_string()))?;
-            self.noise = Some((key, parties, dg));
+            self.cache = Some((key, parties, dg));
         }
-        Ok(&self.noise.as_ref().expect("set above").2)
+        Ok(&self.cache.as_ref().expect("set above").2)
     }
 }
 
@@ -359,22 +391,10 @@ impl GradientBackend for FixedBackend {
         noise: &mut NoiseRngs,
     ) -> Result<GradientOutput, BackendError> {
         input.validate()?;
-        let d = input.layout.dim();
         let p_n = input.layout.n_parties();
         // Noise shares first, before the data phase.
         let t0 = Instant::now();
-        let mut z = vec![0i128; d];
-        if input.noise.sigma > 0.0 {
-            let dg = self.share_distribution(input.noise.sigma, input.clip, p_n)?;
-            for p in 0..p_n {
-                let share = dg.sample_share(noise.party(p), d);
-                for (acc, v) in z.iter_mut().zip(share.as_slice()) {
-                    *acc += v;
-                }
-            }
-        }
-        // Zeroized on drop: the summed noise is as secret as the shares.
-        let z = vtwin_dp::NoiseShare::new(z);
+        let z = self.noise.summed(input, noise)?;
         let noise_ms = t0.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
         let uploads = (0..p_n)

@@ -45,7 +45,7 @@ use vtwin_mpc::{InputClient, SessionId};
 use crate::backend::{
     BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
 };
-use crate::fixed::{party_upload, PartyUpload, Renormalise};
+use crate::fixed::{party_upload, PartyNoise, PartyUpload, Renormalise};
 use crate::kernels::{compute_device, KernelError, PartyMaps};
 use crate::layout::Layout;
 
@@ -92,7 +92,7 @@ impl CostLog {
 pub struct MpcBackend {
     device: Device,
     renormalise: Renormalise,
-    noise: Option<((u64, u64), usize, vtwin_dp::DiscreteGaussian)>,
+    noise: PartyNoise,
     rng: ChaCha20Rng,
     costs: CostLog,
     upload_bytes: HashMap<(usize, usize), u64>,
@@ -123,7 +123,7 @@ impl MpcBackend {
         Ok(MpcBackend {
             device: compute_device()?,
             renormalise,
-            noise: None,
+            noise: PartyNoise::default(),
             rng,
             costs: CostLog::default(),
             upload_bytes: HashMap::new(),
@@ -133,28 +133,6 @@ impl MpcBackend {
     /// A handle on this backend's per-iteration costs.
     pub fn costs(&self) -> CostLog {
         self.costs.clone()
-    }
-
-    /// The per-party share distribution N_Z(0, (sigma C 2^32)^2 / P), cached (the fixed
-    /// backend's, so the same generator state gives the same shares).
-    fn share_distribution(
-        &mut self,
-        sigma: f64,
-        clip: f64,
-        parties: usize,
-    ) -> Result<&vtwin_dp::DiscreteGaussian, BackendError> {
-        let key = (sigma.to_bits(), clip.to_bits());
-        if !matches!(&self.noise, Some((k, p, _)) if *k == key && *p == parties) {
-            let exact = |x: f64| {
-                vtwin_dp::rational_from_f64(x)
-                    .ok_or_else(|| BackendError::Noise(format!("{x} is not finite")))
-            };
-            let s = exact(sigma)? * exact(clip)? * vtwin_dp::pow2(FRAC_BITS);
-            let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)
-                .map_err(|e| BackendError::Noise(e.to_string()))?;
-            self.noise = Some((key, parties, dg));
-        }
-        Ok(&self.noise.as_ref().expect("set above").2)
     }
 
     /// Encoded bytes of one party's upload of `values` elements (setup included): measured
@@ -174,11 +152,11 @@ impl MpcBackend {
 }
 
 /// The public ranges every party checks before sharing: mat in [0, 2^31) (the largest
-/// value below 2^31), q in [0, 2^20], T in [-14, 14] ([`crate::fixed`]'s bounds).
+/// value below 2^31), q in [0, 2^40] ([`crate::fixed::Q_MAX`]), T in [-14, 14] ([`crate::fixed`]'s bounds).
 pub fn input_bounds() -> InputBounds {
     InputBounds {
         mat: (Fx::ZERO, Fx::from_raw((1u128 << (31 + FRAC_BITS)) - 1)),
-        q: (Fx::ZERO, Fx::from_int(1 << 20)),
+        q: (Fx::ZERO, Fx::from_int(crate::fixed::Q_MAX as i64)),
         stats: (Fx::from_int(-14), Fx::from_int(14)),
     }
 }
@@ -287,7 +265,7 @@ fn input_error(layout: &Layout, b: usize, party: usize, e: &InputError) -> Backe
             let (what, range) = if index < b * k {
                 ("mat", "[0, 2^31)")
             } else if index < 2 * b * k {
-                ("q", "[0, 2^20]")
+                ("q", "[0, 2^40]")
             } else {
                 ("T", "[-14, 14]")
             };
@@ -314,21 +292,10 @@ impl GradientBackend for MpcBackend {
     ) -> Result<GradientOutput, BackendError> {
         let b = input.validate()?;
         let layout = input.layout;
-        let d = layout.dim();
         let p_n = layout.n_parties();
         // Noise shares first, before the data phase (as the fixed backend).
         let t0 = Instant::now();
-        let mut z = vec![0i128; d];
-        if input.noise.sigma > 0.0 {
-            let dg = self.share_distribution(input.noise.sigma, input.clip, p_n)?;
-            for p in 0..p_n {
-                let share = dg.sample_share(noise.party(p), d);
-                for (acc, v) in z.iter_mut().zip(share.as_slice()) {
-                    *acc += v;
-                }
-            }
-        }
-        let z = vtwin_dp::NoiseShare::new(z);
+        let z = self.noise.summed(input, noise)?;
         let noise_ms = t0.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
         let uploads = (0..p_n)

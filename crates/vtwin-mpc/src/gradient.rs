@@ -292,7 +292,7 @@ pub struct PlainUpload {
 }
 
 /// Public closed ranges every party checks before sharing (from the model's fixed-point
-/// bounds, e.g. mat in [0, 2^31), q in [0, 2^20], T in [-14, 14]).
+/// bounds, e.g. mat in [0, 2^31), q in [0, 2^40], T in [-14, 14]).
 #[derive(Clone, Copy, Debug)]
 pub struct InputBounds {
     /// Range of mat_p.
