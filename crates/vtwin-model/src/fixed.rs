@@ -253,6 +253,31 @@ pub fn party_upload(
     Ok(PartyUpload { mat, q, stats })
 }
 
+/// The range check both fixed-point backends make on one party's public score maps before
+/// encoding them: B * b_rows < 2^22 with B = max (14 |A| + |b|) over the maps, for a batch
+/// of `b_rows` rows. On failure `BackendError::Range` names `party`. Cost O(maps length).
+pub(crate) fn check_score_map_bound(
+    maps: &PartyMaps,
+    b_rows: usize,
+    party: &str,
+) -> Result<(), BackendError> {
+    let bound = maps
+        .scale
+        .iter()
+        .zip(&maps.offset)
+        .map(|(a, o)| 14.0 * a.abs() + o.abs())
+        .fold(0.0, f64::max);
+    if bound * (b_rows as f64) >= 4_194_304.0 {
+        return Err(BackendError::Range {
+            party: party.to_string(),
+            what: "public score map B (14 |A| + |b|)",
+            value: bound * b_rows as f64,
+            range: "[0, 2^22)",
+        });
+    }
+    Ok(())
+}
+
 /// Node side (steps 4-9 without the noise): G before noise, as ring elements (length d),
 /// and diagnostics (clipped and den_zero counts). `noise` holds the summed noise shares,
 /// length d (raw integers at scale 2^32), added before decoding.
@@ -335,20 +360,7 @@ pub fn fixed_gradient<T: Truncator>(
     for (p, up) in uploads.iter().enumerate() {
         let wd = layout.stat_width(p);
         let maps = PartyMaps::new(input.theta, layout, p);
-        let bound = maps
-            .scale
-            .iter()
-            .zip(&maps.offset)
-            .map(|(a, o)| 14.0 * a.abs() + o.abs())
-            .fold(0.0, f64::max);
-        if bound * (b as f64) >= 4_194_304.0 {
-            return Err(BackendError::Range {
-                party: layout.parties[p].clone(),
-                what: "public score map B (14 |A| + |b|)",
-                value: bound * b as f64,
-                range: "[0, 2^22)",
-            });
-        }
+        check_score_map_bound(&maps, b, &layout.parties[p])?;
         for k in 0..k_n {
             for j in 0..wd {
                 // M_p[k][j] = sum_n w[n][k] T_p[n][j], truncated once.

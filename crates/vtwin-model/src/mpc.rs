@@ -187,20 +187,7 @@ pub fn circuit_public(input: &GradientInput<'_>, b: usize) -> Result<CircuitPubl
     let mut parties = Vec::with_capacity(layout.n_parties());
     for p in 0..layout.n_parties() {
         let maps = PartyMaps::new(input.theta, layout, p);
-        let bound = maps
-            .scale
-            .iter()
-            .zip(&maps.offset)
-            .map(|(a, o)| 14.0 * a.abs() + o.abs())
-            .fold(0.0, f64::max);
-        if bound * (b as f64) >= 4_194_304.0 {
-            return Err(BackendError::Range {
-                party: layout.parties[p].clone(),
-                what: "public score map B (14 |A| + |b|)",
-                value: bound * b as f64,
-                range: "[0, 2^22)",
-            });
-        }
+        crate::fixed::check_score_map_bound(&maps, b, &layout.parties[p])?;
         parties.push(PartyMap {
             width: layout.stat_width(p),
             scale: maps
