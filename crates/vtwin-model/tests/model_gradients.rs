@@ -4,20 +4,16 @@
 use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use vtwin_model::backend::{GradientBackend, GradientInput, NoiseConfig, NoiseRngs};
-use vtwin_model::demo::{demo_schema, demo_table};
+use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::float::{log_likelihood, per_example_gradients, FloatBackend};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::natural_params;
 use vtwin_model::stats::{PartyBatch, PartyData};
 
-fn demo(rows: usize, k: usize) -> (Layout, Vec<PartyData>, vtwin_model::Table) {
-    let table = demo_table(rows, 11);
-    let layout = Layout::from_schema(&demo_schema(), k).unwrap();
-    let data = PartyData::from_table(&table, &layout).unwrap();
-    (layout, data, table)
-}
+mod common;
+
+use common::{demo, input};
 
 fn random_theta(layout: &Layout, rng: &mut ChaCha20Rng, scale: f64) -> Vec<f64> {
     (0..layout.dim())
@@ -29,25 +25,9 @@ fn batches(data: &[PartyData], rows: &[usize]) -> Vec<PartyBatch> {
     data.iter().map(|p| p.batch(rows)).collect()
 }
 
-fn input<'a>(
-    layout: &'a Layout,
-    theta: &'a [f64],
-    parties: &'a [PartyBatch],
-    clip: f64,
-    sigma: f64,
-) -> GradientInput<'a> {
-    GradientInput {
-        layout,
-        theta,
-        parties,
-        clip,
-        noise: NoiseConfig { sigma },
-    }
-}
-
 #[test]
 fn per_example_gradient_is_finite_difference_of_log_likelihood() {
-    let (layout, data, _) = demo(40, 4);
+    let (layout, data, _) = demo(40, 4, 11);
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     for trial in 0..3 {
         let theta = random_theta(&layout, &mut rng, 1.0);
@@ -77,7 +57,7 @@ fn per_example_gradient_is_finite_difference_of_log_likelihood() {
 
 #[test]
 fn log_likelihood_matches_the_data_side_mixture_density() {
-    let (layout, data, table) = demo(200, 5);
+    let (layout, data, table) = demo(200, 5, 11);
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let theta = random_theta(&layout, &mut rng, 1.5);
     let all: Vec<PartyBatch> = data.iter().map(PartyData::all).collect();
@@ -100,7 +80,7 @@ fn log_likelihood_matches_the_data_side_mixture_density() {
 /// on the max over coordinates relative to the record's largest coordinate.
 #[test]
 fn fixed_per_example_gradients_agree_with_float() {
-    let (layout, data, _) = demo(300, 6);
+    let (layout, data, _) = demo(300, 6, 11);
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let mut float = FloatBackend::new().unwrap();
     let mut fixed = FixedBackend::new(Renormalise::ClosedForm).unwrap();
@@ -131,7 +111,7 @@ fn fixed_per_example_gradients_agree_with_float() {
 /// Whole clipped batch sums (B = 100, C = 1, noise off) agree within B * 2^-17.
 #[test]
 fn fixed_batch_sum_agrees_with_float() {
-    let (layout, data, _) = demo(400, 8);
+    let (layout, data, _) = demo(400, 8, 11);
     let mut rng = ChaCha20Rng::seed_from_u64(4);
     let mut float = FloatBackend::new().unwrap();
     let mut noise = NoiseRngs::seeded(0, layout.n_parties());
@@ -165,7 +145,7 @@ fn fixed_batch_sum_agrees_with_float() {
 /// renormalisation recovers the float gradient for the same record.
 #[test]
 fn without_renormalisation_underflowing_records_give_zero_gradient() {
-    let (layout, data, _) = demo(50, 3);
+    let (layout, data, _) = demo(50, 3, 11);
     let mut rng = ChaCha20Rng::seed_from_u64(5);
     let mut theta = random_theta(&layout, &mut rng, 0.3);
     // Make every categorical probability tiny for the observed categories of party 0 by
@@ -245,7 +225,7 @@ fn without_renormalisation_underflowing_records_give_zero_gradient() {
 /// standard deviation is within 3% of sigma C with overwhelming probability.
 #[test]
 fn noise_has_the_configured_scale() {
-    let (layout, data, _) = demo(20, 3);
+    let (layout, data, _) = demo(20, 3, 11);
     let theta = vec![0.0; layout.dim()];
     let parties = batches(&data, &[]);
     let (sigma, clip) = (2.0, 0.5);

@@ -6,8 +6,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::{Fx, Probabilistic};
 use vtwin_model::adam::AdamConfig;
-use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseConfig, NoiseRngs};
-use vtwin_model::demo::{demo_schema, demo_table};
+use vtwin_model::backend::{BackendError, GradientBackend, NoiseRngs};
+use vtwin_model::demo::demo_table;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::{fixed_gradient, party_upload, FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
@@ -17,33 +17,17 @@ use vtwin_model::mpc::{
     MpcBackend,
 };
 use vtwin_model::stats::{PartyBatch, PartyData};
-use vtwin_mpc::gradient::{gradient, receive_inputs, upload_messages, CircuitPublic, PlainUpload};
+use vtwin_mpc::gradient::{
+    gradient, masks_in_reference_order, receive_inputs, upload_messages, CircuitPublic, PlainUpload,
+};
 use vtwin_mpc::input::reveal_to;
 use vtwin_mpc::{InputClient, Opening, SessionId, Simulation};
 
+mod common;
+
+use common::{demo, input};
+
 const SESSION: SessionId = SessionId(*b"vtwin-model-mpc!");
-
-fn demo(rows: usize, k: usize) -> (Layout, Vec<PartyData>) {
-    let table = demo_table(rows, 21);
-    let layout = Layout::from_schema(&demo_schema(), k).unwrap();
-    let data = PartyData::from_table(&table, &layout).unwrap();
-    (layout, data)
-}
-
-fn input<'a>(
-    layout: &'a Layout,
-    theta: &'a [f64],
-    parties: &'a [PartyBatch],
-    sigma: f64,
-) -> GradientInput<'a> {
-    GradientInput {
-        layout,
-        theta,
-        parties,
-        clip: 1.0,
-        noise: NoiseConfig { sigma },
-    }
-}
 
 /// The circuit in the simulator with the nodes' truncation masks recorded (layer order).
 fn run_recorded(
@@ -86,58 +70,12 @@ fn run_recorded(
     (o.result().expect("opened"), rep.masks)
 }
 
-/// The nodes' masks (one vector per truncation layer, `vtwin_mpc::gradient` docs) in the
-/// order `fixed_gradient` calls its truncator: per record the mat products and pm, the
-/// reciprocal, the two divide truncations per component, r^2, the two norm sums, the clip
-/// factor, w; then trunc(pi sc) per component; then M and G_p per coordinate.
-fn replay_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
-    let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
-    assert_eq!(layers.len(), parties + 27, "truncation layers");
-    let mut it = layers.iter();
-    let mut take =
-        |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
-    let mat = take(parties - 1);
-    let pm = take(1)[0];
-    let recip = take(7);
-    let div = take(2);
-    let r2 = take(1)[0];
-    let acc = take(1)[0];
-    let clip = take(13);
-    let w = take(1)[0];
-    let m_pisc = take(1)[0];
-    let g = take(1)[0];
-    let (m, pisc) = m_pisc.split_at(g.len());
-    let mut out = Vec::new();
-    for n in 0..b {
-        for k in 0..k_n {
-            let i = n * k_n + k;
-            out.extend(mat.iter().map(|l| l[i]));
-            out.push(pm[i]);
-        }
-        out.extend(recip.iter().map(|l| l[n]));
-        for k in 0..k_n {
-            out.push(div[0][n * k_n + k]);
-            out.push(div[1][n * k_n + k]);
-        }
-        out.extend((0..k_n).map(|k| r2[n * k_n + k]));
-        out.extend([acc[n], acc[b + n]]);
-        out.extend(clip.iter().map(|l| l[n]));
-        out.extend((0..k_n).map(|k| w[n * k_n + k]));
-    }
-    out.extend(pisc.iter().copied());
-    for i in 0..m.len() {
-        out.push(m[i]);
-        out.push(g[i]);
-    }
-    out
-}
-
 /// (a) The backend's mapping (party uploads, public side, noise order, output order) run
 /// through the circuit equals `vtwin_model::fixed::fixed_gradient` bit for bit when
 /// `fixed_gradient`'s truncator replays the nodes' masks.
 #[test]
 fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
-    let (layout, data) = demo(300, 4);
+    let (layout, data, _) = demo(300, 4, 21);
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     for (trial, b) in [(0usize, 9usize), (1, 1), (2, 17)] {
         let theta: Vec<f64> = (0..layout.dim())
@@ -145,7 +83,7 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
             .collect();
         let rows: Vec<usize> = (0..b).map(|i| (i * 13 + trial * 5) % 300).collect();
         let parties: Vec<PartyBatch> = data.iter().map(|p| p.batch(&rows)).collect();
-        let inp = input(&layout, &theta, &parties, 1.0);
+        let inp = input(&layout, &theta, &parties, 1.0, 1.0);
         let ups: Vec<_> = (0..layout.n_parties())
             .map(|p| {
                 party_upload(&candle_core::Device::Cpu, &inp, p, Renormalise::ClosedForm).unwrap()
@@ -159,7 +97,7 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
         let (opened, masks) = run_recorded(&public, &plain, &noise_to_canonical(&layout, &noise));
         let got = gradient_from_canonical(&layout, &opened);
         let total: usize = masks.iter().map(Vec::len).sum();
-        let mut seq = replay_order(&public, &masks).into_iter();
+        let mut seq = masks_in_reference_order(&public, &masks).into_iter();
         let mut t = Probabilistic::new(move || seq.next().expect("enough masks"));
         let (want, _) = fixed_gradient(&inp, &ups, &noise, &mut t).unwrap();
         assert_eq!(
@@ -182,7 +120,7 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
 /// case (printed) is about 7% of this bound at B = 40, K = 5.
 #[test]
 fn mpc_backend_is_close_to_fixed_backend_with_the_same_noise() {
-    let (layout, data) = demo(400, 5);
+    let (layout, data, _) = demo(400, 5, 21);
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     let mut worst_ratio: f64 = 0.0;
     for trial in 0..3 {
@@ -191,7 +129,7 @@ fn mpc_backend_is_close_to_fixed_backend_with_the_same_noise() {
             .collect();
         let rows: Vec<usize> = (0..40).map(|i| (i * 7 + trial * 11) % 400).collect();
         let parties: Vec<PartyBatch> = data.iter().map(|p| p.batch(&rows)).collect();
-        let inp = input(&layout, &theta, &parties, 1.5);
+        let inp = input(&layout, &theta, &parties, 1.0, 1.5);
         let noise = NoiseRngs::seeded(9 + trial as u64, layout.n_parties());
         let mut mpc = MpcBackend::seeded(Renormalise::ClosedForm, trial as u64).unwrap();
         let costs = mpc.costs();
@@ -234,10 +172,10 @@ fn mpc_backend_is_close_to_fixed_backend_with_the_same_noise() {
 /// An empty batch (Poisson sampling can draw one): G is the noise alone on both backends.
 #[test]
 fn empty_batch_gives_the_noise_alone() {
-    let (layout, data) = demo(50, 3);
+    let (layout, data, _) = demo(50, 3, 21);
     let theta = vec![0.1; layout.dim()];
     let parties: Vec<PartyBatch> = data.iter().map(|p| p.batch(&[])).collect();
-    let inp = input(&layout, &theta, &parties, 1.0);
+    let inp = input(&layout, &theta, &parties, 1.0, 1.0);
     let noise = NoiseRngs::seeded(4, layout.n_parties());
     let got = MpcBackend::seeded(Renormalise::ClosedForm, 1)
         .unwrap()
@@ -280,7 +218,7 @@ fn train(name: &str, layout: &Layout, data: &[PartyData], iters: u64) -> Dpvi {
 /// nearly the same test NLL (within 0.5%), and both moved from the start.
 #[test]
 fn short_training_run_matches_fixed() {
-    let (layout, data) = demo(1000, 4);
+    let (layout, data, _) = demo(1000, 4, 21);
     let test = demo_table(250, 22);
     let start = train("fixed", &layout, &data, 0);
     let nll0 = natural_params(&layout, start.mu()).mean_nll(&test).unwrap();
@@ -308,11 +246,11 @@ fn short_training_run_matches_fixed() {
 /// anything is shared: the error names the party and the quantity, and no protocol ran.
 #[test]
 fn out_of_range_party_input_is_rejected_before_sharing() {
-    let (layout, data) = demo(30, 3);
+    let (layout, data, _) = demo(30, 3, 21);
     let theta = vec![0.0; layout.dim()];
     let mut parties: Vec<PartyBatch> = data.iter().map(|p| p.batch(&[0, 1, 2])).collect();
     parties[1].stats[1] = 14.5;
-    let inp = input(&layout, &theta, &parties, 0.0);
+    let inp = input(&layout, &theta, &parties, 1.0, 0.0);
     let mut mpc = MpcBackend::seeded(Renormalise::ClosedForm, 1).unwrap();
     let costs = mpc.costs();
     let err = mpc

@@ -396,6 +396,57 @@ pub async fn receive_inputs(
     Ok((uploads, z))
 }
 
+/// The nodes' truncation masks as recorded by [`Simulation::record_masks`] for one run of
+/// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
+/// rearranged into the order in which `vtwin_model::fixed::fixed_gradient` calls its
+/// truncator: per record the mat products and pm, the reciprocal, the two divide
+/// truncations per component, r^2, the two norm sums, the clip factor, w; then trunc(pi sc)
+/// per component; then M and G_p per coordinate. Feeding them, in this order, to a
+/// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
+/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 27
+/// vectors of the layer lengths `public` implies. Cost O(total mask count).
+pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
+    let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
+    assert_eq!(layers.len(), parties + 27, "truncation layers");
+    let mut it = layers.iter();
+    let mut take =
+        |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
+    let mat = take(parties - 1);
+    let pm = take(1)[0];
+    let recip = take(7);
+    let div = take(2);
+    let r2 = take(1)[0];
+    let acc = take(1)[0];
+    let clip = take(13);
+    let w = take(1)[0];
+    let m_pisc = take(1)[0];
+    let g = take(1)[0];
+    let (m, pisc) = m_pisc.split_at(g.len());
+    let mut out = Vec::new();
+    for n in 0..b {
+        for k in 0..k_n {
+            let i = n * k_n + k;
+            out.extend(mat.iter().map(|l| l[i]));
+            out.push(pm[i]);
+        }
+        out.extend(recip.iter().map(|l| l[n]));
+        for k in 0..k_n {
+            out.push(div[0][n * k_n + k]);
+            out.push(div[1][n * k_n + k]);
+        }
+        out.extend((0..k_n).map(|k| r2[n * k_n + k]));
+        out.extend([acc[n], acc[b + n]]);
+        out.extend(clip.iter().map(|l| l[n]));
+        out.extend((0..k_n).map(|k| w[n * k_n + k]));
+    }
+    out.extend(pisc.iter().copied());
+    for i in 0..m.len() {
+        out.push(m[i]);
+        out.push(g[i]);
+    }
+    out
+}
+
 /// Runs one iteration with three in-memory nodes: party p (client p) validates and shares
 /// its upload, the noise contributor (client P) shares `noise` (raw ring elements in the
 /// canonical order), the nodes evaluate [`gradient`], and the coordinator (client P + 1)

@@ -9,55 +9,11 @@ use gradient_ref::{instance, reference, run_mpc, Instance};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use vtwin_fixed::Probabilistic;
-
-/// The MPC's masks rearranged into the reference's call order (layer list in
-/// `vtwin_mpc::gradient` docs).
-fn replay_order(inst: &Instance, layers: &[Vec<u128>]) -> Vec<u128> {
-    let p = &inst.public;
-    let (b, k_n, parties) = (p.batch, p.components, p.parties.len());
-    assert_eq!(layers.len(), parties + 27, "truncation layers");
-    let mut it = layers.iter();
-    let mut take =
-        |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
-    let mat = take(parties - 1);
-    let pm = take(1)[0];
-    let recip = take(7);
-    let div = take(2);
-    let r2 = take(1)[0];
-    let acc = take(1)[0];
-    let clip = take(13);
-    let w = take(1)[0];
-    let m_pisc = take(1)[0];
-    let g = take(1)[0];
-    let (m, pisc) = m_pisc.split_at(g.len());
-    let mut out = Vec::new();
-    for n in 0..b {
-        for k in 0..k_n {
-            let i = n * k_n + k;
-            out.extend(mat.iter().map(|l| l[i]));
-            out.push(pm[i]);
-        }
-        out.extend(recip.iter().map(|l| l[n]));
-        for k in 0..k_n {
-            out.push(div[0][n * k_n + k]);
-            out.push(div[1][n * k_n + k]);
-        }
-        out.extend((0..k_n).map(|k| r2[n * k_n + k]));
-        out.extend([acc[n], acc[b + n]]);
-        out.extend(clip.iter().map(|l| l[n]));
-        out.extend((0..k_n).map(|k| w[n * k_n + k]));
-    }
-    out.extend(pisc.iter().copied());
-    for i in 0..m.len() {
-        out.push(m[i]);
-        out.push(g[i]);
-    }
-    out
-}
+use vtwin_mpc::gradient::masks_in_reference_order;
 
 fn check(inst: &Instance) -> Result<(), TestCaseError> {
     let (got, masks, _) = run_mpc(inst);
-    let mut seq = replay_order(inst, &masks).into_iter();
+    let mut seq = masks_in_reference_order(&inst.public, &masks).into_iter();
     let mut t = Probabilistic::new(move || seq.next().expect("enough masks"));
     let want = reference(inst, &mut t);
     prop_assert_eq!(

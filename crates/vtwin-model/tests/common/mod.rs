@@ -1,0 +1,36 @@
+//! Fixtures the model-level gradient tests share: a demo data set split across the parties
+//! and a gradient input built from it.
+
+#![allow(dead_code, unreachable_pub)]
+
+use vtwin_model::backend::{GradientInput, NoiseConfig};
+use vtwin_model::demo::{demo_schema, demo_table};
+use vtwin_model::layout::Layout;
+use vtwin_model::stats::{PartyBatch, PartyData};
+use vtwin_model::Table;
+
+/// The demo table (`rows` rows from seed `seed`), its layout with `k` components and the
+/// parties' data.
+pub fn demo(rows: usize, k: usize, seed: u64) -> (Layout, Vec<PartyData>, Table) {
+    let table = demo_table(rows, seed);
+    let layout = Layout::from_schema(&demo_schema(), k).unwrap();
+    let data = PartyData::from_table(&table, &layout).unwrap();
+    (layout, data, table)
+}
+
+/// A gradient input with clip bound `clip` and noise scale `sigma`.
+pub fn input<'a>(
+    layout: &'a Layout,
+    theta: &'a [f64],
+    parties: &'a [PartyBatch],
+    clip: f64,
+    sigma: f64,
+) -> GradientInput<'a> {
+    GradientInput {
+        layout,
+        theta,
+        parties,
+        clip,
+        noise: NoiseConfig { sigma },
+    }
+}
