@@ -99,7 +99,8 @@ fn demo_training_decreases_test_nll_with_both_backends() {
 #[test]
 fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let base = [
+    // The settings both runs share; the refused resume below changes only --seed.
+    let settings = [
         "train",
         "--demo",
         "--demo-rows",
@@ -114,11 +115,8 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         "50",
         "--noise-seed",
         "8",
-        "--seed",
-        "2",
-        "--checkpoint-every",
-        "7",
     ];
+    let base = [&settings[..], &["--seed", "2", "--checkpoint-every", "7"]].concat();
     let whole = tmp.path().join("whole");
     let parts = tmp.path().join("parts");
     let with = |dir: &PathBuf, extra: &[&str]| {
@@ -137,29 +135,21 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
     assert_eq!(h.remove(1).0, 25);
     assert_eq!(history(&whole), h);
     // Resuming with different settings is refused, naming the flag.
-    let out = vtwin(&[
-        "train",
-        "--demo",
-        "--demo-rows",
-        "500",
-        "--backend",
-        "fixed",
-        "--sigma",
-        "1.5",
-        "--components",
-        "4",
-        "--batch",
-        "50",
-        "--noise-seed",
-        "8",
-        "--seed",
-        "3",
-        "--iters",
-        "70",
-        "--resume",
-        "--out",
-        parts.to_str().unwrap(),
-    ]);
+    let out = vtwin(
+        &[
+            &settings[..],
+            &[
+                "--seed",
+                "3",
+                "--iters",
+                "70",
+                "--resume",
+                "--out",
+                parts.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
 }
