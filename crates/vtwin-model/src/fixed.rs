@@ -124,23 +124,37 @@ pub(crate) struct PartyNoise {
 }
 
 impl PartyNoise {
-    /// Draws every party's share (party order) and returns their sum, zeroized on drop (the
-    /// sum is as secret as the shares). All zeros when sigma = 0.
+    /// Draws every party's share, in party order, each from that party's own generator
+    /// (all zeros when sigma = 0). Each share is zeroized on drop.
+    pub(crate) fn shares(
+        &mut self,
+        input: &GradientInput<'_>,
+        rngs: &mut NoiseRngs,
+    ) -> Result<Vec<vtwin_dp::NoiseShare>, BackendError> {
+        let d = input.layout.dim();
+        let parties = input.layout.n_parties();
+        if input.noise.sigma <= 0.0 {
+            return Ok((0..parties)
+                .map(|_| vtwin_dp::NoiseShare::new(vec![0; d]))
+                .collect());
+        }
+        let dg = self.distribution(input.noise.sigma, input.clip, parties)?;
+        Ok((0..parties)
+            .map(|p| dg.sample_share(rngs.party(p), d))
+            .collect())
+    }
+
+    /// The sum of [`PartyNoise::shares`], zeroized on drop (the sum is as secret as the
+    /// shares).
     pub(crate) fn summed(
         &mut self,
         input: &GradientInput<'_>,
         rngs: &mut NoiseRngs,
     ) -> Result<vtwin_dp::NoiseShare, BackendError> {
-        let d = input.layout.dim();
-        let parties = input.layout.n_parties();
-        let mut z = vec![0i128; d];
-        if input.noise.sigma > 0.0 {
-            let dg = self.distribution(input.noise.sigma, input.clip, parties)?;
-            for p in 0..parties {
-                let share = dg.sample_share(rngs.party(p), d);
-                for (acc, v) in z.iter_mut().zip(share.as_slice()) {
-                    *acc += v;
-                }
+        let mut z = vec![0i128; input.layout.dim()];
+        for share in self.shares(input, rngs)? {
+            for (acc, v) in z.iter_mut().zip(share.as_slice()) {
+                *acc += v;
             }
         }
         Ok(vtwin_dp::NoiseShare::new(z))

@@ -7,8 +7,8 @@
 //! against the public [`input_bounds`] and secret-shared with PRG-compressed shares. Noise:
 //! every party samples its share of Z (d exact discrete Gaussians N_Z(0, (sigma C 2^32)^2 /
 //! P)) from its own generator in [`NoiseRngs`], the same shares, drawn in the same order,
-//! as the fixed backend; the summed shares enter the circuit through one noise-contributor
-//! input (a simulation shortcut: in a deployment each party inputs its own share).
+//! as the fixed backend, and inputs it as its own noise-contributor client (client P + p);
+//! the nodes add the P shared contributions, so no single party knows Z.
 //!
 //! Node side: the circuit of `protocols/mpc-gradient.md`, the MPC twin of
 //! [`crate::fixed::fixed_gradient`] with probabilistic truncation; given the nodes' masks
@@ -60,9 +60,10 @@ pub struct IterationCost {
     pub elements_between_nodes: u64,
     /// Bytes the nodes sent to the coordinator (the opening of G + Z).
     pub bytes_to_coordinator: u64,
-    /// Bytes each party uploaded (key setup and its one input message), party order.
+    /// Bytes each party uploaded (key setup and input message of its data, and of its noise
+    /// share), party order.
     pub bytes_uploaded_per_party: Vec<u64>,
-    /// Bytes all clients uploaded (the parties and the noise contributor).
+    /// Bytes all clients uploaded (the parties' data and noise contributions).
     pub bytes_uploaded_total: u64,
     /// Secret-by-secret products (element-wise; an inner product of length L counts L).
     pub mults: u64,
@@ -208,6 +209,8 @@ pub fn circuit_public(input: &GradientInput<'_>, b: usize) -> Result<CircuitPubl
         pi,
         clip,
         parties,
+        // Every party contributes its own noise share (ARCHITECTURE step 3), as its own client.
+        noise_contributors: layout.n_parties(),
     })
 }
 
@@ -282,7 +285,7 @@ impl GradientBackend for MpcBackend {
         let p_n = layout.n_parties();
         // Noise shares first, before the data phase (as the fixed backend).
         let t0 = Instant::now();
-        let z = self.noise.summed(input, noise)?;
+        let shares = self.noise.shares(input, noise)?;
         let noise_ms = t0.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
         let uploads = (0..p_n)
@@ -295,8 +298,12 @@ impl GradientBackend for MpcBackend {
         let public = circuit_public(input, b)?;
         // Each party checks its upload against the public bounds inside simulate_iteration
         // (`upload_messages`) before any message reaches a node.
-        let z_canon = zeroize::Zeroizing::new(noise_to_canonical(layout, z.as_slice()));
-        let it = simulate_iteration(&public, &uploads, &z_canon, input_bounds(), &mut self.rng)
+        let z_canon: Vec<zeroize::Zeroizing<Vec<u128>>> = shares
+            .iter()
+            .map(|z| zeroize::Zeroizing::new(noise_to_canonical(layout, z.as_slice())))
+            .collect();
+        let z_refs: Vec<&[u128]> = z_canon.iter().map(|z| z.as_slice()).collect();
+        let it = simulate_iteration(&public, &uploads, &z_refs, input_bounds(), &mut self.rng)
             .map_err(|e| match e {
                 IterationError::Input { party, source } => input_error(layout, b, party, &source),
                 other => BackendError::Config(format!("mpc: {other}")),
@@ -307,7 +314,11 @@ impl GradientBackend for MpcBackend {
         let per_party = uploads
             .iter()
             .enumerate()
-            .map(|(p, u)| self.upload_bytes(p, u.mat.len() + u.q.len() + u.stats.len()))
+            .map(|(p, u)| {
+                // The party's data upload plus its noise share (as its noise-contributor client).
+                self.upload_bytes(p, u.mat.len() + u.q.len() + u.stats.len())
+                    + self.upload_bytes(p, layout.dim())
+            })
             .collect();
         self.costs.push(IterationCost {
             rounds: total.rounds,

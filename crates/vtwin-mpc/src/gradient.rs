@@ -51,6 +51,10 @@ pub struct CircuitPublic {
     pub clip: Fx,
     /// Per party: (width w_p, score scale A (K x w_p), score offset b (K x w_p)), encoded.
     pub parties: Vec<PartyMap>,
+    /// Number m >= 1 of noise contributors: clients P .. P+m-1 each input one noise vector of
+    /// length [`CircuitPublic::dim`] and the nodes add them (Z = sum of the contributions, so
+    /// no single contributor knows Z). The coordinator is client P + m.
+    pub noise_contributors: usize,
 }
 
 /// One party's public affine score map.
@@ -76,6 +80,11 @@ pub struct SharedUpload {
 }
 
 impl CircuitPublic {
+    /// The coordinator's client id, P + m: the only receiver of the opened G.
+    pub fn coordinator(&self) -> u16 {
+        (self.parties.len() + self.noise_contributors) as u16
+    }
+
     /// Output length d = K + sum_p K w_p.
     pub fn dim(&self) -> usize {
         self.components
@@ -327,7 +336,7 @@ pub struct Iteration {
     pub gradient: Vec<u128>,
     /// The three nodes' counters (inputs, circuit and reveal).
     pub counters: [Counters; 3],
-    /// Bytes the clients (parties, noise contributor) uploaded.
+    /// Bytes the clients (parties, noise contributors) uploaded.
     pub client_bytes: u64,
 }
 
@@ -365,16 +374,18 @@ pub fn upload_messages(
 }
 
 /// Nodes' side of the inputs of one iteration: party p is client p and sends its upload as
-/// input number 1 ([`upload_messages`]); the noise contributor is client P and sends Z as
-/// its input number 1. All inputs are received in one round. Returns the uploads and Z.
+/// input number 1 ([`upload_messages`]); noise contributor j is client P + j and sends its
+/// contribution as its input number 1. All inputs are received in one round. Returns the
+/// uploads and Z, the (local) sum of the contributions.
 pub async fn receive_inputs(
     ctx: &Ctx,
     public: &CircuitPublic,
 ) -> Result<(Vec<SharedUpload>, Shared), MpcError> {
     let (b, k_n) = (public.batch, public.components);
+    let parties = public.parties.len();
     let mut seeds = Vec::new();
-    for p in 0..=public.parties.len() {
-        seeds.push(accept_client(ctx, p as u16).await?);
+    for c in 0..public.coordinator() {
+        seeds.push(accept_client(ctx, c).await?);
     }
     let mut wanted: Vec<(&crate::input::ClientSeeds, u64, usize)> = public
         .parties
@@ -382,9 +393,16 @@ pub async fn receive_inputs(
         .zip(&seeds)
         .map(|(m, s)| (s, 1, 2 * b * k_n + b * m.width))
         .collect();
-    wanted.push((&seeds[public.parties.len()], 1, public.dim()));
+    wanted.extend(seeds[parties..].iter().map(|s| (s, 1, public.dim())));
     let mut got = input_many(ctx, &wanted).await?;
-    let z = got.pop().ok_or(MpcError::Stalled { node: 0 })?;
+    // Z = sum of the contributions: addition of shares is local.
+    let mut contributions = got.split_off(parties).into_iter();
+    let first = contributions.next().ok_or(MpcError::LengthMismatch {
+        protocol: "noise contributors",
+        left: 0,
+        right: 1,
+    })?;
+    let z = contributions.try_fold(first, |acc, c| acc.add(&c))?;
     let uploads = got
         .iter()
         .map(|u| SharedUpload {
@@ -448,17 +466,25 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
 }
 
 /// Runs one iteration with three in-memory nodes: party p (client p) validates and shares
-/// its upload, the noise contributor (client P) shares `noise` (raw ring elements in the
-/// canonical order), the nodes evaluate [`gradient`], and the coordinator (client P + 1)
-/// opens G. Node keys, client seeds and the session id come from `rng` (a CSPRNG). This is
+/// its upload, noise contributor j (client P + j) shares `noise[j]` (raw ring elements in the
+/// canonical order; `public.noise_contributors` of them), the nodes evaluate [`gradient`],
+/// and the coordinator (client P + m) opens G. Node keys, client seeds and the session id come from `rng` (a CSPRNG). This is
 /// the entry point of an `mpc` gradient backend.
 pub fn simulate_iteration<R: RngCore + CryptoRng>(
     public: &CircuitPublic,
     uploads: &[PlainUpload],
-    noise: &[u128],
+    noise: &[&[u128]],
     bounds: InputBounds,
     rng: &mut R,
 ) -> Result<Iteration, IterationError> {
+    if noise.len() != public.noise_contributors || noise.is_empty() {
+        return Err(MpcError::LengthMismatch {
+            protocol: "noise contributors",
+            left: noise.len(),
+            right: public.noise_contributors,
+        }
+        .into());
+    }
     let parties = public.parties.len();
     let mut session = [0u8; 16];
     rng.fill_bytes(&mut session);
@@ -472,10 +498,12 @@ pub fn simulate_iteration<R: RngCore + CryptoRng>(
                 .map_err(|source| IterationError::Input { party: p, source })?,
         );
     }
-    let (mut nc, setup) = InputClient::new(parties as u16, session, rng);
-    msgs.extend(setup);
-    msgs.extend(nc.share_raw(noise));
-    let coordinator = parties as u16 + 1;
+    for (j, z) in noise.iter().enumerate() {
+        let (mut nc, setup) = InputClient::new((parties + j) as u16, session, rng);
+        msgs.extend(setup);
+        msgs.extend(nc.share_raw(z));
+    }
+    let coordinator = public.coordinator();
     let shared_public = public.clone();
     let rep = Simulation::from_rng(session, rng)?
         .clients(coordinator + 1)
@@ -485,7 +513,7 @@ pub fn simulate_iteration<R: RngCore + CryptoRng>(
             async move {
                 let (ups, z) = receive_inputs(&ctx, &public).await?;
                 let g = gradient(&ctx, &public, &ups, &z).await?;
-                reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
+                reveal_to(&ctx, &g, public.coordinator()).await?;
                 Ok(ctx.counters())
             }
         })?;

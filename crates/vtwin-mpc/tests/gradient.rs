@@ -96,7 +96,7 @@ fn simulate_iteration_is_close_to_the_floor_reference() {
     let it = vtwin_mpc::gradient::simulate_iteration(
         &inst.public,
         &plain(&inst),
-        &noise,
+        &[&noise],
         gradient_ref::bounds(),
         &mut rng,
     )
@@ -124,7 +124,7 @@ fn simulate_iteration_rejects_out_of_range_uploads() {
     let r = vtwin_mpc::gradient::simulate_iteration(
         &inst.public,
         &ups,
-        &noise,
+        &[&noise],
         gradient_ref::bounds(),
         &mut rng,
     );
@@ -132,4 +132,47 @@ fn simulate_iteration_rejects_out_of_range_uploads() {
         r,
         Err(vtwin_mpc::gradient::IterationError::Input { party: 1, .. })
     ));
+}
+
+#[test]
+fn simulate_iteration_adds_every_noise_contribution() {
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+    let mut inst = instance(9, 20, 4, &[3, 5]);
+    inst.public.noise_contributors = 3;
+    let noise: Vec<u128> = inst.noise.iter().map(|z| *z as u128).collect();
+    // Three contributions that sum to the instance's noise, each uniform-looking alone.
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
+    let a: Vec<u128> = noise.iter().map(|_| u128::from(rng.next_u64())).collect();
+    let b: Vec<u128> = noise.iter().map(|_| u128::from(rng.next_u64())).collect();
+    let c: Vec<u128> = noise
+        .iter()
+        .zip(a.iter().zip(&b))
+        .map(|(z, (a, b))| z.wrapping_sub(*a).wrapping_sub(*b))
+        .collect();
+    let it = vtwin_mpc::gradient::simulate_iteration(
+        &inst.public,
+        &plain(&inst),
+        &[&a, &b, &c],
+        gradient_ref::bounds(),
+        &mut rng,
+    )
+    .expect("iteration");
+    let floor = reference(&inst, &mut vtwin_fixed::Floor);
+    let worst = it
+        .gradient
+        .iter()
+        .zip(&floor)
+        .map(|(x, y)| (vtwin_fixed::Fx(*x) - vtwin_fixed::Fx(*y)).to_f64().abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 2f64.powi(-20), "{worst}");
+
+    // The number of contributions must match the public count.
+    let err = vtwin_mpc::gradient::simulate_iteration(
+        &inst.public,
+        &plain(&inst),
+        &[&a, &b],
+        gradient_ref::bounds(),
+        &mut rng,
+    );
+    assert!(err.is_err());
 }

@@ -137,6 +137,7 @@ pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
         pi: raw_pi.iter().map(|p| enc(p / s)).collect(),
         clip: enc(1.0 * (1.0 - 2f64.powi(-20))),
         parties,
+        noise_contributors: 1,
     };
     let d = public.dim();
     let noise = (0..d)
