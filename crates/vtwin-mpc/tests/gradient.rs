@@ -101,13 +101,7 @@ fn simulate_iteration_is_close_to_the_floor_reference() {
         &mut rng,
     )
     .expect("iteration");
-    let floor = reference(&inst, &mut vtwin_fixed::Floor);
-    let worst = it
-        .gradient
-        .iter()
-        .zip(&floor)
-        .map(|(a, b)| (vtwin_fixed::Fx(*a) - vtwin_fixed::Fx(*b)).to_f64().abs())
-        .fold(0.0, f64::max);
+    let worst = max_abs_diff(&it.gradient, &reference(&inst, &mut vtwin_fixed::Floor));
     println!("max |mpc - floor| = {worst:e}");
     assert!(worst < 2f64.powi(-20), "{worst}");
     assert!(it.client_bytes > 0);
@@ -157,13 +151,7 @@ fn simulate_iteration_adds_every_noise_contribution() {
         &mut rng,
     )
     .expect("iteration");
-    let floor = reference(&inst, &mut vtwin_fixed::Floor);
-    let worst = it
-        .gradient
-        .iter()
-        .zip(&floor)
-        .map(|(x, y)| (vtwin_fixed::Fx(*x) - vtwin_fixed::Fx(*y)).to_f64().abs())
-        .fold(0.0, f64::max);
+    let worst = max_abs_diff(&it.gradient, &reference(&inst, &mut vtwin_fixed::Floor));
     assert!(worst < 2f64.powi(-20), "{worst}");
 
     // The number of contributions must match the public count.
@@ -175,4 +163,12 @@ fn simulate_iteration_adds_every_noise_contribution() {
         &mut rng,
     );
     assert!(err.is_err());
+}
+
+/// Largest |a_i - b_i| of two encoded vectors, as reals.
+fn max_abs_diff(a: &[u128], b: &[u128]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (vtwin_fixed::Fx(*x) - vtwin_fixed::Fx(*y)).to_f64().abs())
+        .fold(0.0, f64::max)
 }
