@@ -22,6 +22,18 @@ fn signed_log_uniform(lo: f64, hi: f64) -> impl Strategy<Value = Fx> {
 /// A compound function under test, `1 / g(x)` for some `g`, with the truncator to use.
 type Inverse = fn(Fx, &mut dyn Truncator) -> Result<Fx, DomainError>;
 
+/// The relative error |got/want - 1|, failing the case when it exceeds 2^-20 (`what` names
+/// the inputs in the failure message).
+fn within_2_pow_20(
+    got: f64,
+    want: f64,
+    what: std::fmt::Arguments<'_>,
+) -> Result<f64, TestCaseError> {
+    let rel = (got / want - 1.0).abs();
+    prop_assert!(rel <= p2(-20.0), "{what}: got={got} want={want} rel={rel}");
+    Ok(rel)
+}
+
 /// Asserts `f(x)` is within relative 2^-20 of `1 / g(x)` for x log-uniform in [2^-30, 2^hi],
 /// under both truncation rules; returns the measured maximum relative error.
 fn relative_error(name: &str, hi: f64, f: Inverse, g: fn(f64) -> f64) -> f64 {
@@ -33,9 +45,7 @@ fn relative_error(name: &str, hi: f64, f: Inverse, g: fn(f64) -> f64) -> f64 {
         |(x, r)| {
             let got = with_rule(r, |t| f(x, t)).unwrap().to_f64();
             let want = 1.0 / g(x.to_f64());
-            let rel = (got / want - 1.0).abs();
-            prop_assert!(rel <= p2(-20.0), "x={x:?} got={got} want={want} rel={rel}");
-            Ok(rel)
+            within_2_pow_20(got, want, format_args!("x={x:?}"))
         },
     )
 }
@@ -152,9 +162,7 @@ fn divide_relative_error() {
         |(a, b, r)| {
             let got = with_rule(r, |t| divide(a, b, t)).unwrap().to_f64();
             let want = a.to_f64() / b.to_f64();
-            let rel = (got / want - 1.0).abs();
-            prop_assert!(rel <= p2(-20.0), "a={a:?} b={b:?} got={got} want={want}");
-            Ok(rel)
+            within_2_pow_20(got, want, format_args!("a={a:?} b={b:?}"))
         },
     );
 }
@@ -202,9 +210,7 @@ fn inv_sqrt_mul_relative_error_over_the_whole_range() {
                 .unwrap()
                 .to_f64();
             let want = a.to_f64() / x.to_f64().sqrt();
-            let rel = (got / want - 1.0).abs();
-            prop_assert!(rel <= p2(-20.0), "a={a:?} x={x:?} got={got} want={want}");
-            Ok(rel)
+            within_2_pow_20(got, want, format_args!("a={a:?} x={x:?}"))
         },
     );
 }
@@ -266,9 +272,7 @@ fn exp_relative_error_above_minus_7_6() {
         |(x, r)| {
             let got = with_rule(r, |t| exp(x, t)).unwrap().to_f64();
             let want = x.to_f64().exp();
-            let rel = (got / want - 1.0).abs();
-            prop_assert!(rel <= p2(-20.0), "x={x:?} got={got} want={want}");
-            Ok(rel)
+            within_2_pow_20(got, want, format_args!("x={x:?}"))
         },
     );
 }
