@@ -1,0 +1,1 @@
+//! Membership-inference attacks on a synthetic table.

@@ -1,0 +1,3 @@
+//! Utility metrics of a synthetic table against real data, and membership-inference audits.
+
+pub mod audit;
