@@ -7,11 +7,14 @@
 //! - each party: knows the batch indices, so no amplification (q = 1 over all steps, or the
 //!   disjoint-minibatch epoch bound of section 5.2); if parties contribute the noise it knows
 //!   its own share, so the noise it does not know has variance (P-1)/P σ² (Theorem 5.4).
-//! - each compute node: if nodes contribute noise, it knows its share: variance (m-1)/m σ²
-//!   with m the number of nodes; it is not sent batch indices, so amplification applies.
-//!   Otherwise a node sees only uniformly random replicated shares (one node's view is
-//!   independent of the data), so what it can learn is what the revealed output says: the
-//!   outside analyst's figure.
+//! - the coordinator: samples the batches, so it knows the indices (no amplification), and
+//!   receives G + Z, but holds no noise share: the party bound with the full noise σ².
+//! - each compute node: sees uniformly random replicated shares, the public parameters (a
+//!   post-processing of earlier outputs) and the batch size B_t of every iteration. B_t is a
+//!   function of the batch indices, so a node's view is a post-processing of the
+//!   coordinator's (indices and G + Z) plus independent randomness: its figure is the
+//!   coordinator's (an upper bound; the analyst's figure does not cover B_t). If nodes
+//!   contribute the noise, a node also knows its share: variance (m-1)/m σ² with m nodes.
 //!
 //! Every figure is given under add/remove and under replace-one (VP-adjacency), see
 //! [`crate::accounting::epsilon`].
@@ -118,9 +121,9 @@ pub struct EpsilonPair {
 /// The figure one observer faces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObserverReport {
-    /// "outside analyst", "party 1", ..., "node 1", ...
+    /// "outside analyst", "party 1", ..., "node 1", ..., "coordinator"
     pub observer: String,
-    /// "analyst", "party" or "node".
+    /// "analyst", "party", "node" or "coordinator".
     pub role: String,
     /// Sampling rate the accounting uses for this observer (1: no amplification).
     pub sample_rate: f64,
@@ -285,15 +288,16 @@ impl PrivacyReport {
             _ => (t_known, s.delta, None),
         };
         let party_fig = figures(&s.accountants, party_noise, q_known, t_party, delta_party)?;
-        let party_reason = match participation {
+        let participation_text = |reason: String| match participation {
             Some((k, tail)) => format!(
-                "{party_reason}; a record is in at most k = {k} of the {} batches except with \
+                "{reason}; a record is in at most k = {k} of the {} batches except with \
                  probability {tail:.3e} (binomial tail, charged to delta), so the figure is the \
                  k-fold composition at delta - {tail:.3e}",
                 s.steps
             ),
-            None => party_reason,
+            None => reason,
         };
+        let party_reason = participation_text(party_reason);
         for p in 1..=s.parties {
             per_observer.push(ObserverReport {
                 observer: format!("party {p}"),
@@ -306,26 +310,39 @@ impl PrivacyReport {
             });
         }
 
-        // Nodes.
+        // The coordinator samples the batches and opens G + Z; it holds no noise share.
+        let coordinator_fig =
+            figures(&s.accountants, analyst_noise, q_known, t_party, delta_party)?;
+        let coordinator_reason = participation_text(format!(
+            "samples the batches, so it knows the indices (no amplification: {}), and opens \
+             G + Z, but holds no noise share (a coordinator run by a party has the party's figure)",
+            known_batches_text(&s.sampling)
+        ));
+
+        // Nodes: their view (shares, public parameters, batch sizes) is a post-processing of
+        // the coordinator's plus independent randomness.
         let (node_noise, node_fig, node_reason) = match s.noise_by {
             NoiseContributors::Nodes => {
                 let noise = corrected(m - 1)?.0;
                 (
                     noise,
-                    figures(&s.accountants, noise, q_hidden, t_hidden, s.delta)?,
-                    format!(
-                        "knows its own noise share, so the unknown noise has variance \
-                         (m-1)/m sigma^2 with m = {m}; it is not sent the batch indices, so \
-                         amplification applies (a node run by a party has the party's figure)"
-                    ),
+                    figures(&s.accountants, noise, q_known, t_party, delta_party)?,
+                    participation_text(format!(
+                        "learns the batch size of every iteration (a function of the indices, so \
+                         no amplification is claimed: {}) and knows its own noise share, so the \
+                         unknown noise has variance (m-1)/m sigma^2 with m = {m}",
+                        known_batches_text(&s.sampling)
+                    )),
                 )
             }
             NoiseContributors::Parties => (
                 analyst_noise,
-                analyst.clone(),
-                "sees only uniformly random replicated shares (one node's view is independent \
-                 of the data) and at most the revealed output, so its figure is the revealed \
-                 output's: the outside analyst's (a node run by a party has the party's figure)"
+                coordinator_fig.clone(),
+                "sees uniformly random replicated shares, the public parameters and the batch \
+                 size of every iteration: a post-processing of the coordinator's view, so the \
+                 coordinator's figure bounds it (loosely: a node does not learn the indices); \
+                 the analyst's figure would not cover the batch sizes (a node run by a party has \
+                 the party's figure)"
                     .to_owned(),
             ),
         };
@@ -333,13 +350,22 @@ impl PrivacyReport {
             per_observer.push(ObserverReport {
                 observer: format!("node {n}"),
                 role: "node".into(),
-                sample_rate: q_hidden,
-                steps: t_hidden,
+                sample_rate: q_known,
+                steps: t_party,
                 noise_multiplier: node_noise,
                 epsilon: node_fig.clone(),
                 reason: node_reason.clone(),
             });
         }
+        per_observer.push(ObserverReport {
+            observer: "coordinator".into(),
+            role: "coordinator".into(),
+            sample_rate: q_known,
+            steps: t_party,
+            noise_multiplier: analyst_noise,
+            epsilon: coordinator_fig,
+            reason: coordinator_reason,
+        });
 
         let neighbouring = BTreeMap::from([
             (
@@ -392,16 +418,23 @@ mod tests {
         let mut s = PrivacySetting::new(2.0, Sampling::Poisson { sample_rate: 0.01 }, 100, 1e-5);
         s.accountants = vec![Accountant::Rdp];
         let r = PrivacyReport::build(&s).unwrap();
-        assert_eq!(r.per_observer.len(), 1 + 2 + 3);
+        assert_eq!(r.per_observer.len(), 1 + 2 + 3 + 1);
         let json = serde_json::to_string_pretty(&r).unwrap();
         let back: PrivacyReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, r);
         let analyst = r.epsilon["rdp"].add_remove.unwrap();
         let party = r.per_observer[1].epsilon["rdp"].add_remove.unwrap();
         assert!(party > analyst, "a party knows more: {party} vs {analyst}");
+        let coordinator = &r.per_observer[6];
+        assert_eq!(coordinator.role, "coordinator");
+        let coord = coordinator.epsilon["rdp"].add_remove.unwrap();
+        assert!(
+            coord > analyst && coord < party,
+            "the coordinator knows the indices but no share: {coord} vs {analyst}, {party}"
+        );
         assert_eq!(
-            r.per_observer[3].epsilon, r.epsilon,
-            "a node faces the analyst's figure"
+            r.per_observer[3].epsilon, coordinator.epsilon,
+            "a node (which learns batch sizes) is bounded by the coordinator's figure"
         );
     }
 

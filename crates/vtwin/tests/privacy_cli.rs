@@ -110,7 +110,7 @@ fn privacy_json_is_the_privacy_json_object() {
     assert!(v["epsilon"]["rdp"]["add_remove"].as_f64().unwrap() > 0.0);
     assert!(v["epsilon"]["rdp"]["replace_one"].as_f64().unwrap() > 0.0);
     let observers = v["per_observer"].as_array().unwrap();
-    assert_eq!(observers.len(), 1 + 2 + 3);
+    assert_eq!(observers.len(), 1 + 2 + 3 + 1);
     assert!(observers
         .iter()
         .all(|o| o["reason"].as_str().is_some_and(|r| !r.is_empty())));
