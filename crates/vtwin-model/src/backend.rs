@@ -20,6 +20,7 @@ use rand_chacha::ChaCha20Rng;
 use crate::kernels::KernelError;
 use crate::layout::Layout;
 use crate::rng_state::RngState;
+use crate::secret_randomness::seeded_noise_rng;
 use crate::stats::PartyBatch;
 
 /// The noise of one iteration: Z has standard deviation `sigma * clip` per coordinate.
@@ -34,6 +35,9 @@ pub struct NoiseConfig {
 pub struct GradientInput<'a> {
     /// The parameter layout.
     pub layout: &'a Layout,
+    /// The iteration t (0-based): seeded secret randomness and seeded noise generators are
+    /// functions of it ([`crate::secret_randomness`]), so a retried iteration redraws them.
+    pub iteration: u64,
     /// theta_t (length d), public.
     pub theta: &'a [f64],
     /// One batch per party, in layout order, all with the same number of rows B (B may be 0).
@@ -57,7 +61,8 @@ pub struct Diagnostics {
     pub local_ms: f64,
     /// Milliseconds combining the parties' inputs (the node-side work).
     pub combine_ms: f64,
-    /// Milliseconds sampling noise.
+    /// Milliseconds sampling noise (mpc: inside `local_ms`, each party samples its own share
+    /// in `party_messages`; 0 here).
     pub noise_ms: f64,
 }
 
@@ -98,6 +103,9 @@ pub enum BackendError {
     /// Bad clip or sigma.
     #[error("{0}")]
     Config(String),
+    /// The MPC protocol failed (a node error, or a node that did not finish).
+    #[error("mpc: {0}")]
+    Mpc(#[from] vtwin_mpc::MpcError),
 }
 
 impl GradientInput<'_> {
@@ -164,14 +172,19 @@ pub fn softmax(z: &[f64]) -> Vec<f64> {
 
 /// The secret noise generators, one per party (each party samples its own share).
 ///
-/// Production: every generator is seeded from the OS CSPRNG and is never written anywhere,
-/// so a resumed run draws fresh noise. Tests and reproducible simulations: seeded from a
-/// number; whoever knows it can subtract the noise, which voids the privacy guarantee, and
-/// only then does the checkpoint store the generator states.
+/// Production ([`NoiseRngs::from_os`]): every generator is seeded from the OS CSPRNG and is
+/// never written anywhere, so a resumed or retried iteration draws fresh noise.
+///
+/// Tests and reproducible simulations ([`NoiseRngs::seeded`]): party p's generator for
+/// iteration t is [`seeded_noise_rng`]`(seed, p, t)`, a pure function, and
+/// [`NoiseRngs::seek`] positions every generator there. A retried iteration therefore redraws
+/// identical noise, a resumed run needs no generator state, and a party process builds its own
+/// generator for iteration t without the others'. Whoever knows the seed can subtract the
+/// noise, which voids the privacy guarantee.
 #[derive(Clone, Debug)]
 pub struct NoiseRngs {
     rngs: Vec<ChaCha20Rng>,
-    reproducible: bool,
+    seed: Option<u64>,
 }
 
 impl NoiseRngs {
@@ -179,41 +192,69 @@ impl NoiseRngs {
     pub fn from_os(parties: usize) -> NoiseRngs {
         NoiseRngs {
             rngs: (0..parties).map(|_| ChaCha20Rng::from_os_rng()).collect(),
-            reproducible: false,
+            seed: None,
         }
     }
 
-    /// Generators derived from `seed` (party p uses ChaCha stream p). No privacy.
+    /// Generators derived from `seed`, positioned at iteration 0 (see [`NoiseRngs::seek`]).
+    /// No privacy.
     pub fn seeded(seed: u64, parties: usize) -> NoiseRngs {
         NoiseRngs {
-            rngs: (0..parties)
-                .map(|p| {
-                    let mut r = ChaCha20Rng::seed_from_u64(seed);
-                    r.set_stream(p as u64);
-                    r
-                })
-                .collect(),
-            reproducible: true,
+            rngs: (0..parties).map(|p| seeded_noise_rng(seed, p, 0)).collect(),
+            seed: Some(seed),
         }
     }
 
-    /// Restores seeded generators from a checkpoint.
-    pub fn restore(states: &[RngState]) -> NoiseRngs {
-        NoiseRngs {
-            rngs: states.iter().map(RngState::restore).collect(),
-            reproducible: true,
+    /// Positions every generator at the start of iteration `t`: seeded generators become
+    /// [`seeded_noise_rng`]`(seed, p, t)` (so calling it again for the same t redraws the same
+    /// noise); OS-seeded generators are left as they are (fresh noise). Cost O(P) SHA-256.
+    pub fn seek(&mut self, t: u64) {
+        if let Some(seed) = self.seed {
+            for (p, r) in self.rngs.iter_mut().enumerate() {
+                *r = seeded_noise_rng(seed, p, t);
+            }
         }
     }
 
-    /// The states to checkpoint: `Some` only for seeded (reproducible) generators.
-    pub fn states(&self) -> Option<Vec<RngState>> {
-        self.reproducible
-            .then(|| self.rngs.iter().map(RngState::of).collect())
+    /// The insecure seed, if the generators are seeded from one.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
     }
 
     /// Whether the generators are seeded from a number (no privacy).
     pub fn is_reproducible(&self) -> bool {
-        self.reproducible
+        self.seed.is_some()
+    }
+
+    /// What a checkpoint taken before iteration `next` records about the noise: for seeded
+    /// generators their states at the start of iteration `next` (a fingerprint of the seed:
+    /// [`NoiseRngs::check_checkpoint`] compares it on resume; the states themselves are not
+    /// needed, the generators being pure functions of (seed, p, t)); `None` for OS-seeded
+    /// ones, which are never written.
+    pub fn checkpoint_states(&self, next: u64) -> Option<Vec<RngState>> {
+        self.seed.map(|seed| {
+            (0..self.rngs.len())
+                .map(|p| RngState::of(&seeded_noise_rng(seed, p, next)))
+                .collect()
+        })
+    }
+
+    /// Checks that these generators can resume a checkpoint taken before iteration `next`
+    /// whose noise record is `states` ([`NoiseRngs::checkpoint_states`]): both OS-seeded, or
+    /// both seeded from the same seed. Checkpoints of older versions (sequential seeded
+    /// streams) do not match and are refused. The error says why.
+    pub fn check_checkpoint(
+        &self,
+        states: Option<&[RngState]>,
+        next: u64,
+    ) -> Result<(), NoiseResumeError> {
+        match (states, self.checkpoint_states(next)) {
+            (None, None) => Ok(()),
+            (Some(_), None) => Err(NoiseResumeError::NeedSeed),
+            (None, Some(_)) => Err(NoiseResumeError::Unseeded),
+            (Some(have), Some(want)) if have == want.as_slice() => Ok(()),
+            (Some(_), Some(_)) => Err(NoiseResumeError::Mismatch),
+        }
     }
 
     /// Number of generators.
@@ -226,10 +267,25 @@ impl NoiseRngs {
         self.rngs.is_empty()
     }
 
-    /// Party p's generator.
+    /// Party p's generator, at its current position.
     pub fn party(&mut self, p: usize) -> &mut ChaCha20Rng {
         &mut self.rngs[p]
     }
+}
+
+/// Why seeded noise generators cannot resume a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoiseResumeError {
+    /// The checkpointed run used a noise seed and this one does not.
+    #[error("the checkpointed run used --noise-seed; give the same one")]
+    NeedSeed,
+    /// This run has a noise seed and the checkpointed run did not.
+    #[error("the checkpointed run drew its noise from the OS; do not give --noise-seed")]
+    Unseeded,
+    /// Different seed, or a checkpoint of an older version (sequential noise streams).
+    #[error("the checkpoint's noise generators do not match --noise-seed (a different seed, or a checkpoint written by an older vtwin with sequential noise streams: start the run again)")]
+    Mismatch,
 }
 
 /// A gradient backend: see the module documentation.

@@ -237,6 +237,78 @@ impl Table {
     }
 }
 
+/// One party's own columns, read from its own file alone (a party process never sees another
+/// party's file): see [`read_party_alone`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartyColumns {
+    /// The party's name.
+    pub party: String,
+    /// The record ids, in ascending byte order.
+    pub ids: Vec<String>,
+    /// Schema indices of the party's columns (schema order).
+    pub schema_columns: Vec<usize>,
+    /// The party's encoded columns, one per entry of `schema_columns`, rows in `ids` order.
+    pub columns: Vec<Column>,
+}
+
+/// Reads party `party`'s own file (the id column and that party's columns; the header rules
+/// of the module docs: a missing column is [`DataError::MissingColumn`] naming the file and
+/// column, another party's column is [`DataError::ForeignColumn`]). Records dropped for a
+/// missing value are left out (the parties then disagree on the ids, which a comparison of
+/// their id digests reveals). Rows are sorted by id in ascending byte order, so that parties
+/// holding the same ids agree on the row order without seeing each other's files.
+/// Cost O(file size + rows log rows).
+pub fn read_party_alone(
+    schema: &Schema,
+    party: &str,
+    path: &Path,
+) -> Result<PartyColumns, DataError> {
+    if schema.id.is_none() {
+        return Err(DataError::NoIdColumn {
+            file: path.to_owned(),
+        });
+    }
+    let wanted = schema.columns_of(party);
+    if wanted.is_empty() {
+        return Err(DataError::Parties {
+            file: path.to_owned(),
+            message: format!(
+                "party \"{party}\" is not in the schema (its parties: {})",
+                schema.parties().join(", ")
+            ),
+        });
+    }
+    let parsed = read_file(schema, path, &wanted, Some(party))?;
+    let mut order: Vec<usize> = (0..parsed.ids.len())
+        .filter(|&r| parsed.values[r].is_some())
+        .collect();
+    if order.is_empty() {
+        return Err(DataError::NoRows {
+            file: path.to_owned(),
+            dropped: parsed.ids.len(),
+        });
+    }
+    order.sort_by(|&a, &b| parsed.ids[a].as_bytes().cmp(parsed.ids[b].as_bytes()));
+    let mut columns: Vec<Column> = wanted
+        .iter()
+        .map(|&c| Column::with_capacity(&schema.columns[c].kind, order.len()))
+        .collect();
+    let mut ids = Vec::with_capacity(order.len());
+    for &r in &order {
+        let values = parsed.values[r].as_ref().expect("kept records only");
+        for (col, &v) in columns.iter_mut().zip(values) {
+            col.push(v);
+        }
+        ids.push(parsed.ids[r].clone());
+    }
+    Ok(PartyColumns {
+        party: party.to_owned(),
+        ids,
+        schema_columns: wanted,
+        columns,
+    })
+}
+
 /// Builds a table from one parsed joined file.
 fn assemble(
     schema: &Schema,

@@ -1,4 +1,6 @@
-//! The DPVI loop (paper Algorithm 1) around a [`GradientBackend`].
+//! The DPVI loop (paper Algorithm 1) in one process: the public [`Trainer`] around a
+//! [`GradientBackend`] holding every party's data (the consortium runs the same trainer with
+//! the parties and nodes as separate processes).
 //!
 //! One iteration t:
 //! 1. Poisson-sample the batch: each of the N records independently with probability q
@@ -16,9 +18,6 @@
 
 use std::time::Instant;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
-use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::adam::{Adam, AdamConfig};
@@ -26,10 +25,10 @@ use crate::backend::{
     BackendError, Diagnostics, GradientBackend, GradientInput, NoiseConfig, NoiseRngs,
 };
 use crate::layout::Layout;
-use crate::prior::elbo_gradients;
 use crate::rng_state::RngState;
 use crate::stats::PartyData;
-use vtwin_dp::{PrivacyLedger, Sampling};
+use crate::trainer::Trainer;
+use vtwin_dp::PrivacyLedger;
 
 /// Initial standard deviation of mu around 0 (symmetry breaking).
 pub const INIT_MU_SCALE: f64 = 0.1;
@@ -103,29 +102,27 @@ pub struct StepReport {
     pub update_ms: f64,
 }
 
-/// A training run: the parties' data, a backend, the state and the noise generators.
+/// A training run in one process: the public [`Trainer`] plus the parties' data, a backend
+/// and the noise generators.
 pub struct Dpvi {
-    config: DpviConfig,
-    layout: Layout,
+    trainer: Trainer,
     data: Vec<PartyData>,
     backend: Box<dyn GradientBackend>,
     noise: NoiseRngs,
-    state: DpviState,
-    rng: ChaCha20Rng,
 }
 
 impl std::fmt::Debug for Dpvi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dpvi")
-            .field("config", &self.config)
+            .field("config", self.trainer.config())
             .field("backend", &self.backend.name())
-            .field("iteration", &self.state.iteration)
+            .field("iteration", &self.trainer.iteration())
             .finish_non_exhaustive()
     }
 }
 
 impl Dpvi {
-    /// A fresh run: mu ~ N(0, 0.1^2) and log_sigma = ln 0.1 from the public stream.
+    /// A fresh run ([`Trainer::new`] over the parties' N records).
     pub fn new(
         config: DpviConfig,
         layout: Layout,
@@ -133,33 +130,9 @@ impl Dpvi {
         backend: Box<dyn GradientBackend>,
         noise: NoiseRngs,
     ) -> Result<Dpvi, DpviError> {
-        let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
-        let d = layout.dim();
-        let mu = (0..d)
-            .map(|_| INIT_MU_SCALE * rng.sample::<f64, _>(StandardNormal))
-            .collect();
-        let state = DpviState {
-            iteration: 0,
-            mu,
-            log_sigma: vec![INIT_SIGMA_Q.ln(); d],
-            adam_mu: Adam::new(config.adam, d),
-            adam_log_sigma: Adam::new(config.adam, d),
-            public_rng: RngState::of(&rng),
-            ledger: if config.sigma > 0.0 {
-                Some(
-                    PrivacyLedger::new(
-                        config.sigma,
-                        Sampling::Poisson {
-                            sample_rate: config.sample_rate,
-                        },
-                    )
-                    .map_err(|e| DpviError::Config(e.to_string()))?,
-                )
-            } else {
-                None
-            },
-        };
-        Dpvi::resume(config, layout, data, backend, noise, state)
+        let rows = data.first().map_or(0, |p| p.rows);
+        let trainer = Trainer::new(config, layout, rows)?;
+        Dpvi::with_trainer(trainer, data, backend, noise)
     }
 
     /// Continues from a saved state.
@@ -171,93 +144,90 @@ impl Dpvi {
         noise: NoiseRngs,
         state: DpviState,
     ) -> Result<Dpvi, DpviError> {
-        if !(config.sample_rate > 0.0 && config.sample_rate <= 1.0) {
-            return Err(DpviError::Config(format!(
-                "--sample-rate must be in (0, 1], got {}",
-                config.sample_rate
-            )));
-        }
-        if !(config.clip.is_finite() && config.clip > 0.0) {
-            return Err(DpviError::Config(format!(
-                "--clip must be positive, got {}",
-                config.clip
-            )));
-        }
-        if !(config.sigma.is_finite() && config.sigma >= 0.0) {
-            return Err(DpviError::Config(format!(
-                "--sigma must be non-negative, got {}",
-                config.sigma
-            )));
-        }
-        if !(config.adam.lr.is_finite() && config.adam.lr > 0.0) {
-            return Err(DpviError::Config(format!(
-                "--lr must be positive, got {}",
-                config.adam.lr
-            )));
-        }
-        let d = layout.dim();
-        if state.mu.len() != d || state.log_sigma.len() != d || state.adam_mu.m.len() != d {
-            return Err(DpviError::Config(
-                "the saved state does not match the model layout".into(),
-            ));
-        }
+        let rows = data.first().map_or(0, |p| p.rows);
+        let trainer = Trainer::resume(config, layout, rows, state)?;
+        Dpvi::with_trainer(trainer, data, backend, noise)
+    }
+
+    /// A run around an existing trainer: one data set (all with the trainer's N rows, in
+    /// layout order) and one noise generator per party.
+    pub fn with_trainer(
+        trainer: Trainer,
+        data: Vec<PartyData>,
+        backend: Box<dyn GradientBackend>,
+        noise: NoiseRngs,
+    ) -> Result<Dpvi, DpviError> {
+        let layout = trainer.layout();
         if data.len() != layout.n_parties() || noise.len() != layout.n_parties() {
             return Err(DpviError::Config(
                 "one data set and one noise generator per party are needed".into(),
             ));
         }
-        let rng = state.public_rng.restore();
+        if let Some((p, d)) = data.iter().enumerate().find(|(p, d)| {
+            d.party != *p || d.rows != trainer.rows() || d.width != layout.stat_width(*p)
+        }) {
+            return Err(DpviError::Config(format!(
+                "party {}: data set {} ({} rows, width {}) does not match the layout or the other parties' {} rows",
+                layout.parties[p], d.party, d.rows, d.width, trainer.rows()
+            )));
+        }
         Ok(Dpvi {
-            config,
-            layout,
+            trainer,
             data,
             backend,
             noise,
-            state,
-            rng,
         })
+    }
+
+    /// The public trainer.
+    pub fn trainer(&self) -> &Trainer {
+        &self.trainer
     }
 
     /// The state after the last completed iteration (captures the public generator).
     pub fn state(&self) -> DpviState {
-        let mut s = self.state.clone();
-        s.public_rng = RngState::of(&self.rng);
-        s
+        self.trainer.state()
     }
 
-    /// The noise generators (for checkpointing their state when seeded).
+    /// The noise generators.
     pub fn noise(&self) -> &NoiseRngs {
         &self.noise
     }
 
+    /// What a checkpoint of this run records about the noise
+    /// ([`NoiseRngs::checkpoint_states`] at the next iteration).
+    pub fn noise_checkpoint(&self) -> Option<Vec<crate::rng_state::RngState>> {
+        self.noise.checkpoint_states(self.trainer.iteration())
+    }
+
     /// The configuration.
     pub fn config(&self) -> &DpviConfig {
-        &self.config
+        self.trainer.config()
     }
 
     /// The layout.
     pub fn layout(&self) -> &Layout {
-        &self.layout
+        self.trainer.layout()
     }
 
     /// Posterior means.
     pub fn mu(&self) -> &[f64] {
-        &self.state.mu
+        self.trainer.mu()
     }
 
     /// Posterior log standard deviations.
     pub fn log_sigma(&self) -> &[f64] {
-        &self.state.log_sigma
+        self.trainer.log_sigma()
     }
 
     /// The privacy ledger (None when sigma = 0).
     pub fn ledger(&self) -> Option<&PrivacyLedger> {
-        self.state.ledger.as_ref()
+        self.trainer.ledger()
     }
 
     /// Completed iterations.
     pub fn iteration(&self) -> u64 {
-        self.state.iteration
+        self.trainer.iteration()
     }
 
     /// The backend's name.
@@ -265,64 +235,40 @@ impl Dpvi {
         self.backend.name()
     }
 
-    /// Runs one iteration. On error nothing is updated, and the iteration is not counted
-    /// (the caller must not release anything from it).
+    /// Runs one iteration: plan, gather the parties' batches, the backend's gradient with
+    /// the noise generators positioned at the iteration ([`NoiseRngs::seek`]), apply. On
+    /// error nothing is updated, and the iteration is not counted (the caller must not
+    /// release anything from it); seeded secrets and noise are redrawn identically by a retry.
     pub fn step(&mut self) -> Result<StepReport, DpviError> {
         let t0 = Instant::now();
-        let n = self.data.first().map_or(0, |p| p.rows);
-        let q = self.config.sample_rate;
-        let mut rng = self.rng.clone();
-        let batch: Vec<usize> = (0..n).filter(|_| rng.random_bool(q)).collect();
-        let d = self.layout.dim();
-        let eta: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
-        let sigma_q: Vec<f64> = self.state.log_sigma.iter().map(|l| l.exp()).collect();
-        let theta: Vec<f64> = (0..d)
-            .map(|i| self.state.mu[i] + sigma_q[i] * eta[i])
-            .collect();
+        let plan = self.trainer.plan();
         let sample_ms = t0.elapsed().as_secs_f64() * 1e3;
 
         let t1 = Instant::now();
-        let parties: Vec<_> = self.data.iter().map(|p| p.batch(&batch)).collect();
+        let parties: Vec<_> = self.data.iter().map(|p| p.batch(&plan.batch)).collect();
         let gather_ms = t1.elapsed().as_secs_f64() * 1e3;
 
         let t2 = Instant::now();
+        let config = self.trainer.config();
         let input = GradientInput {
-            layout: &self.layout,
-            theta: &theta,
+            layout: self.trainer.layout(),
+            iteration: plan.iteration,
+            theta: &plan.theta,
             parties: &parties,
-            clip: self.config.clip,
+            clip: config.clip,
             noise: NoiseConfig {
-                sigma: self.config.sigma,
+                sigma: config.sigma,
             },
         };
+        self.noise.seek(plan.iteration);
         let out = self.backend.gradient(&input, &mut self.noise)?;
         let backend_ms = t2.elapsed().as_secs_f64() * 1e3;
 
         let t3 = Instant::now();
-        let data_grad: Vec<f64> = out.gradient.iter().map(|g| g / q).collect();
-        let (g_mu, g_ls) = elbo_gradients(&data_grad, &theta, &eta, &sigma_q);
-        let mut mu = self.state.mu.clone();
-        let mut ls = self.state.log_sigma.clone();
-        let mut adam_mu = self.state.adam_mu.clone();
-        let mut adam_ls = self.state.adam_log_sigma.clone();
-        adam_mu.ascend(&mut mu, &g_mu);
-        adam_ls.ascend(&mut ls, &g_ls);
-        if !mu.iter().chain(&ls).all(|v| v.is_finite()) {
-            return Err(DpviError::Diverged(self.state.iteration + 1));
-        }
-        self.state.mu = mu;
-        self.state.log_sigma = ls;
-        self.state.adam_mu = adam_mu;
-        self.state.adam_log_sigma = adam_ls;
-        // The iteration is complete: charge it (idempotent per index).
-        if let Some(ledger) = &mut self.state.ledger {
-            ledger.charge(self.state.iteration);
-        }
-        self.state.iteration += 1;
-        self.rng = rng;
+        self.trainer.apply(plan, &out.gradient)?;
         let update_ms = t3.elapsed().as_secs_f64() * 1e3;
         Ok(StepReport {
-            iteration: self.state.iteration,
+            iteration: self.trainer.iteration(),
             diagnostics: out.diagnostics,
             sample_ms,
             gather_ms,

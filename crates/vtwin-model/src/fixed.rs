@@ -32,15 +32,19 @@
 //! component parameters get exactly zero gradient and the weight logits get -c_n pi (the
 //! paper's Figure 2 failure: nothing is learned from it).
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use candle_core::Device;
+use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
 
 use crate::backend::{
     BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
 };
 use crate::kernels::{compute_device, local_terms, KernelError, PartyMaps};
+use crate::layout::Layout;
+use crate::stats::PartyBatch;
 
 /// How a party renormalises its log-densities before exponentiating (paper section 4.5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -100,7 +104,6 @@ pub struct PartyUpload {
 pub struct FixedBackend {
     device: Device,
     renormalise: Renormalise,
-    noise: PartyNoise,
 }
 
 impl FixedBackend {
@@ -109,76 +112,71 @@ impl FixedBackend {
         Ok(FixedBackend {
             device: compute_device()?,
             renormalise,
-            noise: PartyNoise::default(),
         })
     }
 }
 
-/// The parties' discrete Gaussian noise shares, one N_Z(0, (sigma C 2^32)^2 / P) vector per
-/// party, drawn from each party's own generator. Shared by the fixed and mpc backends so that
-/// the same generator states give the same shares. The distribution is cached by
-/// (sigma, C, P): building it from exact rationals costs more than sampling one iteration.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PartyNoise {
-    cache: Option<((u64, u64), usize, vtwin_dp::DiscreteGaussian)>,
+/// The discrete Gaussian of one party's noise share, N_Z(0, (sigma C 2^32)^2 / P), cached
+/// process-wide by (sigma, C, P): building it from exact rationals costs more than sampling one
+/// iteration, and every party of every backend (and a party process) samples the same law.
+static NOISE_LAW: Mutex<Option<CachedLaw>> = Mutex::new(None);
+
+/// ((sigma bits, C bits), P, the law).
+type CachedLaw = ((u64, u64), usize, vtwin_dp::DiscreteGaussian);
+
+/// One party's noise share for one iteration: d exact discrete Gaussians
+/// N_Z(0, (sigma C 2^32)^2 / P) (raw integers at scale 2^32) drawn from `rng`, the party's
+/// own generator; all zeros and no draws when sigma = 0 (tests only). The fixed and mpc
+/// backends and a party process all draw through this function, so the same generator state
+/// gives the same share everywhere. The share is zeroized on drop. Cost: d exact samples
+/// (about 3 ChaCha20 blocks each), plus building the law once per (sigma, C, P).
+pub fn noise_share(
+    sigma: f64,
+    clip: f64,
+    parties: usize,
+    d: usize,
+    rng: &mut ChaCha20Rng,
+) -> Result<vtwin_dp::NoiseShare, BackendError> {
+    if sigma <= 0.0 {
+        return Ok(vtwin_dp::NoiseShare::new(vec![0; d]));
+    }
+    let key = (sigma.to_bits(), clip.to_bits());
+    // A poisoned lock only means another thread panicked while sampling: the cached law
+    // itself is immutable once built, so it is still valid.
+    let mut law = NOISE_LAW.lock().unwrap_or_else(|e| e.into_inner());
+    if !matches!(&*law, Some((k, p, _)) if *k == key && *p == parties) {
+        let exact = |x: f64| {
+            vtwin_dp::rational_from_f64(x)
+                .ok_or_else(|| BackendError::Noise(format!("{x} is not finite")))
+        };
+        let s = exact(sigma)? * exact(clip)? * vtwin_dp::pow2(FRAC_BITS);
+        let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)
+            .map_err(|e| BackendError::Noise(e.to_string()))?;
+        *law = Some((key, parties, dg));
+    }
+    let (_, _, dg) = law.as_ref().expect("set above");
+    Ok(dg.sample_share(rng, d))
 }
 
-impl PartyNoise {
-    /// Draws every party's share, in party order, each from that party's own generator
-    /// (all zeros when sigma = 0). Each share is zeroized on drop.
-    pub(crate) fn shares(
-        &mut self,
-        input: &GradientInput<'_>,
-        rngs: &mut NoiseRngs,
-    ) -> Result<Vec<vtwin_dp::NoiseShare>, BackendError> {
-        let d = input.layout.dim();
-        let parties = input.layout.n_parties();
-        if input.noise.sigma <= 0.0 {
-            return Ok((0..parties)
-                .map(|_| vtwin_dp::NoiseShare::new(vec![0; d]))
-                .collect());
-        }
-        let dg = self.distribution(input.noise.sigma, input.clip, parties)?;
-        Ok((0..parties)
-            .map(|p| dg.sample_share(rngs.party(p), d))
-            .collect())
-    }
-
-    /// The sum of [`PartyNoise::shares`], zeroized on drop (the sum is as secret as the
-    /// shares).
-    pub(crate) fn summed(
-        &mut self,
-        input: &GradientInput<'_>,
-        rngs: &mut NoiseRngs,
-    ) -> Result<vtwin_dp::NoiseShare, BackendError> {
-        let mut z = vec![0i128; input.layout.dim()];
-        for share in self.shares(input, rngs)? {
-            for (acc, v) in z.iter_mut().zip(share.as_slice()) {
-                *acc += v;
-            }
-        }
-        Ok(vtwin_dp::NoiseShare::new(z))
-    }
-
-    fn distribution(
-        &mut self,
-        sigma: f64,
-        clip: f64,
-        parties: usize,
-    ) -> Result<&vtwin_dp::DiscreteGaussian, BackendError> {
-        let key = (sigma.to_bits(), clip.to_bits());
-        if !matches!(&self.cache, Some((k, p, _)) if *k == key && *p == parties) {
-            let exact = |x: f64| {
-                vtwin_dp::rational_from_f64(x)
-                    .ok_or_else(|| BackendError::Noise(format!("{x} is not finite")))
-            };
-            let s = exact(sigma)? * exact(clip)? * vtwin_dp::pow2(FRAC_BITS);
-            let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)
-                .map_err(|e| BackendError::Noise(e.to_string()))?;
-            self.cache = Some((key, parties, dg));
-        }
-        Ok(&self.cache.as_ref().expect("set above").2)
-    }
+/// Every party's noise share for `input`'s iteration, in party order, each from that
+/// party's own generator positioned at the iteration ([`NoiseRngs::seek`]).
+pub(crate) fn party_noise_shares(
+    input: &GradientInput<'_>,
+    rngs: &mut NoiseRngs,
+) -> Result<Vec<vtwin_dp::NoiseShare>, BackendError> {
+    let parties = input.layout.n_parties();
+    rngs.seek(input.iteration);
+    (0..parties)
+        .map(|p| {
+            noise_share(
+                input.noise.sigma,
+                input.clip,
+                parties,
+                input.layout.dim(),
+                rngs.party(p),
+            )
+        })
+        .collect()
 }
 
 /// Threshold t of paper-mode renormalisation for P parties: -16 ln 2 / P, so that when
@@ -204,18 +202,37 @@ fn shift(
     }
 }
 
-/// Party side (steps 1-3): local kernels, renormalisation, exp and encoding.
+/// Party side (steps 1-3) for party `party` of `input`: [`party_upload_batch`] on its batch.
 pub fn party_upload(
     device: &Device,
     input: &GradientInput<'_>,
     party: usize,
     renormalise: Renormalise,
 ) -> Result<PartyUpload, BackendError> {
-    let layout = input.layout;
-    let batch = &input.parties[party];
+    party_upload_batch(
+        device,
+        input.layout,
+        input.theta,
+        &input.parties[party],
+        renormalise,
+    )
+}
+
+/// Party side (steps 1-3) from the party's own batch only: local kernels, renormalisation,
+/// exp and encoding, with the range checks (a violation is [`BackendError::Range`] naming
+/// the party). The caller has checked `batch` against the layout (width, party index).
+/// Cost O(B K |T_p|) on `device`.
+pub fn party_upload_batch(
+    device: &Device,
+    layout: &Layout,
+    theta: &[f64],
+    batch: &PartyBatch,
+    renormalise: Renormalise,
+) -> Result<PartyUpload, BackendError> {
+    let party = batch.party;
     let name = &layout.parties[party];
     let k_n = layout.components;
-    let maps = PartyMaps::new(input.theta, layout, party);
+    let maps = PartyMaps::new(theta, layout, party);
     let t = local_terms(device, &maps, &batch.stats, batch.rows, false)?;
     let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
         party: name.clone(),
@@ -420,7 +437,14 @@ impl GradientBackend for FixedBackend {
         let p_n = input.layout.n_parties();
         // Noise shares first, before the data phase.
         let t0 = Instant::now();
-        let z = self.noise.summed(input, noise)?;
+        let mut z = vec![0i128; input.layout.dim()];
+        for share in party_noise_shares(input, noise)? {
+            for (acc, v) in z.iter_mut().zip(share.as_slice()) {
+                *acc += v;
+            }
+        }
+        // The sum is as secret as the shares.
+        let z = vtwin_dp::NoiseShare::new(z);
         let noise_ms = t0.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
         let uploads = (0..p_n)

@@ -1,14 +1,23 @@
 //! The `mpc` backend: ARCHITECTURE "One training iteration" steps 2-4 with the node side
-//! run by three in-memory compute nodes ([`vtwin_mpc::gradient::simulate_iteration`]).
+//! run by three in-memory compute nodes, built from exactly the pieces that the separate
+//! processes of a consortium run, so that both give the same G + Z bit for bit:
 //!
-//! Party side: exactly the fixed backend's ([`crate::fixed::party_upload`]: local kernels,
-//! renormalisation, exp, encoding and the range checks), so a party's out-of-range value
-//! is rejected before anything is shared; each party's upload is then checked again
-//! against the public [`input_bounds`] and secret-shared with PRG-compressed shares. Noise:
-//! every party samples its share of Z (d exact discrete Gaussians N_Z(0, (sigma C 2^32)^2 /
-//! P)) from its own generator in [`NoiseRngs`], the same shares, drawn in the same order,
-//! as the fixed backend, and inputs it as its own noise-contributor client (client P + p);
-//! the nodes add the P shared contributions, so no single party knows Z.
+//! - coordinator: the session id `randomness.session(t)` and the public side
+//!   [`circuit_public_for`] (no party data); at the end an [`Opening`] of the nodes' reveal
+//!   messages, decoded by [`gradient_from_canonical`];
+//! - party p: [`crate::party_upload::party_messages`] from its own batch only, with its noise
+//!   generator positioned at t ([`NoiseRngs::seek`]) and its client generator
+//!   `randomness.party(p, t)`: the fixed backend's party side
+//!   ([`crate::fixed::party_upload_batch`]: local kernels, renormalisation, exp, encoding
+//!   and range checks, so an out-of-range value is refused before anything is shared), the
+//!   check against the public [`input_bounds`], then PRG-compressed shares of its data (client
+//!   p) and of its noise share (client P + p: the nodes add the P contributions, so no single
+//!   party knows Z). The noise shares are the fixed backend's, drawn in the same order;
+//! - node i: an ephemeral X25519 key from `randomness.node(i, t)`
+//!   ([`vtwin_mpc::NodeKey::generate`]), the pairwise seeds
+//!   ([`vtwin_mpc::PairSeeds::derive`] with the session), and
+//!   [`vtwin_mpc::gradient::iteration_node`]; here the three nodes are driven by the
+//!   simulator ([`vtwin_mpc::sim::run_nodes`], FIFO).
 //!
 //! Node side: the circuit of `protocols/mpc-gradient.md`, the MPC twin of
 //! [`crate::fixed::fixed_gradient`] with probabilistic truncation; given the nodes' masks
@@ -21,33 +30,32 @@
 //! [`Diagnostics::den_zero`] are not revealed by the circuit and stay 0. The protocol's
 //! costs per iteration go to a [`CostLog`] shared with the caller.
 //!
-//! Secret randomness (node keys, client PRG seeds, session id, truncation masks) comes from
-//! one ChaCha20 generator seeded from the OS ([`MpcBackend::new`]), or from a number in
-//! tests ([`MpcBackend::seeded`]).
+//! Secret randomness ([`SecretRandomness`]): fresh from the OS for every iteration
+//! ([`MpcBackend::new`]), or in tests a pure function of (seed, role, t)
+//! ([`MpcBackend::seeded`]; voids privacy), so that a retried iteration and a network run
+//! with the same seeds redraw exactly the same keys, seeds and session.
 //!
 //! Cost: per iteration 2P + 93 rounds and 21 B K + 465 B + 3 K + 6 (d - K) ring elements
 //! of circuit traffic plus the input forwarding (`protocols/mpc-gradient.md`).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use candle_core::Device;
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::{Fx, FRAC_BITS};
-use vtwin_mpc::gradient::{
-    simulate_iteration, CircuitPublic, InputBounds, IterationError, PartyMap, PlainUpload,
-};
+use vtwin_mpc::gradient::{iteration_node, CircuitPublic, InputBounds, PartyMap, PlainUpload};
 use vtwin_mpc::input::InputError;
-use vtwin_mpc::{InputClient, SessionId};
+use vtwin_mpc::sim::run_nodes;
+use vtwin_mpc::{Delivery, MpcError, NodeId, NodeKey, Opening, PairSeeds};
 
 use crate::backend::{
-    BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
+    softmax, BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
 };
-use crate::fixed::{party_upload, PartyNoise, PartyUpload, Renormalise};
+use crate::fixed::{PartyUpload, Renormalise};
 use crate::kernels::{compute_device, KernelError, PartyMaps};
 use crate::layout::Layout;
+use crate::party_upload::{party_messages, PartyTask};
+use crate::secret_randomness::SecretRandomness;
 
 /// The protocol's costs in one iteration (all three nodes together).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -93,62 +101,47 @@ impl CostLog {
 pub struct MpcBackend {
     device: Device,
     renormalise: Renormalise,
-    noise: PartyNoise,
-    rng: ChaCha20Rng,
+    randomness: SecretRandomness,
     costs: CostLog,
-    upload_bytes: HashMap<(usize, usize), u64>,
 }
 
 impl std::fmt::Debug for MpcBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The generator is secret: never printed.
         f.debug_struct("MpcBackend")
             .field("renormalise", &self.renormalise)
+            .field("insecure", &self.randomness.is_insecure())
             .finish_non_exhaustive()
     }
 }
 
 impl MpcBackend {
-    /// On [`compute_device`], secret randomness from an OS-seeded ChaCha20.
+    /// On [`compute_device`], every secret fresh from the OS ([`SecretRandomness::Os`]).
     pub fn new(renormalise: Renormalise) -> Result<MpcBackend, KernelError> {
-        Self::with_rng(renormalise, ChaCha20Rng::from_os_rng())
+        Self::with_randomness(renormalise, SecretRandomness::Os)
     }
 
-    /// Secret randomness from `seed` (tests and reproducible simulations only: whoever
-    /// knows it can reconstruct every share).
+    /// Secrets derived from `seed` ([`SecretRandomness::InsecureSeed`]; tests and
+    /// reproducible simulations only: whoever knows it can reconstruct every share).
     pub fn seeded(renormalise: Renormalise, seed: u64) -> Result<MpcBackend, KernelError> {
-        Self::with_rng(renormalise, ChaCha20Rng::seed_from_u64(seed))
+        Self::with_randomness(renormalise, SecretRandomness::InsecureSeed(seed))
     }
 
-    fn with_rng(renormalise: Renormalise, rng: ChaCha20Rng) -> Result<MpcBackend, KernelError> {
+    /// On [`compute_device`] with the given source of secrets.
+    pub fn with_randomness(
+        renormalise: Renormalise,
+        randomness: SecretRandomness,
+    ) -> Result<MpcBackend, KernelError> {
         Ok(MpcBackend {
             device: compute_device()?,
             renormalise,
-            noise: PartyNoise::default(),
-            rng,
+            randomness,
             costs: CostLog::default(),
-            upload_bytes: HashMap::new(),
         })
     }
 
     /// A handle on this backend's per-iteration costs.
     pub fn costs(&self) -> CostLog {
         self.costs.clone()
-    }
-
-    /// Encoded bytes of one party's upload of `values` elements (setup included): measured
-    /// once per size by sharing zeros with a throw-away client (messages discarded).
-    fn upload_bytes(&mut self, party: usize, values: usize) -> u64 {
-        let rng = &mut self.rng;
-        *self.upload_bytes.entry((party, values)).or_insert_with(|| {
-            let (mut c, setup) = InputClient::new(party as u16, SessionId([0; 16]), rng);
-            let msgs = c.share_raw(&vec![0u128; values]);
-            setup
-                .iter()
-                .chain(&msgs)
-                .map(|m| m.encoded_len() as u64)
-                .sum()
-        })
     }
 }
 
@@ -171,23 +164,50 @@ pub fn plain_upload(up: &PartyUpload) -> PlainUpload {
     }
 }
 
-/// The circuit's public side for a batch of `b` rows: pi, C (1 - 2^-20) and every party's
-/// score maps, encoded exactly as [`crate::fixed::fixed_gradient`] encodes them, with its
-/// check B (14 |A| + |b|) < 2^22 on the maps.
+/// The circuit's public side for `input` and a batch of `b` rows:
+/// [`circuit_public_for`]`(input.layout, input.theta, input.clip, b)`.
 pub fn circuit_public(input: &GradientInput<'_>, b: usize) -> Result<CircuitPublic, BackendError> {
-    let layout = input.layout;
+    circuit_public_for(input.layout, input.theta, input.clip, b)
+}
+
+/// The circuit's public side for a batch of `b` rows, from public values only (the
+/// coordinator needs no party data): pi = softmax(theta[0..K]), C (1 - 2^-20) and every
+/// party's score maps, encoded exactly as [`crate::fixed::fixed_gradient`] encodes them, with
+/// its check B (14 |A| + |b|) < 2^22 on the maps ([`BackendError::Range`] naming the party);
+/// P noise contributors (each party inputs its own share). Errors also on theta of the wrong
+/// length or not finite, and C not positive and finite. Cost O(d).
+pub fn circuit_public_for(
+    layout: &Layout,
+    theta: &[f64],
+    clip: f64,
+    b: usize,
+) -> Result<CircuitPublic, BackendError> {
+    if theta.len() != layout.dim() {
+        return Err(BackendError::Shape(format!(
+            "theta has {} values, layout needs {}",
+            theta.len(),
+            layout.dim()
+        )));
+    }
+    if let Some(i) = theta.iter().position(|t| !t.is_finite()) {
+        return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
+    }
+    if !(clip.is_finite() && clip > 0.0) {
+        return Err(BackendError::Config(format!(
+            "--clip must be positive and finite, got {clip}"
+        )));
+    }
     let enc = |v: f64, what: &str| {
         Fx::from_f64(v).map_err(|e| BackendError::Config(format!("public {what}: {e}")))
     };
-    let pi = input
-        .weights()
+    let pi = softmax(&theta[..layout.components])
         .iter()
         .map(|&p| enc(p, "weight"))
         .collect::<Result<Vec<_>, _>>()?;
-    let clip = enc(input.clip * (1.0 - 2f64.powi(-20)), "clip")?;
+    let clip = enc(clip * (1.0 - 2f64.powi(-20)), "clip")?;
     let mut parties = Vec::with_capacity(layout.n_parties());
     for p in 0..layout.n_parties() {
-        let maps = PartyMaps::new(input.theta, layout, p);
+        let maps = PartyMaps::new(theta, layout, p);
         crate::fixed::check_score_map_bound(&maps, b, &layout.parties[p])?;
         parties.push(PartyMap {
             width: layout.stat_width(p),
@@ -248,7 +268,7 @@ pub fn gradient_from_canonical(layout: &Layout, opened: &[u128]) -> Vec<f64> {
 }
 
 /// A party's refusal of its own upload as a backend error naming the party and quantity.
-fn input_error(layout: &Layout, b: usize, party: usize, e: &InputError) -> BackendError {
+pub(crate) fn input_error(layout: &Layout, b: usize, party: usize, e: &InputError) -> BackendError {
     let k = layout.components;
     match *e {
         InputError::OutOfRange { index, value, .. } => {
@@ -282,51 +302,71 @@ impl GradientBackend for MpcBackend {
     ) -> Result<GradientOutput, BackendError> {
         let b = input.validate()?;
         let layout = input.layout;
-        let p_n = layout.n_parties();
-        // Noise shares first, before the data phase (as the fixed backend).
+        let t = input.iteration;
+        // Coordinator: session and public side.
         let t0 = Instant::now();
-        let shares = self.noise.shares(input, noise)?;
-        let noise_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let session = self.randomness.session(t);
+        let public = circuit_public_for(layout, input.theta, input.clip, b)?;
+        // Parties: each from its own batch and generators (noise included in local_ms).
+        noise.seek(t);
+        let mut to_nodes: [Vec<vtwin_mpc::Message>; 3] = Default::default();
+        let mut per_party = Vec::with_capacity(layout.n_parties());
+        for (p, batch) in input.parties.iter().enumerate() {
+            let task = PartyTask {
+                layout,
+                party: p,
+                iteration: t,
+                session,
+                theta: input.theta,
+                clip: input.clip,
+                sigma: input.noise.sigma,
+                batch,
+                renormalise: self.renormalise,
+            };
+            let mut client_rng = self.randomness.party(p, t);
+            let msgs = party_messages(&self.device, &task, noise.party(p), &mut client_rng)?;
+            per_party.push(msgs.iter().flatten().map(|m| m.encoded_len() as u64).sum());
+            for (node, m) in to_nodes.iter_mut().zip(msgs) {
+                node.extend(m);
+            }
+        }
+        let local_ms = t0.elapsed().as_secs_f64() * 1e3;
+        // Nodes: ephemeral keys, pairwise seeds, the iteration program.
         let t1 = Instant::now();
-        let uploads = (0..p_n)
-            .map(|p| {
-                party_upload(&self.device, input, p, self.renormalise).map(|u| plain_upload(&u))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let local_ms = t1.elapsed().as_secs_f64() * 1e3;
-        let t2 = Instant::now();
-        let public = circuit_public(input, b)?;
-        // Each party checks its upload against the public bounds inside simulate_iteration
-        // (`upload_messages`) before any message reaches a node.
-        let z_canon: Vec<zeroize::Zeroizing<Vec<u128>>> = shares
-            .iter()
-            .map(|z| zeroize::Zeroizing::new(noise_to_canonical(layout, z.as_slice())))
+        let keys: Vec<NodeKey> = (0..3)
+            .map(|i| NodeKey::generate(&mut self.randomness.node(i, t)))
             .collect();
-        let z_refs: Vec<&[u128]> = z_canon.iter().map(|z| z.as_slice()).collect();
-        let it = simulate_iteration(&public, &uploads, &z_refs, input_bounds(), &mut self.rng)
-            .map_err(|e| match e {
-                IterationError::Input { party, source } => input_error(layout, b, party, &source),
-                other => BackendError::Config(format!("mpc: {other}")),
-            })?;
-        let gradient = gradient_from_canonical(layout, &it.gradient);
-        let combine_ms = t2.elapsed().as_secs_f64() * 1e3;
-        let total = it.counters[0].plus(it.counters[1]).plus(it.counters[2]);
-        let per_party = uploads
-            .iter()
-            .enumerate()
-            .map(|(p, u)| {
-                // The party's data upload plus its noise share (as its noise-contributor client).
-                self.upload_bytes(p, u.mat.len() + u.q.len() + u.stats.len())
-                    + self.upload_bytes(p, layout.dim())
-            })
-            .collect();
+        let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+        let node = |id: NodeId| {
+            PairSeeds::derive(id, &keys[id.index()], &publics, session)
+                .map(|seeds| iteration_node(id, session, seeds, public.clone()))
+        };
+        let [n0, n1, n2] = NodeId::ALL;
+        let nodes = [
+            node(n0).map_err(BackendError::Mpc)?,
+            node(n1).map_err(BackendError::Mpc)?,
+            node(n2).map_err(BackendError::Mpc)?,
+        ];
+        let rep = run_nodes(nodes, to_nodes.into_iter().flatten(), Delivery::Fifo)
+            .map_err(BackendError::Mpc)?;
+        // Coordinator: open G + Z.
+        let mut opening = Opening::new(session, public.coordinator(), public.dim());
+        for m in rep.to_clients {
+            opening.handle(m).map_err(BackendError::Mpc)?;
+        }
+        let opened = opening
+            .result()
+            .ok_or(BackendError::Mpc(MpcError::Stalled { node: 0 }))?;
+        let gradient = gradient_from_canonical(layout, &opened);
+        let combine_ms = t1.elapsed().as_secs_f64() * 1e3;
+        let total = rep.counters[0].plus(rep.counters[1]).plus(rep.counters[2]);
         self.costs.push(IterationCost {
             rounds: total.rounds,
             bytes_between_nodes: total.bytes,
             elements_between_nodes: total.elements,
             bytes_to_coordinator: total.bytes_to_clients,
             bytes_uploaded_per_party: per_party,
-            bytes_uploaded_total: it.client_bytes,
+            bytes_uploaded_total: rep.client_bytes,
             mults: total.mults,
             truncations: total.truncations,
         });
@@ -336,7 +376,6 @@ impl GradientBackend for MpcBackend {
                 records: b,
                 local_ms,
                 combine_ms,
-                noise_ms,
                 ..Diagnostics::default()
             },
         })

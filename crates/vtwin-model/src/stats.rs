@@ -5,9 +5,31 @@
 //! width C for a categorical or binned column; (ln u, ln(1-u)) for a Beta column, u being
 //! the value scaled into [1e-6, 1 - 1e-6] by the public bounds ([`crate::codec`]), so every
 //! statistic lies in [-13.82, 1]. T does not depend on theta, so it is computed once.
+//!
+//! A party process holds only its own columns: [`PartyData::from_party_csv`] (its own file,
+//! rows sorted by id) or [`PartyData::from_demo`] (its slice of the demo table), with the ids,
+//! whose [`ids_digest`] the coordinator compares across parties before training.
 
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::csv_table::read_party_alone;
 use crate::layout::{ColumnModel, Layout};
-use crate::table::{Column, Table};
+use crate::schema::Schema;
+use crate::table::{Column, DataError, Table};
+
+/// The index of party `party` in `layout`.
+fn party_index(layout: &Layout, party: &str) -> Result<usize, PartyDataError> {
+    layout
+        .parties
+        .iter()
+        .position(|q| q == party)
+        .ok_or_else(|| PartyDataError::UnknownParty {
+            party: party.to_owned(),
+            known: layout.parties.join(", "),
+        })
+}
 
 /// Errors building a party's statistics.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +71,105 @@ pub struct PartyBatch {
     pub stats: Vec<f64>,
 }
 
+/// Writes one column's statistics into a party's matrix (rows x width, row-major).
+fn fill_column(
+    stats: &mut [f64],
+    width: usize,
+    slot: &crate::layout::ColumnSlot,
+    col: &Column,
+) -> Result<(), StatsError> {
+    match (&slot.model, col) {
+        (ColumnModel::Beta, Column::Unit(u)) => {
+            for (i, &x) in u.iter().enumerate() {
+                stats[i * width + slot.stat_offset] = x.ln();
+                stats[i * width + slot.stat_offset + 1] = (-x).ln_1p();
+            }
+        }
+        (ColumnModel::Categorical { cardinality }, Column::Index(idx)) => {
+            for (i, &c) in idx.iter().enumerate() {
+                if c as usize >= *cardinality {
+                    return Err(StatsError::Mismatch {
+                        column: slot.name.clone(),
+                    });
+                }
+                stats[i * width + slot.stat_offset + c as usize] = 1.0;
+            }
+        }
+        _ => {
+            return Err(StatsError::Mismatch {
+                column: slot.name.clone(),
+            })
+        }
+    }
+    Ok(())
+}
+
+/// Why one party could not load its own data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PartyDataError {
+    /// Reading the party's file failed (names the file, row and column).
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// The file's columns do not match the layout.
+    #[error("{}: {source}", file.display())]
+    Stats {
+        /// The file.
+        file: PathBuf,
+        /// The mismatch (names the column).
+        source: StatsError,
+    },
+    /// The party is not in the layout.
+    #[error("party \"{party}\" is not in the model layout (its parties: {known})")]
+    UnknownParty {
+        /// The party asked for.
+        party: String,
+        /// The layout's parties.
+        known: String,
+    },
+    /// The layout does not come from this schema.
+    #[error("{}: party \"{party}\": the schema's columns do not match the model layout", file.display())]
+    Layout {
+        /// The file.
+        file: PathBuf,
+        /// The party.
+        party: String,
+    },
+}
+
+/// One party's own data as a party process holds it: its statistics and the record ids, in
+/// the row order shared by every party (the batch indices of the coordinator's plans refer
+/// to it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnPartyData {
+    /// The statistics (N x |T_p|).
+    pub data: PartyData,
+    /// The record ids, row order.
+    pub ids: Vec<String>,
+}
+
+impl OwnPartyData {
+    /// [`ids_digest`] of the ids: what the party reports to the coordinator, which refuses to
+    /// train unless every party reports the same digest (same ids, same order).
+    pub fn ids_digest(&self) -> [u8; 32] {
+        ids_digest(&self.ids)
+    }
+}
+
+/// SHA-256 of an id list: `"vtwin/v1 ids" || 0x00 || N` then, per id, its byte length and
+/// bytes (lengths as 8-byte little-endian, so the encoding is injective). Equal digests mean
+/// equal lists in equal order (up to SHA-256 collisions). Cost O(total id bytes).
+pub fn ids_digest(ids: &[String]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"vtwin/v1 ids\x00");
+    h.update((ids.len() as u64).to_le_bytes());
+    for id in ids {
+        h.update((id.len() as u64).to_le_bytes());
+        h.update(id.as_bytes());
+    }
+    h.finalize().into()
+}
+
 impl PartyData {
     /// The statistics of every party, from a table whose schema produced `layout`.
     /// Cost O(N sum_p |T_p|).
@@ -69,32 +190,75 @@ impl PartyData {
         }
         for (slot, col) in layout.columns.iter().zip(&table.columns) {
             let pd = &mut out[slot.party];
-            let w = pd.width;
-            match (&slot.model, col) {
-                (ColumnModel::Beta, Column::Unit(u)) => {
-                    for (i, &x) in u.iter().enumerate() {
-                        pd.stats[i * w + slot.stat_offset] = x.ln();
-                        pd.stats[i * w + slot.stat_offset + 1] = (-x).ln_1p();
-                    }
-                }
-                (ColumnModel::Categorical { cardinality }, Column::Index(idx)) => {
-                    for (i, &c) in idx.iter().enumerate() {
-                        if c as usize >= *cardinality {
-                            return Err(StatsError::Mismatch {
-                                column: slot.name.clone(),
-                            });
-                        }
-                        pd.stats[i * w + slot.stat_offset + c as usize] = 1.0;
-                    }
-                }
-                _ => {
-                    return Err(StatsError::Mismatch {
-                        column: slot.name.clone(),
-                    })
-                }
-            }
+            fill_column(&mut pd.stats, pd.width, slot, col)?;
         }
         Ok(out)
+    }
+
+    /// Party `party`'s data from its own CSV file alone ([`crate::csv_table::read_party_alone`]:
+    /// the id column and the party's columns, rows sorted by id), with the ids. Errors name the
+    /// file, and the row and column where one applies. Cost O(file size + N log N + N |T_p|).
+    pub fn from_party_csv(
+        schema: &Schema,
+        layout: &Layout,
+        party: &str,
+        path: &Path,
+    ) -> Result<OwnPartyData, PartyDataError> {
+        let p = party_index(layout, party)?;
+        let cols = read_party_alone(schema, party, path)?;
+        let slots: Vec<_> = layout.columns.iter().filter(|s| s.party == p).collect();
+        let names_match = slots.len() == cols.schema_columns.len()
+            && slots
+                .iter()
+                .zip(&cols.schema_columns)
+                .all(|(s, &c)| s.name == schema.columns[c].name);
+        if !names_match {
+            return Err(PartyDataError::Layout {
+                file: path.to_owned(),
+                party: party.to_owned(),
+            });
+        }
+        let (n, width) = (cols.ids.len(), layout.stat_width(p));
+        let mut stats = vec![0.0; n * width];
+        for (slot, col) in slots.iter().zip(&cols.columns) {
+            fill_column(&mut stats, width, slot, col).map_err(|source| PartyDataError::Stats {
+                file: path.to_owned(),
+                source,
+            })?;
+        }
+        Ok(OwnPartyData {
+            data: PartyData {
+                party: p,
+                width,
+                rows: n,
+                stats,
+            },
+            ids: cols.ids,
+        })
+    }
+
+    /// Party `party`'s slice of the built-in demo table [`crate::demo::demo_table`]`(rows,
+    /// seed)`, in the table's order (ids "1" to `rows`), exactly the rows and statistics
+    /// `vtwin train --demo` gives that party. `layout` must come from
+    /// [`crate::demo::demo_schema`]. Cost O(rows x 7).
+    pub fn from_demo(
+        layout: &Layout,
+        party: &str,
+        rows: usize,
+        seed: u64,
+    ) -> Result<OwnPartyData, PartyDataError> {
+        let p = party_index(layout, party)?;
+        let table = crate::demo::demo_table(rows, seed);
+        let data = PartyData::from_table(&table, layout)
+            .map_err(|source| PartyDataError::Stats {
+                file: PathBuf::from("(built-in demo data)"),
+                source,
+            })?
+            .swap_remove(p);
+        Ok(OwnPartyData {
+            data,
+            ids: table.ids,
+        })
     }
 
     /// The rows `idx` (each < N) as a batch. Cost O(B |T_p|).

@@ -4,7 +4,7 @@
 use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use vtwin_model::backend::{GradientBackend, NoiseRngs};
+use vtwin_model::backend::{GradientBackend, GradientInput, NoiseRngs};
 use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::float::{log_likelihood, per_example_gradients, FloatBackend};
 use vtwin_model::layout::Layout;
@@ -238,8 +238,12 @@ fn noise_has_the_configured_scale() {
         let mut noise = NoiseRngs::seeded(9, layout.n_parties());
         let mut sum2 = 0.0;
         let mut count = 0.0;
-        for _ in 0..200 {
-            // Empty batch: G is pure noise.
+        for t in 0..200 {
+            // Empty batch: G is pure noise, fresh for each iteration t.
+            let inp = GradientInput {
+                iteration: t,
+                ..inp
+            };
             for v in b.gradient(&inp, &mut noise).unwrap().gradient {
                 sum2 += v * v;
                 count += 1.0;

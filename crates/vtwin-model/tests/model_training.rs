@@ -68,7 +68,7 @@ fn resumed_run_continues_bit_identically() {
         Checkpoint {
             settings,
             state: first.state(),
-            noise: first.noise().states(),
+            noise: first.noise_checkpoint(),
             history: vec![HistoryRow {
                 iteration: 20,
                 epsilon: 1.0,
@@ -79,12 +79,24 @@ fn resumed_run_continues_bit_identically() {
         .unwrap();
         drop(first);
         let ck = Checkpoint::load(&path).unwrap();
+        // Seeded noise is a function of (seed, party, iteration): the checkpoint only records
+        // which seed, and a different seed is refused.
+        let noise = NoiseRngs::seeded(5, layout.n_parties());
+        noise
+            .check_checkpoint(ck.noise.as_deref(), ck.state.iteration)
+            .unwrap();
+        assert!(NoiseRngs::seeded(6, layout.n_parties())
+            .check_checkpoint(ck.noise.as_deref(), ck.state.iteration)
+            .is_err());
+        assert!(NoiseRngs::from_os(layout.n_parties())
+            .check_checkpoint(ck.noise.as_deref(), ck.state.iteration)
+            .is_err());
         let mut second = Dpvi::resume(
             cfg.clone(),
             layout.clone(),
             data.clone(),
             backend(name),
-            NoiseRngs::restore(ck.noise.as_ref().unwrap()),
+            noise,
             ck.state,
         )
         .unwrap();
@@ -123,8 +135,11 @@ fn checkpoint_rejects_garbage() {
 }
 
 /// DPVI with noise (sigma = 1, q = 0.05, C = 1) on 2000 demo records reaches a test NLL
-/// within 0.05 nats per record of the generating mixture's (measured: see the eprintln),
-/// for both backends, and the two backends end within 0.02 nats of each other.
+/// within 0.06 nats per record of the generating mixture's (measured: see the eprintln),
+/// for both backends, and the two backends end within 0.02 nats of each other. The gap
+/// depends on the noise draw: over noise seeds 1-6 it measured 0.038-0.050 (float) and
+/// 0.039-0.048 (fixed), so 0.06 leaves room for the realisation without hiding a failure
+/// to learn (the start is about 2.4 nats above the generating model).
 #[test]
 fn demo_training_approaches_the_generating_model() {
     let table = demo_table(2000, 21);
@@ -146,7 +161,7 @@ fn demo_training_approaches_the_generating_model() {
             end < start - 1.0,
             "{name}: NLL must decrease ({start} -> {end})"
         );
-        assert!(end < truth + 0.05, "{name}: {end} vs generating {truth}");
+        assert!(end < truth + 0.06, "{name}: {end} vs generating {truth}");
         // The model file round-trips and gives the same mean parameters.
         let m = ModelFile::new(
             demo_schema(),

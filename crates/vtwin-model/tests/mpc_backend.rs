@@ -6,22 +6,28 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::{Fx, Probabilistic};
 use vtwin_model::adam::AdamConfig;
-use vtwin_model::backend::{BackendError, GradientBackend, NoiseRngs};
-use vtwin_model::demo::demo_table;
+use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseRngs};
+use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::{fixed_gradient, party_upload, FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::natural_params;
 use vtwin_model::mpc::{
-    circuit_public, gradient_from_canonical, input_bounds, noise_to_canonical, plain_upload,
-    MpcBackend,
+    circuit_public, circuit_public_for, gradient_from_canonical, input_bounds, noise_to_canonical,
+    plain_upload, MpcBackend,
 };
+use vtwin_model::party_upload::{party_messages, PartyTask};
+use vtwin_model::secret_randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::stats::{PartyBatch, PartyData};
+use vtwin_model::trainer::Trainer;
 use vtwin_mpc::gradient::{
-    gradient, masks_in_reference_order, receive_inputs, upload_messages, CircuitPublic, PlainUpload,
+    gradient, iteration_node, masks_in_reference_order, receive_inputs, upload_messages,
+    CircuitPublic, PlainUpload,
 };
 use vtwin_mpc::input::reveal_to;
-use vtwin_mpc::{InputClient, Opening, SessionId, Simulation};
+use vtwin_mpc::{
+    InputClient, Message, NodeId, NodeKey, Opening, PairSeeds, Peer, SessionId, Simulation,
+};
 
 mod common;
 
@@ -296,4 +302,243 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
         assert!(upload_messages(&mut c, &bad, bounds).is_err());
     }
     assert_eq!(bounds.mat.1.to_f64(), 2f64.powi(31) - 2f64.powi(-32));
+}
+
+/// The settings the seeded-run tests share.
+fn seeded_config() -> DpviConfig {
+    DpviConfig {
+        sample_rate: 0.04,
+        clip: 1.0,
+        sigma: 1.0,
+        adam: AdamConfig::default(),
+        seed: 23,
+    }
+}
+
+/// A seeded backend is a pure function of (seeds, iteration): two backends give identical
+/// gradients, a retried iteration (after another one ran) redraws identical values, and
+/// another iteration, another MPC seed or another noise seed give different ones.
+#[test]
+fn seeded_backend_is_reproducible_and_a_retried_iteration_is_identical() {
+    let (layout, data, _) = demo(300, 4, 21);
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let theta: Vec<f64> = (0..layout.dim())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let rows: Vec<usize> = (0..20).map(|i| (i * 11) % 300).collect();
+    let parties: Vec<PartyBatch> = data.iter().map(|p| p.batch(&rows)).collect();
+    let at = |t: u64| GradientInput {
+        iteration: t,
+        ..input(&layout, &theta, &parties, 1.0, 1.0)
+    };
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let run = |mpc_seed: u64, noise_seed: u64, ts: &[u64]| {
+        let mut b = MpcBackend::seeded(Renormalise::ClosedForm, mpc_seed).unwrap();
+        let mut noise = NoiseRngs::seeded(noise_seed, layout.n_parties());
+        ts.iter()
+            .map(|&t| bits(&b.gradient(&at(t), &mut noise).unwrap().gradient))
+            .collect::<Vec<_>>()
+    };
+    let first = run(3, 9, &[7, 8, 7]);
+    assert_eq!(first[0], first[2], "retried iteration 7 differs");
+    assert_ne!(first[0], first[1], "iterations 7 and 8 drew the same");
+    assert_eq!(
+        run(3, 9, &[7]),
+        vec![first[0].clone()],
+        "second backend differs"
+    );
+    assert_ne!(run(4, 9, &[7])[0], first[0], "the MPC seed is not used");
+    assert_ne!(run(3, 10, &[7])[0], first[0], "the noise seed is not used");
+    // OS randomness: two iterations with the same inputs and seeded noise still differ in
+    // the truncation rounding (fresh keys, hence fresh masks).
+    let mut os = MpcBackend::new(Renormalise::ClosedForm).unwrap();
+    let mut noise = NoiseRngs::seeded(9, layout.n_parties());
+    let a = os.gradient(&at(7), &mut noise).unwrap().gradient;
+    let b = os.gradient(&at(7), &mut noise).unwrap().gradient;
+    assert_ne!(bits(&a), bits(&b), "OS randomness repeated itself");
+}
+
+/// One training iteration assembled by hand from the role functions, as separate processes
+/// run them (coordinator: `Trainer::plan`, `SecretRandomness::session`,
+/// `circuit_public_for`, `Opening`, `Trainer::apply`; party p: `PartyData::from_demo` for
+/// its own columns only, `seeded_noise_rng`, `SecretRandomness::party`, `party_messages`;
+/// node i: `SecretRandomness::node`, `NodeKey`, `PairSeeds::derive`, `iteration_node`), with
+/// every message encoded and delivered newest first, equals `Dpvi` with `MpcBackend` bit for
+/// bit, for three consecutive iterations.
+#[test]
+fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
+    let (rows, data_seed, noise_seed, mpc_seed) = (400usize, 1u64, 8u64, 12u64);
+    let layout = Layout::from_schema(&demo_schema(), 4).unwrap();
+    let randomness = SecretRandomness::InsecureSeed(mpc_seed);
+    let cfg = seeded_config();
+    let own: Vec<_> = layout
+        .parties
+        .iter()
+        .map(|name| PartyData::from_demo(&layout, name, rows, data_seed).unwrap())
+        .collect();
+    let mut dpvi = Dpvi::new(
+        cfg.clone(),
+        layout.clone(),
+        PartyData::from_table(&demo_table(rows, data_seed), &layout).unwrap(),
+        Box::new(MpcBackend::seeded(Renormalise::ClosedForm, mpc_seed).unwrap()),
+        NoiseRngs::seeded(noise_seed, layout.n_parties()),
+    )
+    .unwrap();
+    let mut trainer = Trainer::new(cfg.clone(), layout.clone(), rows).unwrap();
+    let device = candle_core::Device::Cpu;
+    for _ in 0..3 {
+        // Coordinator.
+        let plan = trainer.plan();
+        let t = plan.iteration;
+        let session = randomness.session(t);
+        let public = circuit_public_for(&layout, &plan.theta, cfg.clip, plan.batch.len()).unwrap();
+        // Parties: only their own data.
+        let mut wire: Vec<(usize, Vec<u8>)> = Vec::new();
+        for (p, mine) in own.iter().enumerate() {
+            let batch = mine.data.batch(&plan.batch);
+            let task = PartyTask {
+                layout: &layout,
+                party: p,
+                iteration: t,
+                session,
+                theta: &plan.theta,
+                clip: cfg.clip,
+                sigma: cfg.sigma,
+                batch: &batch,
+                renormalise: Renormalise::ClosedForm,
+            };
+            let msgs = party_messages(
+                &device,
+                &task,
+                &mut seeded_noise_rng(noise_seed, p, t),
+                &mut randomness.party(p, t),
+            )
+            .unwrap();
+            for (i, to_node) in msgs.iter().enumerate() {
+                wire.extend(to_node.iter().map(|m| (i, m.encode())));
+            }
+        }
+        // Nodes: each draws its own key; the three publics are exchanged.
+        let keys: Vec<NodeKey> = (0..3)
+            .map(|i| NodeKey::generate(&mut randomness.node(i, t)))
+            .collect();
+        let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+        let mut nodes: Vec<_> = NodeId::ALL
+            .iter()
+            .map(|&id| {
+                let seeds = PairSeeds::derive(id, &keys[id.index()], &publics, session).unwrap();
+                iteration_node(id, session, seeds, public.clone())
+            })
+            .collect();
+        let mut to_coordinator = Vec::new();
+        for n in nodes.iter_mut() {
+            wire.extend(n.start().unwrap().iter().map(|m| match m.to {
+                Peer::Node(id) => (id.index(), m.encode()),
+                Peer::Client(_) => (3, m.encode()),
+            }));
+        }
+        // Newest message first: a different order from the backend's FIFO simulator.
+        while let Some((to, bytes)) = wire.pop() {
+            if to == 3 {
+                to_coordinator.push(Message::decode(&bytes).unwrap());
+                continue;
+            }
+            for m in nodes[to].handle_bytes(&bytes).unwrap() {
+                let dest = match m.to {
+                    Peer::Node(id) => id.index(),
+                    Peer::Client(_) => 3,
+                };
+                wire.push((dest, m.encode()));
+            }
+        }
+        assert!(nodes.iter().all(|n| n.is_done()));
+        // Coordinator: open and apply.
+        let mut opening = Opening::new(session, public.coordinator(), public.dim());
+        for m in to_coordinator {
+            opening.handle(m).unwrap();
+        }
+        let g = gradient_from_canonical(&layout, &opening.result().unwrap());
+        trainer.apply(plan, &g).unwrap();
+        dpvi.step().unwrap();
+        assert_eq!(trainer.state(), dpvi.state(), "iteration {t}");
+    }
+    assert_eq!(trainer.ledger().unwrap().steps(), 3);
+}
+
+/// A party's out-of-range value makes `party_messages` refuse with the range error naming
+/// the party, producing no message; a well-formed task gives the documented message layout.
+#[test]
+fn party_messages_refuse_out_of_range_values_and_follow_the_documented_layout() {
+    let (layout, data, _) = demo(30, 3, 21);
+    let theta = vec![0.0; layout.dim()];
+    let randomness = SecretRandomness::InsecureSeed(1);
+    let batch = data[1].batch(&[0, 1, 2]);
+    let mut bad = batch.clone();
+    bad.stats[1] = -14.5;
+    let other = data[0].batch(&[0]);
+    let task = |batch| PartyTask {
+        layout: &layout,
+        party: 1,
+        iteration: 0,
+        session: randomness.session(0),
+        theta: &theta,
+        clip: 1.0,
+        sigma: 1.0,
+        batch,
+        renormalise: Renormalise::ClosedForm,
+    };
+    let device = candle_core::Device::Cpu;
+    let msgs = party_messages(
+        &device,
+        &task(&batch),
+        &mut seeded_noise_rng(1, 1, 0),
+        &mut randomness.party(1, 0),
+    )
+    .unwrap();
+    let p_n = layout.n_parties() as u16;
+    let froms = |i: usize| {
+        msgs[i]
+            .iter()
+            .map(|m| (m.from, m.step, m.payload.len()))
+            .collect::<Vec<_>>()
+    };
+    let (data_len, d) = (3 * (2 * 3 + layout.stat_width(1)), layout.dim());
+    assert_eq!(
+        froms(0),
+        [(Peer::Client(1), 0, 4), (Peer::Client(p_n + 1), 0, 4)]
+    );
+    assert_eq!(
+        froms(1),
+        [(Peer::Client(1), 0, 2), (Peer::Client(p_n + 1), 0, 2)]
+    );
+    assert_eq!(
+        froms(2),
+        [
+            (Peer::Client(1), 0, 2),
+            (Peer::Client(1), 1, data_len),
+            (Peer::Client(p_n + 1), 0, 2),
+            (Peer::Client(p_n + 1), 1, d)
+        ]
+    );
+    let err = party_messages(
+        &device,
+        &task(&bad),
+        &mut seeded_noise_rng(1, 1, 0),
+        &mut randomness.party(1, 0),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, BackendError::Range { party, what: "T", .. } if *party == layout.parties[1]),
+        "{err}"
+    );
+    // Another party's batch is refused as a shape error.
+    assert!(matches!(
+        party_messages(
+            &device,
+            &task(&other),
+            &mut seeded_noise_rng(1, 1, 0),
+            &mut randomness.party(1, 0)
+        ),
+        Err(BackendError::Shape(_))
+    ));
 }

@@ -31,12 +31,13 @@ use crate::counters::Counters;
 use crate::error::MpcError;
 use crate::input::{accept_client, input_many, reveal_to, InputClient, InputError, Opening};
 use crate::inv_sqrt::clip_factor;
-use crate::message::{Message, SessionId};
+use crate::keys::{simulated_seeds, PairSeeds};
+use crate::message::{Message, NodeId, SessionId};
 use crate::multiply::{inner_products, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
-use crate::runtime::Ctx;
+use crate::runtime::{Ctx, Node};
 use crate::share::Shared;
-use crate::sim::Simulation;
+use crate::sim::{run_nodes, Delivery};
 
 /// The public side of one iteration.
 #[derive(Clone, Debug)]
@@ -414,7 +415,7 @@ pub async fn receive_inputs(
     Ok((uploads, z))
 }
 
-/// The nodes' truncation masks as recorded by [`Simulation::record_masks`] for one run of
+/// The nodes' truncation masks as recorded by [`crate::sim::Simulation::record_masks`] for one run of
 /// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
 /// rearranged into the order in which `vtwin_model::fixed::fixed_gradient` calls its
 /// truncator: per record the mat products and pm, the reciprocal, the two divide
@@ -465,11 +466,34 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     out
 }
 
+/// Node `id`'s program for one training iteration of `session`, as a sans-IO [`Node`]
+/// (not started): [`receive_inputs`] (clients 0..P-1 the parties' uploads, P..P+m-1 the noise
+/// contributions, one round), [`gradient`], and [`reveal_to`] the coordinator (client P + m,
+/// [`CircuitPublic::coordinator`]); it accepts clients `0..=P+m` and returns its counters.
+/// `seeds` come from [`crate::keys::PairSeeds::derive`] with this session. Every deployment
+/// (the in-memory backend, a node process) runs exactly this node, so their results agree bit
+/// for bit given the same keys and client messages.
+pub fn iteration_node(
+    id: NodeId,
+    session: SessionId,
+    seeds: PairSeeds,
+    public: CircuitPublic,
+) -> Node<Counters> {
+    let clients = public.coordinator() + 1;
+    Node::new(id, session, seeds, clients, move |ctx| async move {
+        let (ups, z) = receive_inputs(&ctx, &public).await?;
+        let g = gradient(&ctx, &public, &ups, &z).await?;
+        reveal_to(&ctx, &g, public.coordinator()).await?;
+        Ok(ctx.counters())
+    })
+}
+
 /// Runs one iteration with three in-memory nodes: party p (client p) validates and shares
 /// its upload, noise contributor j (client P + j) shares `noise[j]` (raw ring elements in the
-/// canonical order; `public.noise_contributors` of them), the nodes evaluate [`gradient`],
-/// and the coordinator (client P + m) opens G. Node keys, client seeds and the session id come from `rng` (a CSPRNG). This is
-/// the entry point of an `mpc` gradient backend.
+/// canonical order; `public.noise_contributors` of them), the three [`iteration_node`]s
+/// evaluate [`gradient`] ([`crate::sim::run_nodes`], FIFO), and the coordinator (client
+/// P + m) opens G with an [`Opening`]. From `rng` (a CSPRNG), in this order: the session id
+/// (16 bytes), each client's two PRG seeds (parties, then contributors), the three node keys.
 pub fn simulate_iteration<R: RngCore + CryptoRng>(
     public: &CircuitPublic,
     uploads: &[PlainUpload],
@@ -503,21 +527,15 @@ pub fn simulate_iteration<R: RngCore + CryptoRng>(
         msgs.extend(setup);
         msgs.extend(nc.share_raw(z));
     }
-    let coordinator = public.coordinator();
-    let shared_public = public.clone();
-    let rep = Simulation::from_rng(session, rng)?
-        .clients(coordinator + 1)
-        .inject(msgs)
-        .run(move |ctx| {
-            let public = shared_public.clone();
-            async move {
-                let (ups, z) = receive_inputs(&ctx, &public).await?;
-                let g = gradient(&ctx, &public, &ups, &z).await?;
-                reveal_to(&ctx, &g, public.coordinator()).await?;
-                Ok(ctx.counters())
-            }
-        })?;
-    let mut o = Opening::new(session, coordinator, public.dim());
+    let [s0, s1, s2] = simulated_seeds(rng, session)?;
+    let [n0, n1, n2] = NodeId::ALL;
+    let nodes = [
+        iteration_node(n0, session, s0, public.clone()),
+        iteration_node(n1, session, s1, public.clone()),
+        iteration_node(n2, session, s2, public.clone()),
+    ];
+    let rep = run_nodes(nodes, msgs, Delivery::Fifo)?;
+    let mut o = Opening::new(session, public.coordinator(), public.dim());
     for m in rep.to_clients {
         o.handle(m)?;
     }

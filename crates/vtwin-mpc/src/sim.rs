@@ -142,73 +142,105 @@ impl Simulation {
         if self.record_masks {
             nodes[0].record_truncation_masks();
         }
-        let mut rng = ChaCha20Rng::seed_from_u64(match self.delivery {
-            Delivery::Fifo => 0,
-            Delivery::Random(s) => s,
-        });
-        let mut queue: VecDeque<(Peer, Vec<u8>)> = VecDeque::new();
-        let mut client_bytes = 0u64;
-        for m in self.injected {
-            let bytes = m.encode();
-            client_bytes += bytes.len() as u64;
-            queue.push_back((m.to, bytes));
-        }
-        for node in nodes.iter_mut() {
-            for m in node.start()? {
-                queue.push_back((m.to, m.encode()));
-            }
-        }
-        let mut to_clients = Vec::new();
-        let mut views: [Vec<Vec<u8>>; 3] = Default::default();
-        loop {
-            let next = match self.delivery {
-                Delivery::Fifo => queue.pop_front(),
-                Delivery::Random(_) if queue.is_empty() => None,
-                Delivery::Random(_) => {
-                    let k = (rng.next_u64() % queue.len() as u64) as usize;
-                    queue.swap_remove_back(k)
-                }
-            };
-            let Some((to, bytes)) = next else { break };
-            match to {
-                Peer::Node(id) => {
-                    if self.record_views {
-                        views[id.index()].push(bytes.clone());
-                    }
-                    for m in nodes[id.index()].handle_bytes(&bytes)? {
-                        queue.push_back((m.to, m.encode()));
-                    }
-                }
-                Peer::Client(_) => to_clients.push(Message::decode(&bytes)?),
-            }
-        }
-        for node in &nodes {
-            if !node.is_done() {
-                return Err(MpcError::Stalled {
-                    node: node.id().index() as u8,
-                });
-            }
-        }
-        let counters = [
-            nodes[0].counters(),
-            nodes[1].counters(),
-            nodes[2].counters(),
-        ];
-        let masks = nodes[0].truncation_masks();
-        let [mut a, mut b, mut c] = nodes;
-        let outputs = match (a.take_output(), b.take_output(), c.take_output()) {
-            (Some(a), Some(b), Some(c)) => [a, b, c],
-            _ => return Err(MpcError::Stalled { node: 0 }),
-        };
-        Ok(SimReport {
-            outputs,
-            counters,
-            to_clients,
-            views,
-            masks,
-            client_bytes,
-        })
+        drive(nodes, self.injected, self.delivery, self.record_views)
     }
+}
+
+/// Drives three nodes built by the caller (indexed by node id, not yet started; e.g.
+/// `vtwin_mpc::gradient::iteration_node`) to completion in memory: injects the clients'
+/// messages, then starts the nodes and delivers every message in `delivery` order, encoded
+/// and decoded as on a wire. Errors: the first node error, or a node that did not finish
+/// ([`MpcError::Stalled`]). The report's views are empty; its masks are node 0's if the
+/// caller turned recording on. `nodes[i]` must be node i (else [`MpcError::Misrouted`] naming
+/// the node and the slot). Cost: the nodes' work plus one encode/decode per message.
+pub fn run_nodes<T: 'static>(
+    nodes: [Node<T>; 3],
+    injected: impl IntoIterator<Item = Message>,
+    delivery: Delivery,
+) -> Result<SimReport<T>, MpcError> {
+    drive(nodes, injected.into_iter().collect(), delivery, false)
+}
+
+fn drive<T: 'static>(
+    mut nodes: [Node<T>; 3],
+    injected: Vec<Message>,
+    delivery: Delivery,
+    record_views: bool,
+) -> Result<SimReport<T>, MpcError> {
+    for (i, n) in nodes.iter().enumerate() {
+        if n.id().index() != i {
+            return Err(MpcError::Misrouted {
+                from: Peer::Node(n.id()),
+                to: Peer::Node(NodeId::ALL[i]),
+            });
+        }
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(match delivery {
+        Delivery::Fifo => 0,
+        Delivery::Random(s) => s,
+    });
+    let mut queue: VecDeque<(Peer, Vec<u8>)> = VecDeque::new();
+    let mut client_bytes = 0u64;
+    for m in injected {
+        let bytes = m.encode();
+        client_bytes += bytes.len() as u64;
+        queue.push_back((m.to, bytes));
+    }
+    for node in nodes.iter_mut() {
+        for m in node.start()? {
+            queue.push_back((m.to, m.encode()));
+        }
+    }
+    let mut to_clients = Vec::new();
+    let mut views: [Vec<Vec<u8>>; 3] = Default::default();
+    loop {
+        let next = match delivery {
+            Delivery::Fifo => queue.pop_front(),
+            Delivery::Random(_) if queue.is_empty() => None,
+            Delivery::Random(_) => {
+                let k = (rng.next_u64() % queue.len() as u64) as usize;
+                queue.swap_remove_back(k)
+            }
+        };
+        let Some((to, bytes)) = next else { break };
+        match to {
+            Peer::Node(id) => {
+                if record_views {
+                    views[id.index()].push(bytes.clone());
+                }
+                for m in nodes[id.index()].handle_bytes(&bytes)? {
+                    queue.push_back((m.to, m.encode()));
+                }
+            }
+            Peer::Client(_) => to_clients.push(Message::decode(&bytes)?),
+        }
+    }
+    for node in &nodes {
+        if !node.is_done() {
+            return Err(MpcError::Stalled {
+                node: node.id().index() as u8,
+            });
+        }
+    }
+    let counters = [
+        nodes[0].counters(),
+        nodes[1].counters(),
+        nodes[2].counters(),
+    ];
+    let masks = nodes[0].truncation_masks();
+    let [mut a, mut b, mut c] = nodes;
+    let outputs = match (a.take_output(), b.take_output(), c.take_output()) {
+        (Some(a), Some(b), Some(c)) => [a, b, c],
+        _ => return Err(MpcError::Stalled { node: 0 }),
+    };
+    Ok(SimReport {
+        outputs,
+        counters,
+        to_clients,
+        views,
+        masks,
+        client_bytes,
+    })
 }
 
 /// Reconstructs a shared vector from the three nodes' shares (simulation and tests only).

@@ -172,3 +172,65 @@ fn max_abs_diff(a: &[u128], b: &[u128]) -> f64 {
         .map(|(x, y)| (vtwin_fixed::Fx(*x) - vtwin_fixed::Fx(*y)).to_f64().abs())
         .fold(0.0, f64::max)
 }
+
+/// The node program every deployment runs (`iteration_node`), built from per-node keys as a
+/// node process builds it (its own key, the three publics, `PairSeeds::derive`), gives the
+/// same opening under any delivery order as `simulate_iteration` with the same draws; nodes
+/// passed in the wrong slots are refused.
+#[test]
+fn iteration_nodes_agree_with_simulate_iteration_under_any_delivery_order() {
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+    use vtwin_mpc::gradient::{iteration_node, simulate_iteration, upload_messages};
+    use vtwin_mpc::sim::run_nodes;
+    use vtwin_mpc::{
+        Delivery, InputClient, MpcError, NodeId, NodeKey, Opening, PairSeeds, SessionId,
+    };
+
+    let inst = instance(11, 6, 3, &[2, 3]);
+    let noise: Vec<u128> = inst.noise.iter().map(|z| *z as u128).collect();
+    let want = simulate_iteration(
+        &inst.public,
+        &plain(&inst),
+        &[&noise],
+        gradient_ref::bounds(),
+        &mut rand_chacha::ChaCha20Rng::seed_from_u64(21),
+    )
+    .expect("iteration")
+    .gradient;
+    for delivery in [Delivery::Fifo, Delivery::Random(1), Delivery::Random(2)] {
+        // simulate_iteration's draws, in its documented order.
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(21);
+        let mut s = [0u8; 16];
+        rng.fill_bytes(&mut s);
+        let session = SessionId(s);
+        let mut msgs = Vec::new();
+        for (p, up) in plain(&inst).iter().enumerate() {
+            let (mut c, setup) = InputClient::new(p as u16, session, &mut rng);
+            msgs.extend(setup);
+            msgs.extend(upload_messages(&mut c, up, gradient_ref::bounds()).expect("range"));
+        }
+        let (mut nc, setup) = InputClient::new(2, session, &mut rng);
+        msgs.extend(setup);
+        msgs.extend(nc.share_raw(&noise));
+        let keys: Vec<NodeKey> = (0..3).map(|_| NodeKey::generate(&mut rng)).collect();
+        let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+        let node = |id: NodeId| {
+            let seeds = PairSeeds::derive(id, &keys[id.index()], &publics, session).expect("seeds");
+            iteration_node(id, session, seeds, inst.public.clone())
+        };
+        let [n0, n1, n2] = NodeId::ALL;
+        let rep = run_nodes([node(n0), node(n1), node(n2)], msgs.clone(), delivery).expect("run");
+        let mut o = Opening::new(session, inst.public.coordinator(), inst.public.dim());
+        for m in rep.to_clients {
+            o.handle(m).expect("reveal");
+        }
+        assert_eq!(o.result().expect("opened"), want, "{delivery:?}");
+        assert_eq!(
+            rep.outputs[0], rep.counters[0],
+            "the program returns its counters"
+        );
+        // Wrong slots.
+        let err = run_nodes([node(n1), node(n0), node(n2)], msgs, delivery).unwrap_err();
+        assert!(matches!(err, MpcError::Misrouted { .. }), "{err}");
+    }
+}

@@ -28,6 +28,7 @@ pub fn input<'a>(
 ) -> GradientInput<'a> {
     GradientInput {
         layout,
+        iteration: 0,
         theta,
         parties,
         clip,

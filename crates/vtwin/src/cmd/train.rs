@@ -2,6 +2,10 @@
 //! `fixed` or `mpc` gradient backend. Writes model.json, privacy.json, train.csv,
 //! timing.json (with the MPC's rounds, bytes and products per iteration for `mpc`) and a
 //! checkpoint that `--resume` continues from, all atomically.
+//!
+//! `--noise-seed` and `--mpc-seed` make every secret of iteration t a pure function of (seed,
+//! role, t) (`vtwin_model::secret_randomness`), so that a run can be reproduced bit for bit,
+//! e.g. by the consortium's processes; they void privacy and print a warning.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
 use vtwin_model::mpc::{CostLog, MpcBackend};
+use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::PartyData;
 use vtwin_model::{Schema, Table};
 
@@ -92,6 +97,11 @@ pub(crate) struct Args {
     /// can remove the noise, so the privacy guarantee is void).
     #[arg(long)]
     noise_seed: Option<u64>,
+    /// Seed the MPC's secret randomness (session ids, node keys, input-sharing seeds) of the
+    /// mpc backend (reproducible runs and tests only: whoever knows it can reconstruct every
+    /// share, so the privacy guarantee is void).
+    #[arg(long)]
+    mpc_seed: Option<u64>,
     /// Continue from DIR/checkpoint.bin.
     #[arg(long)]
     resume: bool,
@@ -192,7 +202,7 @@ fn write_outputs(
     Checkpoint {
         settings: settings.clone(),
         state: dpvi.state(),
-        noise: dpvi.noise().states(),
+        noise: dpvi.noise_checkpoint(),
         history: history.to_vec(),
     }
     .save(&out.join("checkpoint.bin"))?;
@@ -311,6 +321,15 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     if sigma == 0.0 {
         eprintln!("warning: --sigma 0: no noise, the result is not differentially private");
     }
+    if a.mpc_seed.is_some() && a.backend != BackendKind::Mpc {
+        bail!("--mpc-seed: only the mpc backend has MPC randomness (use --backend mpc)");
+    }
+    if a.mpc_seed.is_some() {
+        eprintln!("warning: --mpc-seed: the MPC's secrets are derived from a known seed, so anyone who knows it can reconstruct every share: the result is not private (tests only)");
+    }
+    if a.noise_seed.is_some() {
+        eprintln!("warning: --noise-seed: the noise is derived from a known seed, so anyone who knows it can remove it: the result is not differentially private (tests only)");
+    }
     let layout = Layout::from_schema(&schema, a.components)?;
     let data = PartyData::from_table(&train, &layout)?;
     let config = DpviConfig {
@@ -332,7 +351,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let backend: Box<dyn GradientBackend> = match a.backend {
         BackendKind::Float => Box::new(FloatBackend::new()?),
         BackendKind::Mpc => {
-            let m = MpcBackend::new(a.renormalise)?;
+            let randomness = match a.mpc_seed {
+                Some(s) => SecretRandomness::InsecureSeed(s),
+                None => SecretRandomness::Os,
+            };
+            let m = MpcBackend::with_randomness(a.renormalise, randomness)?;
             mpc_costs = Some(m.costs());
             Box::new(m)
         }
@@ -360,13 +383,13 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
                 ck_path.display()
             );
         }
-        let noise = match (&ck.noise, a.noise_seed) {
-            (Some(states), Some(_)) => NoiseRngs::restore(states),
-            (None, None) => NoiseRngs::from_os(p_n),
-            _ => bail!(
-                "--resume: --noise-seed must be given exactly when the checkpointed run used it"
-            ),
+        let noise = match a.noise_seed {
+            Some(s) => NoiseRngs::seeded(s, p_n),
+            None => NoiseRngs::from_os(p_n),
         };
+        noise
+            .check_checkpoint(ck.noise.as_deref(), ck.state.iteration)
+            .with_context(|| format!("--resume: {}", ck_path.display()))?;
         (
             Dpvi::resume(config, layout.clone(), data, backend, noise, ck.state)?,
             ck.history,

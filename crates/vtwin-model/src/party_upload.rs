@@ -1,0 +1,160 @@
+//! A party's side of one MPC iteration, from its own batch only: the vtwin-mpc messages it
+//! sends to each compute node (ARCHITECTURE steps 2-3). The in-memory mpc backend and a party
+//! process both call [`party_messages`], so they send identical messages given identical
+//! generators.
+//!
+//! Party p of P, for iteration t of session s, given the public theta, C, sigma:
+//! 1. draws its noise share from `noise_rng` (d exact discrete Gaussians
+//!    N_Z(0, (sigma C 2^32)^2 / P), [`crate::fixed::noise_share`]; no draws when sigma = 0);
+//! 2. runs the local kernels on its own [`PartyBatch`], renormalises and encodes
+//!    ([`crate::fixed::party_upload_batch`]; a value outside the fixed-point pipeline's range
+//!    is [`BackendError::Range`] naming the party) and checks the encoding against the public
+//!    [`crate::mpc::input_bounds`] (the same error): on either refusal no message exists;
+//! 3. draws from `client_rng`, in this order, the two 32-byte PRG seeds of client p (its
+//!    data) and the two of client P + p (its noise contribution)
+//!    ([`vtwin_mpc::InputClient::new`]);
+//! 4. shares `[mat | q | T]` as client p's input 1 and its noise share, in the circuit's
+//!    canonical order ([`crate::mpc::noise_to_canonical`]), as client P + p's input 1.
+//!
+//! Messages by addressee node: node 0 and node 1 get the two setup messages (client p, then
+//! client P + p); node 2 gets client p's setup and input, then client P + p's setup and input
+//! (node 2 receives the corrections; [`vtwin_mpc::input`]). Sizes: setup 38 + 64 bytes to
+//! node 0, 38 + 32 to nodes 1 and 2 per client; inputs 38 + 16 (2 B K + B |T_p|) and
+//! 38 + 16 d bytes. Cost: the local kernels O(B K |T_p|), d noise samples, and two PRG
+//! expansions of the input lengths.
+
+use candle_core::Device;
+use rand_chacha::ChaCha20Rng;
+use vtwin_mpc::gradient::upload_messages;
+use vtwin_mpc::{InputClient, Message, Peer, SessionId};
+use zeroize::Zeroizing;
+
+use crate::backend::BackendError;
+use crate::fixed::{noise_share, party_upload_batch, Renormalise};
+use crate::layout::Layout;
+use crate::mpc::{input_bounds, input_error, noise_to_canonical, plain_upload};
+use crate::stats::PartyBatch;
+
+/// Everything party `party` needs for one iteration: the public request and its own batch.
+#[derive(Clone, Copy, Debug)]
+pub struct PartyTask<'a> {
+    /// The public layout.
+    pub layout: &'a Layout,
+    /// This party's index in the layout (its data client id; P + party is its noise client).
+    pub party: usize,
+    /// The iteration t (the caller positions the generators for it).
+    pub iteration: u64,
+    /// The iteration's session id (from the coordinator).
+    pub session: SessionId,
+    /// theta_t, length d, public.
+    pub theta: &'a [f64],
+    /// Clip bound C > 0.
+    pub clip: f64,
+    /// Noise multiplier sigma >= 0 (0: no noise, tests only).
+    pub sigma: f64,
+    /// This party's own rows of the batch (B x |T_p|).
+    pub batch: &'a PartyBatch,
+    /// Renormalisation of the log-densities before exp.
+    pub renormalise: Renormalise,
+}
+
+impl PartyTask<'_> {
+    /// Checks the task's shapes and public parameters: party < P, the batch is this party's
+    /// with the layout's width, theta has d finite values, C > 0 finite, sigma >= 0 finite.
+    pub fn validate(&self) -> Result<(), BackendError> {
+        let layout = self.layout;
+        if self.party >= layout.n_parties() {
+            return Err(BackendError::Shape(format!(
+                "party index {} for {} parties",
+                self.party,
+                layout.n_parties()
+            )));
+        }
+        let b = self.batch;
+        if b.party != self.party
+            || b.width != layout.stat_width(self.party)
+            || b.stats.len() != b.rows * b.width
+        {
+            return Err(BackendError::Shape(format!(
+                "party {}: batch does not match the layout",
+                layout.parties[self.party]
+            )));
+        }
+        if self.theta.len() != layout.dim() {
+            return Err(BackendError::Shape(format!(
+                "theta has {} values, layout needs {}",
+                self.theta.len(),
+                layout.dim()
+            )));
+        }
+        if let Some(i) = self.theta.iter().position(|t| !t.is_finite()) {
+            return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
+        }
+        if !(self.clip.is_finite() && self.clip > 0.0) {
+            return Err(BackendError::Config(format!(
+                "--clip must be positive and finite, got {}",
+                self.clip
+            )));
+        }
+        if !(self.sigma.is_finite() && self.sigma >= 0.0) {
+            return Err(BackendError::Config(format!(
+                "--sigma must be non-negative and finite, got {}",
+                self.sigma
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Party `task.party`'s messages for one iteration, by addressee node (module docs for the
+/// steps, the draw order and the sizes). `noise_rng` is the party's noise generator for the
+/// iteration, `client_rng` its client generator (e.g.
+/// [`crate::secret_randomness::SecretRandomness::party`]). Errors: a bad task
+/// ([`PartyTask::validate`]), a kernel failure, or a range violation
+/// ([`BackendError::Range`] naming the party); nothing is shared then.
+pub fn party_messages(
+    device: &Device,
+    task: &PartyTask<'_>,
+    noise_rng: &mut ChaCha20Rng,
+    client_rng: &mut ChaCha20Rng,
+) -> Result<[Vec<Message>; 3], BackendError> {
+    task.validate()?;
+    let layout = task.layout;
+    let (p, parties, d) = (task.party, layout.n_parties(), layout.dim());
+    // 1. Noise first, before the data phase.
+    let share = noise_share(task.sigma, task.clip, parties, d, noise_rng)?;
+    let z = Zeroizing::new(noise_to_canonical(layout, share.as_slice()));
+    drop(share);
+    // 2. Local kernels, encoding, range checks.
+    let upload = plain_upload(&party_upload_batch(
+        device,
+        layout,
+        task.theta,
+        task.batch,
+        task.renormalise,
+    )?);
+    let (mut data_client, data_setup) = InputClient::new(p as u16, task.session, client_rng);
+    let data_input = upload_messages(&mut data_client, &upload, input_bounds())
+        .map_err(|e| input_error(layout, task.batch.rows, p, &e))?;
+    // 3-4. The noise contributor's seeds come after the data client's.
+    let (mut noise_client, noise_setup) =
+        InputClient::new((parties + p) as u16, task.session, client_rng);
+    let noise_input = noise_client.share_raw(&z);
+    let mut out: [Vec<Message>; 3] = Default::default();
+    for m in data_setup
+        .into_iter()
+        .chain(data_input)
+        .chain(noise_setup)
+        .chain(noise_input)
+    {
+        // An input client addresses nodes only; anything else would be a vtwin-mpc bug.
+        let Peer::Node(n) = m.to else {
+            return Err(BackendError::Shape(format!(
+                "party {}: an input message addressed to {}",
+                layout.parties[p], m.to
+            )));
+        };
+        out[n.index()].push(m);
+    }
+    Ok(out)
+}

@@ -1,0 +1,254 @@
+//! The public half of the DPVI loop (paper Algorithm 1): everything the coordinator holds.
+//! No data, no backend, no secret.
+//!
+//! One iteration t is [`Trainer::plan`] then [`Trainer::apply`]:
+//! 1. `plan` Poisson-samples the batch (each of the N records independently with probability
+//!    q) and draws eta ~ N(0, I_d), both from the public ChaCha20 stream seeded by
+//!    [`DpviConfig::seed`], and sets theta = mu + exp(log_sigma) eta. It changes nothing: a
+//!    plan can be dropped (an aborted iteration) and planned again, identically;
+//! 2. someone computes G = sum_n c_n g_n + Z for the plan's batch and theta (a
+//!    [`crate::backend::GradientBackend`] in memory, or the consortium over the network);
+//! 3. `apply` forms the data gradient estimate G / q (unbiased for the full-data sum under
+//!    Poisson sampling, independent of the secret batch size), adds the public prior gradient
+//!    and the entropy term ([`crate::prior::elbo_gradients`]), takes one Adam ascent step on
+//!    mu and on log_sigma, charges the privacy ledger once, and moves the public stream past
+//!    the plan's draws. On error nothing changes and nothing is charged.
+//!
+//! Same seed and same gradients give the same run, bit for bit; the whole state
+//! ([`DpviState`]) is serialisable, so a resumed run continues identically.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rand_distr::StandardNormal;
+
+use crate::adam::Adam;
+use crate::dpvi::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q};
+use crate::layout::Layout;
+use crate::prior::elbo_gradients;
+use crate::rng_state::RngState;
+use vtwin_dp::{PrivacyLedger, Sampling};
+
+/// The public inputs of one iteration (what [`Trainer::plan`] drew).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationPlan {
+    /// The iteration t (= completed iterations when planned).
+    pub iteration: u64,
+    /// The sampled record indices (ascending, each < N; may be empty).
+    pub batch: Vec<usize>,
+    /// theta_t = mu + sigma_q eta, length d.
+    pub theta: Vec<f64>,
+    /// eta ~ N(0, I_d), length d.
+    pub eta: Vec<f64>,
+    /// sigma_q = exp(log_sigma), length d.
+    sigma_q: Vec<f64>,
+    /// The public generator after this plan's draws.
+    rng_after: RngState,
+}
+
+/// The public trainer: config, layout, N, the state and the public generator (module docs).
+#[derive(Clone, Debug)]
+pub struct Trainer {
+    config: DpviConfig,
+    layout: Layout,
+    rows: usize,
+    state: DpviState,
+    rng: ChaCha20Rng,
+}
+
+fn check_config(config: &DpviConfig) -> Result<(), DpviError> {
+    if !(config.sample_rate > 0.0 && config.sample_rate <= 1.0) {
+        return Err(DpviError::Config(format!(
+            "--sample-rate must be in (0, 1], got {}",
+            config.sample_rate
+        )));
+    }
+    if !(config.clip.is_finite() && config.clip > 0.0) {
+        return Err(DpviError::Config(format!(
+            "--clip must be positive, got {}",
+            config.clip
+        )));
+    }
+    if !(config.sigma.is_finite() && config.sigma >= 0.0) {
+        return Err(DpviError::Config(format!(
+            "--sigma must be non-negative, got {}",
+            config.sigma
+        )));
+    }
+    if !(config.adam.lr.is_finite() && config.adam.lr > 0.0) {
+        return Err(DpviError::Config(format!(
+            "--lr must be positive, got {}",
+            config.adam.lr
+        )));
+    }
+    Ok(())
+}
+
+impl Trainer {
+    /// A fresh run over `rows` records: mu ~ N(0, 0.1^2) and log_sigma = ln 0.1 from the
+    /// public stream; the ledger exists when sigma > 0. Cost O(d).
+    pub fn new(config: DpviConfig, layout: Layout, rows: usize) -> Result<Trainer, DpviError> {
+        check_config(&config)?;
+        let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
+        let d = layout.dim();
+        let mu = (0..d)
+            .map(|_| INIT_MU_SCALE * rng.sample::<f64, _>(StandardNormal))
+            .collect();
+        let state = DpviState {
+            iteration: 0,
+            mu,
+            log_sigma: vec![INIT_SIGMA_Q.ln(); d],
+            adam_mu: Adam::new(config.adam, d),
+            adam_log_sigma: Adam::new(config.adam, d),
+            public_rng: RngState::of(&rng),
+            ledger: if config.sigma > 0.0 {
+                Some(
+                    PrivacyLedger::new(
+                        config.sigma,
+                        Sampling::Poisson {
+                            sample_rate: config.sample_rate,
+                        },
+                    )
+                    .map_err(|e| DpviError::Config(e.to_string()))?,
+                )
+            } else {
+                None
+            },
+        };
+        Trainer::resume(config, layout, rows, state)
+    }
+
+    /// Continues from a saved state (checked against the layout). Cost O(d).
+    pub fn resume(
+        config: DpviConfig,
+        layout: Layout,
+        rows: usize,
+        state: DpviState,
+    ) -> Result<Trainer, DpviError> {
+        check_config(&config)?;
+        let d = layout.dim();
+        if state.mu.len() != d
+            || state.log_sigma.len() != d
+            || state.adam_mu.m.len() != d
+            || state.adam_log_sigma.m.len() != d
+        {
+            return Err(DpviError::Config(
+                "the saved state does not match the model layout".into(),
+            ));
+        }
+        let rng = state.public_rng.restore();
+        Ok(Trainer {
+            config,
+            layout,
+            rows,
+            state,
+            rng,
+        })
+    }
+
+    /// The public inputs of the next iteration (module docs, step 1). Does not advance
+    /// anything: planning twice gives the same plan. Cost O(N + d) draws.
+    pub fn plan(&self) -> IterationPlan {
+        let q = self.config.sample_rate;
+        let mut rng = self.rng.clone();
+        let batch: Vec<usize> = (0..self.rows).filter(|_| rng.random_bool(q)).collect();
+        let d = self.layout.dim();
+        let eta: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
+        let sigma_q: Vec<f64> = self.state.log_sigma.iter().map(|l| l.exp()).collect();
+        let theta: Vec<f64> = (0..d)
+            .map(|i| self.state.mu[i] + sigma_q[i] * eta[i])
+            .collect();
+        IterationPlan {
+            iteration: self.state.iteration,
+            batch,
+            theta,
+            eta,
+            sigma_q,
+            rng_after: RngState::of(&rng),
+        }
+    }
+
+    /// Completes the planned iteration with its gradient G (length d, layout order; module
+    /// docs, step 3). Errors, changing nothing and charging nothing: a plan of another
+    /// iteration (stale or foreign), a gradient of the wrong length, non-finite parameters
+    /// after the step ([`DpviError::Diverged`]). Cost O(d).
+    pub fn apply(&mut self, plan: IterationPlan, gradient: &[f64]) -> Result<(), DpviError> {
+        let d = self.layout.dim();
+        if plan.iteration != self.state.iteration {
+            return Err(DpviError::Config(format!(
+                "a plan for iteration {} cannot be applied at iteration {}",
+                plan.iteration, self.state.iteration
+            )));
+        }
+        if gradient.len() != d || plan.theta.len() != d {
+            return Err(DpviError::Config(format!(
+                "gradient of length {} for a model of dimension {d}",
+                gradient.len()
+            )));
+        }
+        let q = self.config.sample_rate;
+        let data_grad: Vec<f64> = gradient.iter().map(|g| g / q).collect();
+        let (g_mu, g_ls) = elbo_gradients(&data_grad, &plan.theta, &plan.eta, &plan.sigma_q);
+        let mut mu = self.state.mu.clone();
+        let mut ls = self.state.log_sigma.clone();
+        let mut adam_mu = self.state.adam_mu.clone();
+        let mut adam_ls = self.state.adam_log_sigma.clone();
+        adam_mu.ascend(&mut mu, &g_mu);
+        adam_ls.ascend(&mut ls, &g_ls);
+        if !mu.iter().chain(&ls).all(|v| v.is_finite()) {
+            return Err(DpviError::Diverged(self.state.iteration + 1));
+        }
+        self.state.mu = mu;
+        self.state.log_sigma = ls;
+        self.state.adam_mu = adam_mu;
+        self.state.adam_log_sigma = adam_ls;
+        // The iteration is complete: charge it (idempotent per index).
+        if let Some(ledger) = &mut self.state.ledger {
+            ledger.charge(self.state.iteration);
+        }
+        self.state.iteration += 1;
+        self.rng = plan.rng_after.restore();
+        Ok(())
+    }
+
+    /// The state after the last completed iteration (captures the public generator).
+    pub fn state(&self) -> DpviState {
+        let mut s = self.state.clone();
+        s.public_rng = RngState::of(&self.rng);
+        s
+    }
+
+    /// Completed iterations (= the next plan's iteration).
+    pub fn iteration(&self) -> u64 {
+        self.state.iteration
+    }
+
+    /// Posterior means.
+    pub fn mu(&self) -> &[f64] {
+        &self.state.mu
+    }
+
+    /// Posterior log standard deviations.
+    pub fn log_sigma(&self) -> &[f64] {
+        &self.state.log_sigma
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DpviConfig {
+        &self.config
+    }
+
+    /// Number of training records N.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The privacy ledger (None when sigma = 0).
+    pub fn ledger(&self) -> Option<&PrivacyLedger> {
+        self.state.ledger.as_ref()
+    }
+}
