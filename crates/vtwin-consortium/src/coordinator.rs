@@ -1,0 +1,636 @@
+//! The coordinator's side of the protocol ([`CoordinatorJob`]), sans-IO: time enters only as
+//! the `now` argument of every call.
+//!
+//! 1. Handshake: `Hello` to every party; every `PartyInfo` must report the same number of
+//!    rows and the same id digest as party 0 (same individuals, same order), else the job
+//!    fails naming the party. Then [`JobEvent::Agreed`]; the driver builds the
+//!    [`Trainer`] for that N (fresh or from a checkpoint) and calls [`CoordinatorJob::begin`].
+//! 2. Iteration t: `plan = trainer.plan()`, session `s_t = randomness.session(t)`, public
+//!    circuit parameters from theta ([`circuit_public_for`]). `Start` to the three nodes,
+//!    `Request` to every party; each party's `Upload` is relayed blob by blob to the nodes
+//!    (`Relay`); the three opening shares (`Mpc` from each node, addressed to client P + m) are
+//!    collected in a [`vtwin_mpc::Opening`]; with all three, G + Z is decoded
+//!    ([`gradient_from_canonical`]) and applied ([`Trainer::apply`]: Adam, ledger charge), then
+//!    [`JobEvent::Applied`] and the next iteration starts.
+//! 3. Failure: a `Refused` or `Failed` frame, a frame that does not check, a lost link
+//!    ([`CoordinatorJob::peer_lost`]) or the deadline ([`Timeouts::iteration`], checked by
+//!    [`CoordinatorJob::tick`]) aborts: `Abort` to every node and party, nothing applied or
+//!    charged, [`JobEvent::Aborted`] with a [`JobError`] naming the peer; the job is then
+//!    stopped (the driver exits; `--resume` continues from the last checkpoint).
+//!
+//! The coordinator never sees a party's value: uploads are sealed to the nodes, and the only
+//! opening addressed to it is G + Z.
+
+use std::time::{Duration, Instant};
+
+use vtwin_model::dpvi::DpviError;
+use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical};
+use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_model::trainer::{IterationPlan, Trainer};
+use vtwin_mpc::gradient::CircuitPublic;
+use vtwin_mpc::{Message, NodeId, Opening, Peer, SessionId};
+use vtwin_net::{Body, Frame, Role, WirePublic};
+
+use crate::outgoing::{body_kind, frame, Outgoing};
+
+/// The coordinator's deadlines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// From `Hello` to the last `PartyInfo`.
+    pub handshake: Duration,
+    /// From `Start` to the last opening share of one iteration.
+    pub iteration: Duration,
+}
+
+/// Why the job stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// Parties disagree on the records (count or ids).
+    #[error("{party}: {reason}")]
+    Mismatch {
+        /// The party that differs from party 0.
+        party: Role,
+        /// What differs.
+        reason: String,
+    },
+    /// A party refused its upload (a value outside the public ranges; nothing was shared).
+    #[error("iteration {iteration}: {party} refused: {reason}")]
+    Refused {
+        /// The iteration.
+        iteration: u64,
+        /// The party.
+        party: Role,
+        /// Its reason.
+        reason: String,
+    },
+    /// A peer reported a failure.
+    #[error("iteration {iteration}: {peer} failed: {reason}")]
+    PeerFailed {
+        /// The iteration.
+        iteration: u64,
+        /// The peer.
+        peer: Role,
+        /// Its reason.
+        reason: String,
+    },
+    /// The link to a peer was lost.
+    #[error("iteration {iteration}: lost the link to {peer}: {reason}")]
+    PeerLost {
+        /// The iteration.
+        iteration: u64,
+        /// The peer.
+        peer: Role,
+        /// Why.
+        reason: String,
+    },
+    /// A peer sent a frame that does not fit the protocol.
+    #[error("iteration {iteration}: {peer} sent a bad {kind}: {reason}")]
+    Protocol {
+        /// The iteration.
+        iteration: u64,
+        /// The peer.
+        peer: Role,
+        /// The body kind.
+        kind: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The deadline passed.
+    #[error(
+        "iteration {iteration}: timed out after {after:?} waiting for {}",
+        names(waiting)
+    )]
+    Timeout {
+        /// The iteration (or 0 in the handshake).
+        iteration: u64,
+        /// The deadline.
+        after: Duration,
+        /// Who had not answered.
+        waiting: Vec<Role>,
+    },
+    /// The public circuit parameters could not be built (theta out of the encodable range).
+    #[error("iteration {iteration}: {reason}")]
+    Public {
+        /// The iteration.
+        iteration: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The update failed (e.g. divergence).
+    #[error(transparent)]
+    Apply(#[from] DpviError),
+}
+
+fn names(roles: &[Role]) -> String {
+    roles
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What the driver should know.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum JobEvent {
+    /// All parties agree: N rows with this id digest. Call [`CoordinatorJob::begin`].
+    Agreed {
+        /// N.
+        rows: u64,
+        /// The parties' common id digest.
+        ids_digest: [u8; 32],
+    },
+    /// Iteration `iteration` (0-based) was applied; the trainer now has `iteration + 1`
+    /// completed iterations.
+    Applied {
+        /// The iteration.
+        iteration: u64,
+        /// Batch size B.
+        batch: usize,
+        /// From `Start` to the last opening share.
+        elapsed: Duration,
+    },
+    /// All iterations are done.
+    Finished,
+    /// The job stopped; nothing of the current iteration was applied.
+    Aborted(JobError),
+}
+
+/// What one call produced.
+#[derive(Debug, Default)]
+pub struct JobOutput {
+    /// Frames to send, in order.
+    pub send: Vec<Outgoing>,
+    /// Events, in order.
+    pub events: Vec<JobEvent>,
+}
+
+struct Running {
+    plan: IterationPlan,
+    session: SessionId,
+    opening: Opening,
+    uploads: Vec<bool>,
+    shares: [bool; 3],
+    started: Instant,
+    deadline: Instant,
+}
+
+enum Phase {
+    Handshake {
+        infos: Vec<Option<(u64, [u8; 32])>>,
+        deadline: Instant,
+    },
+    Agreed,
+    Running(Box<Running>),
+    Done,
+    Stopped,
+}
+
+/// The coordinator state machine (module docs).
+pub struct CoordinatorJob {
+    parties: usize,
+    iters: u64,
+    timeouts: Timeouts,
+    randomness: SecretRandomness,
+    trainer: Option<Trainer>,
+    phase: Phase,
+}
+
+impl std::fmt::Debug for CoordinatorJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CoordinatorJob")
+            .field("parties", &self.parties)
+            .field("iters", &self.iters)
+            .field("iteration", &self.trainer.as_ref().map(|t| t.iteration()))
+            .finish_non_exhaustive()
+    }
+}
+
+fn all_nodes() -> impl Iterator<Item = Role> {
+    (0..3u8).map(Role::Node)
+}
+
+impl CoordinatorJob {
+    /// A job for `parties` parties that trains up to `iters` iterations; returns the `Hello`
+    /// frames to send.
+    pub fn new(
+        parties: usize,
+        iters: u64,
+        timeouts: Timeouts,
+        randomness: SecretRandomness,
+        now: Instant,
+    ) -> (CoordinatorJob, Vec<Outgoing>) {
+        let send = (0..parties)
+            .map(|p| Outgoing {
+                to: Role::Party(p as u16),
+                frame: frame(Role::Coordinator, [0; 16], 0, 0, Body::Hello),
+            })
+            .collect();
+        (
+            CoordinatorJob {
+                parties,
+                iters,
+                timeouts,
+                randomness,
+                trainer: None,
+                phase: Phase::Handshake {
+                    infos: vec![None; parties],
+                    deadline: now + timeouts.handshake,
+                },
+            },
+            send,
+        )
+    }
+
+    /// The trainer (after [`CoordinatorJob::begin`]).
+    pub fn trainer(&self) -> Option<&Trainer> {
+        self.trainer.as_ref()
+    }
+
+    /// Takes the trainer out (after the job finished or stopped).
+    pub fn into_trainer(self) -> Option<Trainer> {
+        self.trainer
+    }
+
+    /// True once all iterations are applied.
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
+    }
+
+    /// True once the job stopped on an error.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self.phase, Phase::Stopped)
+    }
+
+    /// The iteration in flight, if any.
+    pub fn iteration_in_flight(&self) -> Option<u64> {
+        match &self.phase {
+            Phase::Running(r) => Some(r.plan.iteration),
+            _ => None,
+        }
+    }
+
+    /// Starts training with `trainer` (fresh or resumed) after [`JobEvent::Agreed`].
+    pub fn begin(&mut self, trainer: Trainer, now: Instant) -> JobOutput {
+        let mut out = JobOutput::default();
+        if !matches!(self.phase, Phase::Agreed) {
+            return out;
+        }
+        self.trainer = Some(trainer);
+        self.next_iteration(now, &mut out);
+        out
+    }
+
+    fn current_iteration(&self) -> u64 {
+        match &self.phase {
+            Phase::Running(r) => r.plan.iteration,
+            _ => self.trainer.as_ref().map_or(0, |t| t.iteration()),
+        }
+    }
+
+    fn next_iteration(&mut self, now: Instant, out: &mut JobOutput) {
+        let Some(trainer) = self.trainer.as_ref() else {
+            return;
+        };
+        if trainer.iteration() >= self.iters {
+            self.phase = Phase::Done;
+            out.events.push(JobEvent::Finished);
+            return;
+        }
+        let plan = trainer.plan();
+        let t = plan.iteration;
+        let session = self.randomness.session(t);
+        let clip = trainer.config().clip;
+        let sigma = trainer.config().sigma;
+        let layout = trainer.layout();
+        let public: CircuitPublic =
+            match circuit_public_for(layout, &plan.theta, clip, plan.batch.len()) {
+                Ok(p) => p,
+                Err(e) => {
+                    let err = JobError::Public {
+                        iteration: t,
+                        reason: e.to_string(),
+                    };
+                    self.stop(err, out);
+                    return;
+                }
+            };
+        let dim = public.dim();
+        let coordinator_client = public.coordinator();
+        let wire = match WirePublic::try_from(&public) {
+            Ok(w) => w,
+            Err(e) => {
+                let err = JobError::Public {
+                    iteration: t,
+                    reason: e.to_string(),
+                };
+                self.stop(err, out);
+                return;
+            }
+        };
+        for node in all_nodes() {
+            out.send.push(Outgoing {
+                to: node,
+                frame: frame(
+                    Role::Coordinator,
+                    session.0,
+                    t,
+                    0,
+                    Body::Start {
+                        public: wire.clone(),
+                    },
+                ),
+            });
+        }
+        let batch: Vec<u32> = plan.batch.iter().map(|&i| i as u32).collect();
+        for p in 0..self.parties {
+            out.send.push(Outgoing {
+                to: Role::Party(p as u16),
+                frame: frame(
+                    Role::Coordinator,
+                    session.0,
+                    t,
+                    0,
+                    Body::Request {
+                        batch: batch.clone(),
+                        theta: plan.theta.clone(),
+                        clip,
+                        sigma,
+                        components: layout.components as u32,
+                    },
+                ),
+            });
+        }
+        tracing::debug!(iteration = t, batch = batch.len(), "iteration started");
+        self.phase = Phase::Running(Box::new(Running {
+            plan,
+            session,
+            opening: Opening::new(session, coordinator_client, dim),
+            uploads: vec![false; self.parties],
+            shares: [false; 3],
+            started: now,
+            deadline: now + self.timeouts.iteration,
+        }));
+    }
+
+    /// Sends `Abort` to every peer and stops.
+    fn stop(&mut self, err: JobError, out: &mut JobOutput) {
+        let (session, t) = match &self.phase {
+            Phase::Running(r) => (r.session.0, r.plan.iteration),
+            _ => ([0; 16], self.current_iteration()),
+        };
+        let reason = err.to_string();
+        tracing::error!(iteration = t, "abort: {reason}");
+        let peers: Vec<Role> = all_nodes()
+            .chain((0..self.parties).map(|p| Role::Party(p as u16)))
+            .collect();
+        for to in peers {
+            out.send.push(Outgoing {
+                to,
+                frame: frame(
+                    Role::Coordinator,
+                    session,
+                    t,
+                    0,
+                    Body::Abort {
+                        reason: reason.clone(),
+                    },
+                ),
+            });
+        }
+        self.phase = Phase::Stopped;
+        out.events.push(JobEvent::Aborted(err));
+    }
+
+    /// Handles one frame from `from` (the TLS-authenticated role).
+    pub fn handle(&mut self, from: Role, f: Frame, now: Instant) -> JobOutput {
+        let mut out = JobOutput::default();
+        if let Err(e) = self.dispatch(from, f, now, &mut out) {
+            self.stop(e, &mut out);
+        }
+        out
+    }
+
+    /// The driver lost the link to `peer`: fatal while the job is running.
+    pub fn peer_lost(&mut self, peer: Role, reason: &str, _now: Instant) -> JobOutput {
+        let mut out = JobOutput::default();
+        if matches!(
+            self.phase,
+            Phase::Handshake { .. } | Phase::Agreed | Phase::Running(_)
+        ) {
+            let e = JobError::PeerLost {
+                iteration: self.current_iteration(),
+                peer,
+                reason: reason.to_owned(),
+            };
+            self.stop(e, &mut out);
+        }
+        out
+    }
+
+    /// Checks the deadline.
+    pub fn tick(&mut self, now: Instant) -> JobOutput {
+        let mut out = JobOutput::default();
+        let err = match &self.phase {
+            Phase::Handshake { infos, deadline } if now >= *deadline => Some(JobError::Timeout {
+                iteration: 0,
+                after: self.timeouts.handshake,
+                waiting: infos
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| i.is_none())
+                    .map(|(p, _)| Role::Party(p as u16))
+                    .collect(),
+            }),
+            Phase::Running(r) if now >= r.deadline => {
+                let mut waiting: Vec<Role> = r
+                    .uploads
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| !**u)
+                    .map(|(p, _)| Role::Party(p as u16))
+                    .collect();
+                waiting.extend(
+                    (0..3u8)
+                        .filter(|&i| !r.shares[usize::from(i)])
+                        .map(Role::Node),
+                );
+                Some(JobError::Timeout {
+                    iteration: r.plan.iteration,
+                    after: self.timeouts.iteration,
+                    waiting,
+                })
+            }
+            _ => None,
+        };
+        if let Some(e) = err {
+            self.stop(e, &mut out);
+        }
+        out
+    }
+
+    fn dispatch(
+        &mut self,
+        from: Role,
+        f: Frame,
+        now: Instant,
+        out: &mut JobOutput,
+    ) -> Result<(), JobError> {
+        let t = self.current_iteration();
+        let kind = body_kind(&f.body);
+        let protocol = |reason: String| JobError::Protocol {
+            iteration: t,
+            peer: from,
+            kind,
+            reason,
+        };
+        match (f.body, from) {
+            (Body::Failed { reason }, peer) => Err(JobError::PeerFailed {
+                iteration: t,
+                peer,
+                reason,
+            }),
+            (Body::Refused { reason }, Role::Party(_))
+                if matches!(self.phase, Phase::Running(_)) =>
+            {
+                Err(JobError::Refused {
+                    iteration: t,
+                    party: from,
+                    reason,
+                })
+            }
+            (Body::PartyInfo { rows, ids_digest }, Role::Party(p)) => {
+                let Phase::Handshake { infos, .. } = &mut self.phase else {
+                    return Err(protocol("outside the handshake".into()));
+                };
+                let slot = infos
+                    .get_mut(usize::from(p))
+                    .ok_or_else(|| protocol(format!("no party {p} in this job")))?;
+                if slot.replace((rows, ids_digest)).is_some() {
+                    return Err(protocol("sent twice".into()));
+                }
+                if infos.iter().all(Option::is_some) {
+                    let got: Vec<(u64, [u8; 32])> = infos.iter().flatten().copied().collect();
+                    let (rows0, digest0) = got[0];
+                    for (q, &(rows, digest)) in got.iter().enumerate().skip(1) {
+                        let party = Role::Party(q as u16);
+                        if rows != rows0 {
+                            return Err(JobError::Mismatch {
+                                party,
+                                reason: format!("reports {rows} rows, party 0 reports {rows0}"),
+                            });
+                        }
+                        if digest != digest0 {
+                            return Err(JobError::Mismatch {
+                                party,
+                                reason: "its id column differs from party 0's (not the same individuals in the same order)".into(),
+                            });
+                        }
+                    }
+                    self.phase = Phase::Agreed;
+                    out.events.push(JobEvent::Agreed {
+                        rows: rows0,
+                        ids_digest: digest0,
+                    });
+                }
+                Ok(())
+            }
+            (Body::Upload { sealed }, Role::Party(p)) => {
+                let Phase::Running(r) = &mut self.phase else {
+                    return Err(protocol("no iteration in flight".into()));
+                };
+                if f.session != r.session.0 || f.iteration != r.plan.iteration {
+                    return Err(protocol("for another session or iteration".into()));
+                }
+                let slot = r
+                    .uploads
+                    .get_mut(usize::from(p))
+                    .ok_or_else(|| protocol(format!("no party {p} in this job")))?;
+                if std::mem::replace(slot, true) {
+                    return Err(protocol("sent twice".into()));
+                }
+                for (i, blob) in sealed.into_iter().enumerate() {
+                    out.send.push(Outgoing {
+                        to: Role::Node(i as u8),
+                        frame: frame(
+                            Role::Coordinator,
+                            r.session.0,
+                            r.plan.iteration,
+                            0,
+                            Body::Relay {
+                                party: p,
+                                sealed: blob,
+                            },
+                        ),
+                    });
+                }
+                Ok(())
+            }
+            (Body::Mpc { message }, Role::Node(i)) => {
+                let Phase::Running(r) = &mut self.phase else {
+                    return Err(protocol("no iteration in flight".into()));
+                };
+                if f.session != r.session.0 || f.iteration != r.plan.iteration {
+                    return Err(protocol("for another session or iteration".into()));
+                }
+                let m = Message::decode(&message).map_err(|e| protocol(e.to_string()))?;
+                let node = NodeId::new(i).ok_or_else(|| protocol("no such node".into()))?;
+                if m.from != Peer::Node(node) {
+                    return Err(protocol(format!(
+                        "inner sender {} differs from the link's peer",
+                        m.from
+                    )));
+                }
+                r.opening.handle(m).map_err(|e| protocol(e.to_string()))?;
+                r.shares[usize::from(i)] = true;
+                if let Some(opened) = r.opening.result() {
+                    self.finish_iteration(&opened, now, out)?;
+                }
+                Ok(())
+            }
+            (body, _) => Err(JobError::Protocol {
+                iteration: t,
+                peer: from,
+                kind: body_kind(&body),
+                reason: "not expected by the coordinator".into(),
+            }),
+        }
+    }
+
+    fn finish_iteration(
+        &mut self,
+        opened: &[u128],
+        now: Instant,
+        out: &mut JobOutput,
+    ) -> Result<(), JobError> {
+        let Phase::Running(r) = std::mem::replace(&mut self.phase, Phase::Agreed) else {
+            return Ok(());
+        };
+        let Some(trainer) = self.trainer.as_mut() else {
+            return Ok(());
+        };
+        let g = gradient_from_canonical(trainer.layout(), opened);
+        let (t, b) = (r.plan.iteration, r.plan.batch.len());
+        // Restore the phase so that a failing apply aborts the right iteration.
+        let plan = r.plan.clone();
+        self.phase = Phase::Running(r);
+        trainer.apply(plan, &g)?;
+        let elapsed = match &self.phase {
+            Phase::Running(r) => now.saturating_duration_since(r.started),
+            _ => Duration::ZERO,
+        };
+        out.events.push(JobEvent::Applied {
+            iteration: t,
+            batch: b,
+            elapsed,
+        });
+        tracing::debug!(
+            iteration = t,
+            ms = elapsed.as_secs_f64() * 1e3,
+            "iteration applied"
+        );
+        self.next_iteration(now, out);
+        Ok(())
+    }
+}

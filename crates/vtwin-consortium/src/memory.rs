@@ -1,0 +1,129 @@
+//! An in-memory consortium: one [`CoordinatorJob`], three [`NodeSession`]s and P
+//! [`PartyResponder`]s wired by a FIFO queue of frames, with explicit time. Frames are
+//! encoded and decoded with the wire format on the way ([`vtwin_net::frame`]), so sizes are
+//! real, and bytes are counted per (sender, receiver).
+//!
+//! For tests (a full run must equal the in-memory mpc backend bit for bit) and for the byte
+//! counts of `protocols/consortium.md`. [`MemoryConsortium::cut`] silences a peer (every frame
+//! to or from it is dropped), which models a killed process without a link-loss signal, so
+//! only the coordinator's deadline can detect it.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::time::Instant;
+
+use vtwin_net::frame::{decode, encode, LENGTH_PREFIX_BYTES};
+use vtwin_net::{Frame, Role};
+
+use crate::coordinator::{CoordinatorJob, JobEvent};
+use crate::node::NodeSession;
+use crate::outgoing::Outgoing;
+use crate::party::{failure, PartyResponder};
+
+/// The wired consortium.
+#[derive(Debug)]
+pub struct MemoryConsortium {
+    /// The coordinator.
+    pub job: CoordinatorJob,
+    /// The three nodes.
+    pub nodes: Vec<NodeSession>,
+    /// The parties.
+    pub parties: Vec<PartyResponder>,
+    queue: VecDeque<(Role, Role, Vec<u8>)>,
+    cut: HashSet<Role>,
+    /// Wire bytes (length prefix included) per (sender, receiver), since the last reset.
+    pub bytes: BTreeMap<(Role, Role), u64>,
+    /// Frames per (sender, receiver), since the last reset.
+    pub frames: BTreeMap<(Role, Role), u64>,
+    /// Every coordinator event so far.
+    pub events: Vec<JobEvent>,
+}
+
+impl MemoryConsortium {
+    /// Wires the machines; `hello` are the frames [`CoordinatorJob::new`] returned.
+    pub fn new(
+        job: CoordinatorJob,
+        hello: Vec<Outgoing>,
+        nodes: Vec<NodeSession>,
+        parties: Vec<PartyResponder>,
+    ) -> MemoryConsortium {
+        let mut c = MemoryConsortium {
+            job,
+            nodes,
+            parties,
+            queue: VecDeque::new(),
+            cut: HashSet::new(),
+            bytes: BTreeMap::new(),
+            frames: BTreeMap::new(),
+            events: Vec::new(),
+        };
+        c.post(Role::Coordinator, hello);
+        c
+    }
+
+    /// Drops every frame to or from `role` from now on.
+    pub fn cut(&mut self, role: Role) {
+        self.cut.insert(role);
+    }
+
+    /// Clears the byte and frame counts.
+    pub fn reset_counts(&mut self) {
+        self.bytes.clear();
+        self.frames.clear();
+    }
+
+    /// Queues frames from `from`.
+    pub fn post(&mut self, from: Role, out: Vec<Outgoing>) {
+        for o in out {
+            if self.cut.contains(&from) || self.cut.contains(&o.to) {
+                continue;
+            }
+            let mut f = o.frame;
+            f.sender = from;
+            // Frames built by the machines always encode (they are far below the limit).
+            let bytes = encode(&f).expect("a machine's frame encodes");
+            *self.bytes.entry((from, o.to)).or_default() += bytes.len() as u64;
+            *self.frames.entry((from, o.to)).or_default() += 1;
+            self.queue.push_back((from, o.to, bytes));
+        }
+    }
+
+    /// Delivers one queued frame; false when the queue is empty.
+    pub fn step(&mut self, now: Instant) -> bool {
+        let Some((from, to, bytes)) = self.queue.pop_front() else {
+            return false;
+        };
+        let f: Frame = decode(&bytes[LENGTH_PREFIX_BYTES..]).expect("an encoded frame decodes");
+        let out = match to {
+            Role::Coordinator => {
+                let o = self.job.handle(from, f, now);
+                self.events.extend(o.events);
+                o.send
+            }
+            Role::Node(i) => {
+                let o = self.nodes[usize::from(i)].handle(from, f);
+                o.send
+            }
+            Role::Party(p) => {
+                let party = &mut self.parties[usize::from(p)];
+                let (session, iteration) = (f.session, f.iteration);
+                match party.handle(from, &f) {
+                    Ok(o) => o,
+                    Err(e) => vec![failure(p, session, iteration, &e)],
+                }
+            }
+        };
+        self.post(to, out);
+        true
+    }
+
+    /// Delivers frames until none is left.
+    pub fn run(&mut self, now: Instant) {
+        while self.step(now) {}
+    }
+
+    /// Sends the coordinator's frames of `begin`/`tick` and records its events.
+    pub fn coordinator_output(&mut self, o: crate::coordinator::JobOutput) {
+        self.events.extend(o.events);
+        self.post(Role::Coordinator, o.send);
+    }
+}

@@ -1,0 +1,549 @@
+//! The compute node's side of the protocol ([`NodeSession`]), sans-IO.
+//!
+//! Per iteration t (session s_t), driven by frames:
+//! 1. `Start { public }` from the coordinator drops any older session and opens s_t: the node
+//!    draws an ephemeral X25519 key from `randomness.node(i, t)` and sends `NodeKey` to the
+//!    two other nodes.
+//! 2. With the three ephemeral publics it derives the pairwise seeds
+//!    ([`vtwin_mpc::PairSeeds::derive`]) and builds the vtwin-mpc node of the iteration
+//!    ([`vtwin_mpc::gradient::iteration_node`]: receive the inputs, the gradient circuit,
+//!    reveal G + Z to the coordinator's client P + m).
+//! 3. `Relay { party: p, sealed }` from the coordinator is unsealed with the node's long-term
+//!    seal key (AAD (s_t, t, p, i)), decoded, and every inner message is checked: session s_t,
+//!    addressed to this node, from client p (data) or P + p (noise) only. Anything else is an
+//!    error. A second relay for the same party is an error.
+//! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
+//!    j (the TLS-authenticated role). Messages of the node's program to node j go out as
+//!    `Mpc` frames to node j, the opening shares to the coordinator.
+//!
+//! Frames for a session that has not started here yet (a faster node's `NodeKey`, or its first
+//! MPC messages before this node has all keys) are buffered, at most [`EARLY_FRAMES`] frames
+//! and [`EARLY_BYTES`] bytes (the oldest are dropped beyond). Frames of a session that was
+//! aborted or finished here are dropped. `Abort` drops the session's state; the node keeps
+//! serving and the next `Start` opens a new session.
+//!
+//! Any error in a session drops it and sends `Failed { reason }` to the coordinator (which
+//! aborts the iteration); the error is returned in [`NodeOutput::error`] for the log.
+
+use std::collections::VecDeque;
+
+use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_mpc::gradient::{iteration_node, CircuitPublic};
+use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, PairSeeds, Peer, SessionId};
+use vtwin_net::{unseal, Body, Frame, Role, SealContext, SealKey};
+
+use crate::outgoing::{body_kind, frame, Outgoing};
+
+/// Most frames buffered for sessions not started yet.
+pub const EARLY_FRAMES: usize = 256;
+/// Most bytes (bodies) buffered for sessions not started yet.
+pub const EARLY_BYTES: usize = 256 << 20;
+/// How many finished or aborted sessions a node remembers (to drop their late frames).
+const CLOSED_SESSIONS: usize = 8;
+
+/// Why a node dropped its session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// A frame from a peer that may not send it, or of a kind a node never receives.
+    #[error("{node}: unexpected {kind} from {from}")]
+    Unexpected {
+        /// This node.
+        node: NodeId,
+        /// The sender.
+        from: Role,
+        /// The body kind.
+        kind: &'static str,
+    },
+    /// The coordinator's public circuit parameters are inconsistent.
+    #[error("{node}: bad Start for iteration {iteration}: {reason}")]
+    BadStart {
+        /// This node.
+        node: NodeId,
+        /// The iteration.
+        iteration: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A relayed upload did not unseal, decode or check.
+    #[error("{node}: relayed upload of party {party}: {reason}")]
+    BadUpload {
+        /// This node.
+        node: NodeId,
+        /// The party.
+        party: u16,
+        /// Why.
+        reason: String,
+    },
+    /// An MPC message or node key that did not decode or check.
+    #[error("{node}: bad {kind} from {from}: {reason}")]
+    BadMessage {
+        /// This node.
+        node: NodeId,
+        /// The sender.
+        from: Role,
+        /// The body kind.
+        kind: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The MPC program failed.
+    #[error("{node}: mpc: {source}")]
+    Mpc {
+        /// This node.
+        node: NodeId,
+        /// The cause.
+        source: vtwin_mpc::MpcError,
+    },
+    /// The driver lost the link to a peer during a session.
+    #[error("{node}: lost the link to {peer}: {reason}")]
+    LinkLost {
+        /// This node.
+        node: NodeId,
+        /// The peer.
+        peer: Role,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What one input produced.
+#[derive(Debug, Default)]
+pub struct NodeOutput {
+    /// Frames to send.
+    pub send: Vec<Outgoing>,
+    /// The session's program finished in this step (its counters).
+    pub finished: Option<(u64, Counters)>,
+    /// The session failed and was dropped (a `Failed` frame is in `send`).
+    pub error: Option<NodeError>,
+}
+
+struct Active {
+    session: SessionId,
+    iteration: u64,
+    public: CircuitPublic,
+    key: NodeKey,
+    publics: [Option<[u8; 32]>; 3],
+    node: Option<Node<Counters>>,
+    /// Messages that arrived before the node existed (relayed inputs, MPC), in order.
+    pending: Vec<Message>,
+    relayed: Vec<bool>,
+}
+
+/// The compute-node state machine (module docs).
+pub struct NodeSession {
+    id: NodeId,
+    seal_key: SealKey,
+    randomness: SecretRandomness,
+    active: Option<Active>,
+    early: VecDeque<(Role, Frame)>,
+    early_bytes: usize,
+    closed: VecDeque<[u8; 16]>,
+}
+
+impl std::fmt::Debug for NodeSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeSession")
+            .field("id", &self.id)
+            .field("iteration", &self.active.as_ref().map(|a| a.iteration))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Approximate size of a body, for the early buffer's bound.
+fn body_bytes(b: &Body) -> usize {
+    match b {
+        Body::Mpc { message } => message.len(),
+        Body::Relay { sealed, .. } => sealed.len(),
+        _ => 64,
+    }
+}
+
+impl NodeSession {
+    /// Node `id` with its long-term seal key and the source of its ephemeral keys.
+    pub fn new(id: NodeId, seal_key: SealKey, randomness: SecretRandomness) -> NodeSession {
+        NodeSession {
+            id,
+            seal_key,
+            randomness,
+            active: None,
+            early: VecDeque::new(),
+            early_bytes: 0,
+            closed: VecDeque::new(),
+        }
+    }
+
+    /// This node's role.
+    pub fn role(&self) -> Role {
+        Role::Node(self.id.index() as u8)
+    }
+
+    /// The iteration of the open session, if any.
+    pub fn iteration(&self) -> Option<u64> {
+        self.active.as_ref().map(|a| a.iteration)
+    }
+
+    /// Frames buffered for sessions not started yet.
+    pub fn early_frames(&self) -> usize {
+        self.early.len()
+    }
+
+    /// Handles one frame from `from` (the TLS-authenticated role).
+    pub fn handle(&mut self, from: Role, f: Frame) -> NodeOutput {
+        let mut out = NodeOutput::default();
+        if let Err(e) = self.dispatch(from, f, &mut out) {
+            self.fail(e, &mut out);
+        }
+        out
+    }
+
+    /// The driver lost its link to `peer`: a session in progress cannot finish, so it is
+    /// dropped and reported (a node's link loss outside a session is only logged).
+    pub fn link_lost(&mut self, peer: Role, reason: &str) -> NodeOutput {
+        let mut out = NodeOutput::default();
+        if self.active.is_some() && peer != Role::Coordinator {
+            let e = NodeError::LinkLost {
+                node: self.id,
+                peer,
+                reason: reason.to_owned(),
+            };
+            self.fail(e, &mut out);
+        }
+        out
+    }
+
+    fn fail(&mut self, e: NodeError, out: &mut NodeOutput) {
+        let (session, iteration) = self
+            .active
+            .as_ref()
+            .map_or(([0; 16], 0), |a| (a.session.0, a.iteration));
+        self.close();
+        out.send.push(Outgoing {
+            to: Role::Coordinator,
+            frame: frame(
+                self.role(),
+                session,
+                iteration,
+                0,
+                Body::Failed {
+                    reason: e.to_string(),
+                },
+            ),
+        });
+        out.error = Some(e);
+    }
+
+    fn close(&mut self) {
+        if let Some(a) = self.active.take() {
+            self.closed.push_back(a.session.0);
+            if self.closed.len() > CLOSED_SESSIONS {
+                self.closed.pop_front();
+            }
+        }
+    }
+
+    fn unexpected(&self, from: Role, body: &Body) -> NodeError {
+        NodeError::Unexpected {
+            node: self.id,
+            from,
+            kind: body_kind(body),
+        }
+    }
+
+    fn dispatch(&mut self, from: Role, f: Frame, out: &mut NodeOutput) -> Result<(), NodeError> {
+        match (&f.body, from) {
+            (Body::Start { .. }, Role::Coordinator) => self.start(f, out),
+            (Body::Abort { reason }, Role::Coordinator) => {
+                if self
+                    .active
+                    .as_ref()
+                    .is_some_and(|a| a.session.0 == f.session)
+                {
+                    tracing::info!(node = %self.id, iteration = f.iteration, "aborted: {reason}");
+                    self.close();
+                }
+                // An abort also voids anything buffered for that session.
+                self.early.retain(|(_, e)| e.session != f.session);
+                self.recount_early();
+                Ok(())
+            }
+            (Body::Relay { .. }, Role::Coordinator)
+            | (Body::NodeKey { .. } | Body::Mpc { .. }, Role::Node(_)) => {
+                if from == self.role() {
+                    return Err(self.unexpected(from, &f.body));
+                }
+                match &self.active {
+                    Some(a) if a.session.0 == f.session => self.in_session(from, f, out),
+                    _ if self.closed.contains(&f.session) => {
+                        tracing::debug!(node = %self.id, %from, "dropped a late {} of a closed session", body_kind(&f.body));
+                        Ok(())
+                    }
+                    _ => {
+                        self.buffer_early(from, f);
+                        Ok(())
+                    }
+                }
+            }
+            _ => Err(self.unexpected(from, &f.body)),
+        }
+    }
+
+    fn recount_early(&mut self) {
+        self.early_bytes = self.early.iter().map(|(_, f)| body_bytes(&f.body)).sum();
+    }
+
+    fn buffer_early(&mut self, from: Role, f: Frame) {
+        self.early_bytes += body_bytes(&f.body);
+        self.early.push_back((from, f));
+        while self.early.len() > EARLY_FRAMES || self.early_bytes > EARLY_BYTES {
+            if let Some((who, old)) = self.early.pop_front() {
+                tracing::warn!(node = %self.id, from = %who, "early buffer full: dropped a {}", body_kind(&old.body));
+                self.early_bytes -= body_bytes(&old.body);
+            }
+        }
+    }
+
+    fn start(&mut self, f: Frame, out: &mut NodeOutput) -> Result<(), NodeError> {
+        let Body::Start { public } = f.body else {
+            return Ok(());
+        };
+        self.close();
+        let t = f.iteration;
+        // A retried session (same id after an abort) is open again.
+        self.closed.retain(|s| *s != f.session);
+        let public = CircuitPublic::try_from(public).map_err(|e| NodeError::BadStart {
+            node: self.id,
+            iteration: t,
+            reason: e.to_string(),
+        })?;
+        let parties = public.parties.len();
+        if public.noise_contributors != parties || parties == 0 {
+            return Err(NodeError::BadStart {
+                node: self.id,
+                iteration: t,
+                reason: format!(
+                    "{} noise contributors for {parties} parties (each party contributes its own share)",
+                    public.noise_contributors
+                ),
+            });
+        }
+        let mut rng = self.randomness.node(self.id.index(), t);
+        let key = NodeKey::generate(&mut rng);
+        let mine = key.public();
+        let mut publics = [None; 3];
+        publics[self.id.index()] = Some(mine);
+        self.active = Some(Active {
+            session: SessionId(f.session),
+            iteration: t,
+            public,
+            key,
+            publics,
+            node: None,
+            pending: Vec::new(),
+            relayed: vec![false; parties],
+        });
+        tracing::debug!(node = %self.id, iteration = t, "session started");
+        for other in NodeId::ALL.into_iter().filter(|n| *n != self.id) {
+            out.send.push(Outgoing {
+                to: Role::Node(other.index() as u8),
+                frame: frame(self.role(), f.session, t, 0, Body::NodeKey { public: mine }),
+            });
+        }
+        // Replay what arrived early for this session, in arrival order.
+        let early = std::mem::take(&mut self.early);
+        for (who, e) in early {
+            if e.session == f.session {
+                self.in_session(who, e, out)?;
+                if self.active.is_none() {
+                    break;
+                }
+            } else {
+                self.early.push_back((who, e));
+            }
+        }
+        self.recount_early();
+        Ok(())
+    }
+
+    fn in_session(&mut self, from: Role, f: Frame, out: &mut NodeOutput) -> Result<(), NodeError> {
+        let id = self.id;
+        let Some(a) = self.active.as_mut() else {
+            return Ok(());
+        };
+        if f.iteration != a.iteration {
+            return Err(NodeError::BadMessage {
+                node: id,
+                from,
+                kind: body_kind(&f.body),
+                reason: format!(
+                    "iteration {} in the session of iteration {}",
+                    f.iteration, a.iteration
+                ),
+            });
+        }
+        let msgs: Vec<Message> = match (f.body, from) {
+            (Body::NodeKey { public }, Role::Node(j)) => {
+                let slot = &mut a.publics[usize::from(j)];
+                if slot.is_some() {
+                    return Err(NodeError::BadMessage {
+                        node: id,
+                        from,
+                        kind: "NodeKey",
+                        reason: "second node key in one session".into(),
+                    });
+                }
+                *slot = Some(public);
+                Vec::new()
+            }
+            (Body::Mpc { message }, Role::Node(j)) => {
+                let m = Message::decode(&message).map_err(|e| NodeError::BadMessage {
+                    node: id,
+                    from,
+                    kind: "Mpc",
+                    reason: e.to_string(),
+                })?;
+                if m.from
+                    != Peer::Node(NodeId::new(j).ok_or_else(|| NodeError::BadMessage {
+                        node: id,
+                        from,
+                        kind: "Mpc",
+                        reason: "no such node".into(),
+                    })?)
+                {
+                    return Err(NodeError::BadMessage {
+                        node: id,
+                        from,
+                        kind: "Mpc",
+                        reason: format!("inner sender {} differs from the link's peer", m.from),
+                    });
+                }
+                vec![m]
+            }
+            (Body::Relay { party, sealed }, Role::Coordinator) => {
+                let bad = |reason: String| NodeError::BadUpload {
+                    node: id,
+                    party,
+                    reason,
+                };
+                let parties = a.public.parties.len();
+                let p = usize::from(party);
+                if p >= parties {
+                    return Err(bad(format!("no party {party} among {parties}")));
+                }
+                if std::mem::replace(&mut a.relayed[p], true) {
+                    return Err(bad("relayed twice".into()));
+                }
+                let ctx = SealContext {
+                    session: a.session.0,
+                    iteration: a.iteration,
+                    party,
+                    node: id.index() as u8,
+                };
+                let plain =
+                    unseal(&self.seal_key, &ctx, &sealed).map_err(|e| bad(e.to_string()))?;
+                let encoded: Vec<Vec<u8>> = postcard::from_bytes(&plain)
+                    .map_err(|e| bad(format!("not a message list: {e}")))?;
+                let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
+                let mut msgs = Vec::with_capacity(encoded.len());
+                for (k, bytes) in encoded.iter().enumerate() {
+                    let m = Message::decode(bytes).map_err(|e| bad(format!("message {k}: {e}")))?;
+                    if m.session != a.session {
+                        return Err(bad(format!("message {k}: another session")));
+                    }
+                    if m.to != Peer::Node(id) {
+                        return Err(bad(format!("message {k}: addressed to {}", m.to)));
+                    }
+                    if !allowed.contains(&m.from) {
+                        return Err(bad(format!(
+                            "message {k}: from {}, not this party's clients",
+                            m.from
+                        )));
+                    }
+                    msgs.push(m);
+                }
+                msgs
+            }
+            (body, _) => {
+                return Err(NodeError::Unexpected {
+                    node: id,
+                    from,
+                    kind: body_kind(&body),
+                })
+            }
+        };
+        a.pending.extend(msgs);
+        self.advance(out)
+    }
+
+    /// Builds the node once all keys are in, then feeds it every pending message.
+    fn advance(&mut self, out: &mut NodeOutput) -> Result<(), NodeError> {
+        let id = self.id;
+        let mpc = |source| NodeError::Mpc { node: id, source };
+        let Some(a) = self.active.as_mut() else {
+            return Ok(());
+        };
+        if a.node.is_none() {
+            let [Some(p0), Some(p1), Some(p2)] = a.publics else {
+                return Ok(());
+            };
+            let seeds = PairSeeds::derive(id, &a.key, &[p0, p1, p2], a.session).map_err(mpc)?;
+            let mut node = iteration_node(id, a.session, seeds, a.public.clone());
+            let msgs = node.start().map_err(mpc)?;
+            a.node = Some(node);
+            emit(id, a.session, a.iteration, msgs, &a.public, out)?;
+        }
+        let Some(node) = a.node.as_mut() else {
+            return Ok(());
+        };
+        for m in std::mem::take(&mut a.pending) {
+            let msgs = node.handle(m).map_err(mpc)?;
+            emit(id, a.session, a.iteration, msgs, &a.public, out)?;
+        }
+        if node.is_done() {
+            let counters = node.counters();
+            out.finished = Some((a.iteration, counters));
+            tracing::debug!(node = %id, iteration = a.iteration, rounds = counters.rounds, "session finished");
+            self.close();
+        }
+        Ok(())
+    }
+}
+
+/// The node program's messages as frames: to another node, or the opening to the coordinator.
+fn emit(
+    id: NodeId,
+    session: SessionId,
+    iteration: u64,
+    msgs: Vec<Message>,
+    public: &CircuitPublic,
+    out: &mut NodeOutput,
+) -> Result<(), NodeError> {
+    let me = Role::Node(id.index() as u8);
+    for m in msgs {
+        let to = match m.to {
+            Peer::Node(n) => Role::Node(n.index() as u8),
+            Peer::Client(c) if c == public.coordinator() => Role::Coordinator,
+            Peer::Client(c) => {
+                return Err(NodeError::Mpc {
+                    node: id,
+                    source: vtwin_mpc::MpcError::UnknownPeer {
+                        from: Peer::Client(c),
+                    },
+                })
+            }
+        };
+        out.send.push(Outgoing {
+            to,
+            frame: frame(
+                me,
+                session.0,
+                iteration,
+                m.step,
+                Body::Mpc {
+                    message: m.encode(),
+                },
+            ),
+        });
+    }
+    Ok(())
+}
