@@ -12,11 +12,13 @@
 //! Protocol, messages, rounds, bytes, timeouts and abort semantics: `protocols/consortium.md`.
 
 pub mod coordinator;
+pub mod loopback;
 pub mod memory;
 
 pub mod node;
 pub mod outgoing;
 pub mod party;
+pub mod service;
 
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};
 pub use node::{NodeError, NodeOutput, NodeSession};

@@ -2,7 +2,8 @@
 //!
 //! A party holds its own columns only (as sufficient statistics, [`PartyData`]) and answers
 //! the coordinator:
-//! - `Hello` -> `PartyInfo { rows, ids_digest }` (SHA-256 of its id column, [`ids_digest`]), so
+//! - `Hello` -> `PartyInfo { rows, ids_digest }` (SHA-256 of its id column,
+//!   [`vtwin_model::stats::ids_digest`]), so
 //!   the coordinator can check that every party holds the same individuals in the same order;
 //! - `Request { batch, theta, clip, sigma, components }` of iteration t in session s_t -> it runs
 //!   its local kernels on its batch and builds the vtwin-mpc input messages of its data client
@@ -23,7 +24,6 @@
 use candle_core::Device;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use sha2::{Digest, Sha256};
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::kernels::{compute_device, KernelError};
@@ -31,32 +31,21 @@ use vtwin_model::layout::Layout;
 use vtwin_model::party_upload::{party_messages, PartyTask};
 use vtwin_model::secret_randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::stats::PartyData;
+use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
 use vtwin_net::{seal, Body, Frame, Role, SealContext};
 
 use crate::outgoing::{body_kind, frame, Outgoing};
 
-/// SHA-256 over the id column: each id as its byte length (u64 little endian) then its
-/// UTF-8 bytes, in row order. Equal digests mean equal id columns (up to SHA-256 collisions).
-pub fn ids_digest<S: AsRef<str>>(ids: &[S]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    for id in ids {
-        let b = id.as_ref().as_bytes();
-        h.update((b.len() as u64).to_le_bytes());
-        h.update(b);
-    }
-    h.finalize().into()
-}
-
 /// Everything a party needs: its own data and the public parameters.
 pub struct PartySetup {
     /// This party's index p in the layout (its role is `Role::Party(p)`).
     pub index: u16,
-    /// The public layout (schema and K).
-    pub layout: Layout,
+    /// The public schema (the layout is built for the K of each request).
+    pub schema: Schema,
     /// The party's sufficient statistics, rows in id order.
     pub data: PartyData,
-    /// [`ids_digest`] of the party's id column.
+    /// [`vtwin_model::stats::ids_digest`] of the party's id column.
     pub ids_digest: [u8; 32],
     /// The three nodes' long-term seal public keys, by node.
     pub node_seal_publics: [[u8; 32]; 3],
@@ -117,6 +106,7 @@ pub enum PartyError {
 /// The party state machine (module docs).
 pub struct PartyResponder {
     setup: PartySetup,
+    layout: Option<Layout>,
     device: Device,
     seal_rng: ChaCha20Rng,
 }
@@ -134,6 +124,7 @@ impl PartyResponder {
     pub fn new(setup: PartySetup) -> Result<PartyResponder, KernelError> {
         Ok(PartyResponder {
             setup,
+            layout: None,
             device: compute_device()?,
             seal_rng: ChaCha20Rng::from_os_rng(),
         })
@@ -203,13 +194,17 @@ impl PartyResponder {
             iteration: t,
             reason,
         };
-        let layout = &self.setup.layout;
-        if components as usize != layout.components {
-            return Err(bad(format!(
-                "{components} components, the schema's layout has {}",
-                layout.components
-            )));
+        if self.layout.as_ref().map(|l| l.components) != Some(components as usize) {
+            let layout = Layout::from_schema(&self.setup.schema, components as usize)
+                .map_err(|e| bad(format!("{components} components: {e}")))?;
+            if layout.stat_width(usize::from(p)) != self.setup.data.width {
+                return Err(bad("the schema does not match the party's data".into()));
+            }
+            self.layout = Some(layout);
         }
+        let Some(layout) = self.layout.as_ref() else {
+            return Err(bad("no layout".into()));
+        };
         if theta.len() != layout.dim() {
             return Err(bad(format!(
                 "theta has {} values, the layout needs {}",

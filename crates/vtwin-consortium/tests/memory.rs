@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::memory::MemoryConsortium;
-use vtwin_consortium::party::ids_digest;
 use vtwin_consortium::{
     CoordinatorJob, JobError, JobEvent, NodeSession, PartyResponder, PartySetup, Timeouts,
 };
@@ -17,7 +16,7 @@ use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc::MpcBackend;
 use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_model::stats::PartyData;
+use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
@@ -75,7 +74,7 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
             }
             PartyResponder::new(PartySetup {
                 index: p as u16,
-                layout: w.layout.clone(),
+                schema: vtwin_model::demo::demo_schema(),
                 data: d,
                 ids_digest: ids_digest(&ids),
                 node_seal_publics: publics,

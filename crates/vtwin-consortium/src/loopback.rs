@@ -1,0 +1,235 @@
+//! A whole consortium in one process over loopback QUIC: a fresh in-memory CA and a
+//! certificate per role, three nodes, P parties and the coordinator, each a service of
+//! [`crate::service`] on `127.0.0.1`, for `vtwin demo` and the "mpc over QUIC" row of
+//! `vtwin bench`.
+//!
+//! Everything travels as in a deployment (mutual TLS, framing, sealing, node-to-node links);
+//! only the processes are tasks of one tokio runtime. Optional receive delay on every link
+//! ([`LoopbackSettings::receive_delay`], vtwin-net's delay line) emulates a round-trip time
+//! of twice the delay.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use vtwin_model::dpvi::DpviConfig;
+use vtwin_model::fixed::Renormalise;
+use vtwin_model::layout::Layout;
+use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_model::stats::OwnPartyData;
+use vtwin_model::trainer::Trainer;
+use vtwin_model::Schema;
+use vtwin_mpc::NodeId;
+use vtwin_net::pki::{Ca, Identity};
+use vtwin_net::transport::{Backoff, TransportOptions};
+use vtwin_net::{Role, SealKey};
+
+use crate::coordinator::Timeouts;
+use crate::party::{PartyResponder, PartySetup};
+use crate::service::{
+    run_coordinator, CoordinatorHooks, CoordinatorRun, NodeRun, NodeServer, PartyServer,
+    ServiceError,
+};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LoopbackSettings {
+    /// The public schema.
+    pub schema: Schema,
+    /// Each party's own data (index = `data.party`, in layout order).
+    pub parties: Vec<OwnPartyData>,
+    /// Mixture components K.
+    pub components: usize,
+    /// DPVI settings (sample rate, clip, sigma, Adam, public seed).
+    pub config: DpviConfig,
+    /// Iterations.
+    pub iters: u64,
+    /// Renormalisation of the parties' local log-densities.
+    pub renormalise: Renormalise,
+    /// Insecure MPC seed (tests and benchmarks; `None`: OS randomness).
+    pub mpc_seed: Option<u64>,
+    /// Insecure noise seed (tests and benchmarks; `None`: OS randomness).
+    pub noise_seed: Option<u64>,
+    /// One-way delay added to every received frame (RTT emulation), or none.
+    pub receive_delay: Option<Duration>,
+    /// Deadline of one iteration.
+    pub iteration_timeout: Duration,
+}
+
+/// What a loopback run measured.
+#[derive(Debug)]
+pub struct LoopbackReport {
+    /// The trained state.
+    pub trainer: Trainer,
+    /// Wall milliseconds of each iteration, from `Start` to the applied update, in order.
+    pub iteration_ms: Vec<f64>,
+    /// Milliseconds to set up (certificates, binding, connecting, handshake).
+    pub setup_ms: f64,
+    /// Wall milliseconds of the whole run.
+    pub total_ms: f64,
+}
+
+/// Why a loopback run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoopbackError {
+    /// Certificates or keys could not be made.
+    #[error("loopback setup: {0}")]
+    Setup(String),
+    /// A service failed.
+    #[error(transparent)]
+    Service(#[from] ServiceError),
+}
+
+/// The default hooks: a fresh [`Trainer`], iteration times recorded.
+#[derive(Debug)]
+struct Recorder {
+    config: DpviConfig,
+    layout: Layout,
+    started: Instant,
+    agreed_at: Option<Instant>,
+    iteration_ms: Vec<f64>,
+}
+
+impl CoordinatorHooks for Recorder {
+    fn agreed(&mut self, rows: u64) -> Result<Trainer, String> {
+        self.agreed_at = Some(Instant::now());
+        Trainer::new(self.config.clone(), self.layout.clone(), rows as usize)
+            .map_err(|e| e.to_string())
+    }
+
+    fn applied(&mut self, _: &Trainer, _: u64, elapsed: Duration) -> Result<(), String> {
+        self.iteration_ms.push(elapsed.as_secs_f64() * 1e3);
+        Ok(())
+    }
+}
+
+/// Runs a fresh job to the end on a new multi-threaded tokio runtime (see the module docs).
+pub fn run(settings: LoopbackSettings) -> Result<LoopbackReport, LoopbackError> {
+    let layout = Layout::from_schema(&settings.schema, settings.components)
+        .map_err(|e| LoopbackError::Setup(e.to_string()))?;
+    let mut hooks = Recorder {
+        config: settings.config.clone(),
+        layout,
+        started: Instant::now(),
+        agreed_at: None,
+        iteration_ms: Vec::new(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LoopbackError::Setup(format!("tokio runtime: {e}")))?;
+    let trainer = rt.block_on(run_with_hooks(&settings, &mut hooks))?;
+    let total_ms = hooks.started.elapsed().as_secs_f64() * 1e3;
+    let setup_ms = hooks
+        .agreed_at
+        .map_or(0.0, |a| (a - hooks.started).as_secs_f64() * 1e3);
+    Ok(LoopbackReport {
+        trainer,
+        iteration_ms: hooks.iteration_ms,
+        setup_ms,
+        total_ms,
+    })
+}
+
+fn identity(ca: &Ca, role: Role) -> Result<Identity, LoopbackError> {
+    let issued = ca
+        .issue(role)
+        .map_err(|e| LoopbackError::Setup(e.to_string()))?;
+    Identity::from_pem(
+        ["loopback CA", "loopback certificate", "loopback key"],
+        ca.cert_pem().as_bytes(),
+        issued.cert_pem.as_bytes(),
+        issued.key_pem.as_bytes(),
+    )
+    .map_err(|e| LoopbackError::Setup(e.to_string()))
+}
+
+/// Runs the consortium inside the current tokio runtime (multi-threaded) with the caller's
+/// hooks (which build the trainer and persist progress); returns the trained state. The
+/// node and party tasks are stopped when it returns.
+pub async fn run_with_hooks(
+    settings: &LoopbackSettings,
+    hooks: &mut dyn CoordinatorHooks,
+) -> Result<Trainer, LoopbackError> {
+    let ca = Ca::generate().map_err(|e| LoopbackError::Setup(e.to_string()))?;
+    let randomness = match settings.mpc_seed {
+        Some(s) => SecretRandomness::InsecureSeed(s),
+        None => SecretRandomness::Os,
+    };
+    let transport = TransportOptions {
+        receive_delay: settings.receive_delay,
+        ..TransportOptions::default()
+    };
+    let backoff = Backoff {
+        attempts: 20,
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(500),
+        attempt_timeout: Duration::from_secs(5),
+    };
+    let local: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut seal_rng = ChaCha20Rng::from_os_rng();
+    let mut tasks = tokio::task::JoinSet::new();
+
+    let mut node_servers = Vec::new();
+    let mut node_addrs = [local; 3];
+    let mut seal_keys = Vec::new();
+    for i in 0..3u8 {
+        let id = NodeId::new(i).ok_or_else(|| LoopbackError::Setup("node id".into()))?;
+        let server =
+            NodeServer::bind(id, &identity(&ca, Role::Node(i))?, local, transport.clone())?;
+        node_addrs[usize::from(i)] = server.local_addr()?;
+        node_servers.push(server);
+        seal_keys.push(SealKey::generate(&mut seal_rng));
+    }
+    let publics = [
+        seal_keys[0].public(),
+        seal_keys[1].public(),
+        seal_keys[2].public(),
+    ];
+    for (server, seal_key) in node_servers.into_iter().zip(seal_keys) {
+        let run = NodeRun {
+            nodes: node_addrs,
+            seal_key,
+            randomness,
+            backoff,
+        };
+        tasks.spawn(async move { server.serve(run).await });
+    }
+    let mut party_addrs = Vec::new();
+    for own in &settings.parties {
+        let p = own.data.party as u16;
+        let server = PartyServer::bind(&identity(&ca, Role::Party(p))?, local, transport.clone())?;
+        party_addrs.push(server.local_addr()?);
+        let responder = PartyResponder::new(PartySetup {
+            index: p,
+            schema: settings.schema.clone(),
+            data: own.data.clone(),
+            ids_digest: own.ids_digest(),
+            node_seal_publics: publics,
+            randomness,
+            noise_seed: settings.noise_seed,
+            renormalise: settings.renormalise,
+        })
+        .map_err(|e| LoopbackError::Setup(e.to_string()))?;
+        tasks.spawn(async move { server.serve(responder).await });
+    }
+    let run = CoordinatorRun {
+        identity: identity(&ca, Role::Coordinator)?,
+        bind: local,
+        nodes: node_addrs,
+        parties: party_addrs,
+        transport,
+        backoff,
+        timeouts: Timeouts {
+            handshake: settings.iteration_timeout,
+            iteration: settings.iteration_timeout,
+        },
+        randomness,
+        iters: settings.iters,
+    };
+    let result = run_coordinator(run, hooks).await;
+    tasks.abort_all();
+    Ok(result?)
+}

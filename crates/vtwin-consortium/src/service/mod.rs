@@ -1,0 +1,40 @@
+//! Thin tokio services that connect the sans-IO machines to vtwin-net QUIC links.
+//!
+//! Each process runs its state machine in one task; its links are read and written by
+//! their own tasks ([`mesh`]). Topology: the coordinator dials the three nodes and every
+//! party; node i dials node j for j > i (and redials when that link drops, so a restarted
+//! node is reconnected) and accepts the coordinator and the nodes j < i; a party accepts
+//! the coordinator only. Certificates decide roles (vtwin-net); a refused handshake is
+//! logged by vtwin-net and the process keeps serving. A malformed or oversized frame closes
+//! that link (vtwin-net) and is logged here; the process keeps serving.
+//!
+//! Logs: tracing, one `iteration` span per iteration (fields `t` and the role).
+
+pub mod coordinator;
+mod mesh;
+pub mod node;
+pub mod party;
+
+pub use coordinator::{run_coordinator, CoordinatorHooks, CoordinatorRun};
+pub use node::{NodeRun, NodeServer};
+pub use party::PartyServer;
+
+use vtwin_net::transport::TransportError;
+
+/// Why a service stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServiceError {
+    /// A transport failure (names the peer and its address).
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The job aborted (names the peer at fault).
+    #[error(transparent)]
+    Job(#[from] crate::coordinator::JobError),
+    /// The driver's own step failed (e.g. writing a checkpoint, a resume check).
+    #[error("{0}")]
+    Driver(String),
+    /// The machine's task ended unexpectedly.
+    #[error("the service stopped: {0}")]
+    Stopped(String),
+}

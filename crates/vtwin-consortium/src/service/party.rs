@@ -1,0 +1,95 @@
+//! `vtwin party`: a party answering the coordinator over QUIC ([`PartyServer`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use vtwin_net::pki::Identity;
+use vtwin_net::transport::{Endpoint, TransportOptions};
+use vtwin_net::Role;
+
+use super::mesh::{Inbound, Mesh};
+use super::ServiceError;
+use crate::party::{failure, PartyResponder};
+
+/// A bound party endpoint.
+#[derive(Debug)]
+pub struct PartyServer {
+    endpoint: Arc<Endpoint>,
+}
+
+impl PartyServer {
+    /// Binds `listen`, accepting the coordinator only. Inside a tokio runtime.
+    pub fn bind(
+        identity: &Identity,
+        listen: SocketAddr,
+        transport: TransportOptions,
+    ) -> Result<PartyServer, ServiceError> {
+        let endpoint = Endpoint::bind(listen, identity, &[Role::Coordinator], transport)?;
+        Ok(PartyServer {
+            endpoint: Arc::new(endpoint),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServiceError> {
+        Ok(self.endpoint.local_addr()?)
+    }
+
+    /// Answers the coordinator until the endpoint closes (or forever); a failed request is
+    /// logged and reported with `Failed`, and the party keeps serving.
+    pub async fn serve(self, mut responder: PartyResponder) -> Result<(), ServiceError> {
+        let me = responder.role();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (links_tx, mut links_rx) = mpsc::unbounded_channel();
+        let mut mesh = Mesh::new(tx);
+        let endpoint = self.endpoint.clone();
+        tokio::spawn(async move {
+            while let Ok(link) = endpoint.accept().await {
+                if links_tx.send(link).is_err() {
+                    return;
+                }
+            }
+        });
+        tracing::info!(party = %me, addr = ?self.endpoint.local_addr().ok(), rows = responder.rows(), "party serving");
+        loop {
+            tokio::select! {
+                link = links_rx.recv() => {
+                    let Some(link) = link else { return Err(ServiceError::Stopped("no more links".into())) };
+                    tracing::info!(party = %me, peer = %link.peer(), addr = %link.remote_address(), "link up");
+                    mesh.attach(link);
+                }
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { return Err(ServiceError::Stopped("inbox closed".into())) };
+                    match ev {
+                        Inbound::Frame(peer, id, f) => {
+                            if !mesh.is_current(peer, id) {
+                                continue;
+                            }
+                            let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
+                            let _enter = span.enter();
+                            let out = match responder.handle(peer, &f) {
+                                Ok(out) => out,
+                                Err(e) => {
+                                    tracing::warn!("{e}");
+                                    let Role::Party(p) = me else { continue };
+                                    vec![failure(p, f.session, f.iteration, &e)]
+                                }
+                            };
+                            for o in out {
+                                if !mesh.send(o.to, o.frame) {
+                                    tracing::warn!(to = %o.to, "no link; reply dropped");
+                                }
+                            }
+                        }
+                        Inbound::Down(peer, id, reason) => {
+                            if mesh.down(peer, id) {
+                                tracing::warn!(party = %me, %peer, "link down: {reason}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
