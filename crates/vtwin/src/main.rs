@@ -32,6 +32,8 @@ enum Command {
     Synthesize(cmd::synthesize::Args),
     /// Evaluate a model: nll_test (and tvd_1way); the full metrics come in a later issue.
     Eval(cmd::eval::Args),
+    /// Benchmark the backends: ms, rounds and bytes per iteration, ratios against fixed and float.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Train(args) => cmd::train::run(args),
         Command::Synthesize(args) => cmd::synthesize::run(args),
         Command::Eval(args) => cmd::eval::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! Subcommands, one module each.
 pub(crate) mod arith;
+pub(crate) mod bench;
 pub(crate) mod eval;
 pub(crate) mod noise;
 pub(crate) mod privacy;

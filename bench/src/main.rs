@@ -1,0 +1,344 @@
+//! `vtwin-bench`: regenerates docs/results.md, docs/results.json and docs/img/*.png by
+//! running the `vtwin` release binary (built first with `cargo build --release -p vtwin`
+//! unless `--vtwin` names one):
+//!
+//! - (a) utility against epsilon in {0.5, 1, 2, 4, 8} on Adult for float, fixed and mpc
+//!   (`vtwin train`, then `vtwin synthesize` and `vtwin eval` when eval has the full metrics);
+//! - (b) ms per iteration of every backend on Adult and demo (`vtwin bench`);
+//! - (c) scaling of ms and bytes per iteration with B, K, P and d, fixed vs mpc in memory
+//!   (`vtwin bench --workload synthetic`);
+//! - (d) bytes per iteration by link on Adult, and rounds per iteration.
+//!
+//! `--quick` runs smoke-test sizes (into a temporary directory unless `--out-dir`);
+//! `--only SECTION,...` reruns some sections and keeps the others from the existing
+//! results.json; `--render-only` redraws from results.json. All outputs are written
+//! atomically (temporary file in the same directory, then rename).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::json;
+
+mod plot;
+mod report;
+mod results;
+mod scaling;
+mod timing;
+mod utility;
+mod vtwin_cli;
+
+use results::{LoadSample, Results, ScalingConfig};
+use scaling::ScalingPlan;
+use timing::TimingPlan;
+use utility::UtilityPlan;
+use vtwin_cli::{load_average, source_id, utc_now, workspace_root, Vtwin};
+
+/// A section of the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Section {
+    /// (a) utility against epsilon.
+    Utility,
+    /// (b) ms per iteration per backend.
+    Timing,
+    /// (c), (d) scaling, bytes and rounds.
+    Scaling,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Utility => "utility",
+            Section::Timing => "timing",
+            Section::Scaling => "scaling",
+        }
+    }
+}
+
+/// Regenerate docs/results.md and its figures.
+#[derive(Debug, clap::Parser)]
+#[command(name = "vtwin-bench", about)]
+struct Args {
+    /// Smoke-test sizes (minutes, not for reading); output to a temporary directory unless --out-dir.
+    #[arg(long)]
+    quick: bool,
+    /// Run only these sections; the others are kept from OUT_DIR/results.json.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Section>,
+    /// Redraw results.md and the figures from OUT_DIR/results.json, running nothing.
+    #[arg(long)]
+    render_only: bool,
+    /// Where results.md, results.json and img/ go (default: the workspace's docs/).
+    #[arg(long)]
+    out_dir: Option<PathBuf>,
+    /// The vtwin binary to run (default: build it with cargo).
+    #[arg(long)]
+    vtwin: Option<PathBuf>,
+    /// Directory holding adult.data and adult.test (default: $VTWIN_DATA_DIR, else ../shared/data/adult).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// TrueType font for the figures.
+    #[arg(long, default_value = plot::DEFAULT_FONT)]
+    font: PathBuf,
+    /// Training iterations T of each utility run.
+    #[arg(long)]
+    utility_iters: Option<u64>,
+    /// Utility runs at a time (they are seeded, so this changes only wall-clock seconds).
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+}
+
+/// CPU model and logical cores of this host.
+fn machine() -> serde_json::Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "model name").then(|| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    json!({
+        "cpu_model": model,
+        "logical_cores": cores,
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+    })
+}
+
+fn sample(r: &mut Results, at: &str) {
+    r.load.push(LoadSample {
+        at: at.into(),
+        utc: utc_now(),
+        load_average: load_average(),
+    });
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).with_context(|| dir.display().to_string())?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| path.display().to_string())?;
+    Ok(())
+}
+
+type Drawer = fn(&Results, &Path) -> anyhow::Result<bool>;
+
+/// The figures: file, caption, drawing function.
+const FIGURES: [(&str, &str, Drawer); 5] = [
+    (
+        "utility_epsilon.png",
+        "(a) Utility against epsilon on Adult: float, fixed, mpc",
+        plot::utility,
+    ),
+    (
+        "ms_per_iteration.png",
+        "(b) ms per iteration per backend (Adult, demo)",
+        plot::ms_per_iteration,
+    ),
+    (
+        "scaling_time.png",
+        "(c) ms per iteration against B, K, P and d, fixed vs mpc in memory",
+        plot::scaling_time,
+    ),
+    (
+        "scaling_bytes.png",
+        "(c) mpc bytes per iteration against B, K, P and d",
+        plot::scaling_bytes,
+    ),
+    (
+        "bytes_rounds.png",
+        "(d) bytes per iteration by link on Adult, rounds per iteration",
+        plot::bytes_rounds,
+    ),
+];
+
+/// Draws every figure (through temporary files renamed into place) and writes results.md
+/// and results.json.
+fn render(r: &Results, out: &Path) -> anyhow::Result<()> {
+    let img = out.join("img");
+    std::fs::create_dir_all(&img).with_context(|| img.display().to_string())?;
+    let mut made = Vec::new();
+    for (file, caption, draw) in FIGURES {
+        let tmp = img.join(format!(".{file}.tmp.png"));
+        let ok = draw(r, &tmp).with_context(|| file.to_owned())?;
+        if ok {
+            std::fs::rename(&tmp, img.join(file))
+                .with_context(|| img.join(file).display().to_string())?;
+        }
+        made.push((file, caption, ok));
+    }
+    write_atomic(
+        &out.join("results.json"),
+        serde_json::to_string_pretty(r)?.as_bytes(),
+    )?;
+    write_atomic(
+        &out.join("results.md"),
+        report::markdown(r, &made).as_bytes(),
+    )?;
+    Ok(())
+}
+
+fn plans(
+    quick: bool,
+    utility_iters: Option<u64>,
+    jobs: usize,
+) -> (UtilityPlan, TimingPlan, ScalingPlan) {
+    let base = ScalingConfig {
+        batch: 100,
+        components: 20,
+        parties: 2,
+        width: 150,
+        rows: 10_000,
+    };
+    if quick {
+        (
+            UtilityPlan {
+                iters: utility_iters.unwrap_or(100),
+                epsilons: vec![1.0, 8.0],
+                synthetic_rows: 2000,
+                jobs,
+            },
+            TimingPlan {
+                iters: 10,
+                warmup: 2,
+            },
+            ScalingPlan {
+                base: ScalingConfig { rows: 2000, ..base },
+                timing: TimingPlan {
+                    iters: 3,
+                    warmup: 1,
+                },
+                batch: vec![50, 100],
+                components: vec![10, 20],
+                parties: vec![2, 3],
+                width: vec![75, 150],
+            },
+        )
+    } else {
+        (
+            UtilityPlan {
+                iters: utility_iters.unwrap_or(2000),
+                epsilons: utility::EPSILONS.to_vec(),
+                synthetic_rows: 30_162,
+                jobs,
+            },
+            TimingPlan {
+                iters: 300,
+                warmup: 30,
+            },
+            ScalingPlan {
+                base,
+                timing: TimingPlan {
+                    iters: 40,
+                    warmup: 5,
+                },
+                batch: vec![25, 50, 100, 200, 400],
+                components: vec![5, 10, 20, 40],
+                parties: vec![2, 3, 4, 6, 8],
+                width: vec![30, 75, 150, 300, 600],
+            },
+        )
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let args = <Args as clap::Parser>::parse();
+    match run(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(a: Args) -> anyhow::Result<()> {
+    let root = workspace_root();
+    let out = match (&a.out_dir, a.quick) {
+        (Some(d), _) => d.clone(),
+        (None, true) => std::env::temp_dir().join("vtwin-bench-quick"),
+        (None, false) => root.join("docs"),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("--out-dir {}", out.display()))?;
+    plot::register_font(&a.font).context("--font")?;
+    let existing = out.join("results.json");
+    if a.render_only {
+        let r: Results = serde_json::from_str(
+            &std::fs::read_to_string(&existing).with_context(|| existing.display().to_string())?,
+        )
+        .with_context(|| existing.display().to_string())?;
+        render(&r, &out)?;
+        println!("redrew {} from {}", out.display(), existing.display());
+        return Ok(());
+    }
+    let sections: Vec<Section> = if a.only.is_empty() {
+        vec![Section::Utility, Section::Timing, Section::Scaling]
+    } else {
+        a.only.clone()
+    };
+    let mut r = if a.only.is_empty() {
+        Results::default()
+    } else {
+        match std::fs::read_to_string(&existing) {
+            Ok(text) => {
+                serde_json::from_str(&text).with_context(|| existing.display().to_string())?
+            }
+            Err(_) => Results::default(),
+        }
+    };
+    let now = utc_now();
+    r.date_utc = if r.date_utc.is_empty() {
+        now
+    } else {
+        let names: Vec<&str> = sections.iter().map(|s| s.name()).collect();
+        format!("{} ({} rerun {now})", r.date_utc, names.join(", "))
+    };
+    r.source = source_id();
+    r.machine = machine();
+    r.quick = a.quick;
+    let data_dir = a
+        .data_dir
+        .clone()
+        .or_else(|| std::env::var_os("VTWIN_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| root.join("../shared/data/adult"));
+    let needs_adult = sections.contains(&Section::Utility) || sections.contains(&Section::Timing);
+    if needs_adult && !data_dir.join("adult.data").is_file() {
+        bail!(
+            "Adult data: {} not found (give --data-dir or set VTWIN_DATA_DIR)",
+            data_dir.join("adult.data").display()
+        );
+    }
+    let data_dir = data_dir.canonicalize().unwrap_or(data_dir);
+    let vtwin = Vtwin::locate(a.vtwin.as_deref())?;
+    let (up, tp, sp) = plans(a.quick, a.utility_iters, a.jobs);
+    for s in &sections {
+        let prefix = format!("{}: ", s.name());
+        r.not_measured.retain(|n| !n.starts_with(&prefix));
+        let mut missing = Vec::new();
+        sample(&mut r, &format!("{} start", s.name()));
+        match s {
+            Section::Utility => {
+                r.utility = Some(utility::run(&vtwin, &up, &data_dir, &mut missing)?)
+            }
+            Section::Timing => r.timing = Some(timing::run(&vtwin, tp, &data_dir, &mut missing)?),
+            Section::Scaling => r.scaling = Some(scaling::run(&vtwin, &sp)?),
+        }
+        sample(&mut r, &format!("{} end", s.name()));
+        r.not_measured
+            .extend(missing.into_iter().map(|m| format!("{prefix}{m}")));
+        // Write after every section, so a late failure keeps the finished ones.
+        render(&r, &out)?;
+    }
+    for n in &r.not_measured {
+        println!("not measured: {n}");
+    }
+    println!("wrote {}/results.md, results.json and img/", out.display());
+    Ok(())
+}

@@ -1,0 +1,373 @@
+//! docs/results.md from [`Results`]: the tables behind every figure, the machine, the date,
+//! the load, and what was not measured.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::plot::si;
+use crate::results::Results;
+
+fn f(v: Option<f64>, digits: usize) -> String {
+    v.filter(|x| x.is_finite())
+        .map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn int(v: &Value) -> String {
+    v.as_f64()
+        .map_or("-".into(), |x| format!("{}", x.round() as i64))
+}
+
+fn thousands(v: &Value) -> String {
+    let Some(x) = v.as_f64() else {
+        return "-".into();
+    };
+    let s = format!("{}", x.round() as i64);
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 && ch != '-' {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The load verdict: the machine counts as loaded when any 1-minute load average sampled
+/// during the run exceeded its logical cores.
+fn load_note(r: &Results) -> String {
+    let cores = r.machine["logical_cores"].as_f64().unwrap_or(1.0);
+    let max = r
+        .load
+        .iter()
+        .filter_map(|s| s.load_average.first().copied())
+        .fold(f64::NAN, f64::max);
+    let samples: Vec<String> = r
+        .load
+        .iter()
+        .map(|s| {
+            format!(
+                "{} ({}): {}",
+                s.at,
+                s.utc,
+                s.load_average
+                    .iter()
+                    .map(|v| format!("{v:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            )
+        })
+        .collect();
+    let verdict = if max > cores {
+        format!(
+            "**The machine was loaded**: the 1-minute load average reached {max:.1} on {cores} \
+             logical cores (other work was running), so absolute milliseconds are inflated and \
+             noisy; the ratios between backends measured back to back are the figures to read."
+        )
+    } else {
+        format!("The 1-minute load average stayed at or below {max:.1} on {cores} logical cores.")
+    };
+    format!(
+        "{verdict}\n\nLoad averages (1 / 5 / 15 min) sampled by the harness:\n\n{}\n",
+        samples
+            .iter()
+            .map(|s| format!("- {s}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+fn bench_table(out: &mut String, j: &Value) {
+    let w = &j["workload"];
+    let s = &j["settings"];
+    let _ = writeln!(
+        out,
+        "Workload `{}`: {} records, parties {}, statistics widths {}, K = {}, expected B = {}, \
+         d = {}; {} timed iterations after {} warm-up per backend, sigma {}, started {}.\n",
+        w["name"].as_str().unwrap_or("?"),
+        w["rows"],
+        w["parties"],
+        w["stat_width_per_party"],
+        w["components"],
+        w["batch_expected"],
+        w["dimension"],
+        s["iters"],
+        s["warmup"],
+        s["sigma"],
+        j["date_utc"].as_str().unwrap_or("?"),
+    );
+    out.push_str(
+        "| backend | median ms | p10 | p90 | IQR | / fixed | / float | rounds | bytes between nodes | bytes to coordinator | bytes uploaded per party |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for e in j["backends"].as_array().into_iter().flatten() {
+        let ms = &e["ms_per_iteration"];
+        let per_party = e["bytes_uploaded_per_party_per_iteration"]
+            .as_array()
+            .map_or("-".into(), |a| {
+                a.iter().map(thousands).collect::<Vec<_>>().join(" / ")
+            });
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {}-{} | {} | {} | {} | {} | {} | {} |",
+            e["backend"].as_str().unwrap_or("?"),
+            f(ms["median"].as_f64(), 2),
+            f(ms["p10"].as_f64(), 2),
+            f(ms["p90"].as_f64(), 2),
+            f(ms["q1"].as_f64(), 2),
+            f(ms["q3"].as_f64(), 2),
+            f(e["ratio_vs_fixed"].as_f64(), 2),
+            f(e["ratio_vs_float"].as_f64(), 2),
+            int(&e["rounds_per_iteration"]),
+            thousands(&e["bytes_between_nodes_per_iteration"]),
+            thousands(&e["bytes_to_coordinator_per_iteration"]),
+            per_party,
+        );
+    }
+    let phases: Vec<String> = j["backends"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let p = &e["phases_median_ms"];
+            format!(
+                "{}: local kernels {}, noise {}, combine {}, backend {}, update {}",
+                e["backend"].as_str().unwrap_or("?"),
+                f(p["local_kernels"].as_f64(), 2),
+                f(p["noise"].as_f64(), 2),
+                f(p["combine"].as_f64(), 2),
+                f(p["backend"].as_f64(), 2),
+                f(p["update"].as_f64(), 2),
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "\nMedian ms per phase: {}.\n", phases.join("; "));
+    for m in j["not_measured"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "Not measured: {} ({}).\n",
+            m["backend"].as_str().unwrap_or("?"),
+            m["reason"].as_str().unwrap_or("?")
+        );
+    }
+}
+
+fn eval_value(row: &crate::results::UtilityRow, key: &str) -> Option<f64> {
+    let mut v = row.eval.as_ref()?;
+    for k in key.split('.') {
+        v = v.get(k)?;
+    }
+    v.as_f64()
+}
+
+/// Renders docs/results.md.
+pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
+    let mut out = String::new();
+    let m = &r.machine;
+    let _ = writeln!(
+        out,
+        "# vtwin: benchmark and utility results\n\n\
+         Generated by `cargo run --release -p vtwin-bench`{} (source `{}`), started {} UTC on \
+         {} ({} logical cores, {} {}). The raw numbers are in `docs/results.json`; every figure \
+         carries the same machine and date in its footer.\n",
+        if r.quick {
+            " -- --quick (SMOKE TEST SIZES: do not read these numbers)"
+        } else {
+            ""
+        },
+        r.source,
+        r.date_utc,
+        m["cpu_model"].as_str().unwrap_or("unknown CPU"),
+        m["logical_cores"],
+        m["os"].as_str().unwrap_or("?"),
+        m["arch"].as_str().unwrap_or("?"),
+    );
+    out.push_str(&load_note(r));
+    out.push('\n');
+    if !r.not_measured.is_empty() {
+        out.push_str("## Not measured\n\n");
+        for n in &r.not_measured {
+            let _ = writeln!(out, "- not measured: {n}");
+        }
+        out.push('\n');
+    }
+
+    out.push_str("## (a) Utility against epsilon (Adult)\n\n");
+    match &r.utility {
+        None => out.push_str("Not measured in this run.\n\n"),
+        Some(u) => {
+            let _ = writeln!(
+                out,
+                "`vtwin train` on `adult.data` (30162 records), test NLL on `adult.test` \
+                 (15060 records), K = {}, expected batch {}, clip 1, Adam lr 0.01, T = {} \
+                 iterations; sigma calibrated by RDP (add/remove) for each epsilon at delta {} \
+                 and exactly T iterations; public seed {}, noise seed {} (seeded noise: a \
+                 reproducible measurement, not a private release). One run per cell: the \
+                 run-to-run spread over seeds is not measured. T is far below the 20000 of \
+                 docs/training-adult.md to fit the time box, so these NLLs are higher than a \
+                 full run's.\n",
+                u.components, u.batch, u.iters, u.delta, u.seed, u.noise_seed
+            );
+            let keys: Vec<&str> = [
+                "tvd_1way",
+                "tvd_2way",
+                "tvd_3way",
+                "tstr.auc_synth",
+                "tstr.auc_real",
+            ]
+            .into_iter()
+            .filter(|k| u.rows.iter().any(|row| eval_value(row, k).is_some()))
+            .collect();
+            out.push_str("| epsilon | backend | sigma | test NLL |");
+            for k in &keys {
+                let _ = write!(out, " {k} |");
+            }
+            out.push_str(" train s |\n|---:|---|---:|---:|");
+            for _ in &keys {
+                out.push_str("---:|");
+            }
+            out.push_str("---:|\n");
+            for row in &u.rows {
+                let _ = write!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    row.epsilon,
+                    row.backend,
+                    f(row.sigma, 4),
+                    f(row.nll_test, 4)
+                );
+                for k in &keys {
+                    let _ = write!(out, " {} |", f(eval_value(row, k), 4));
+                }
+                let _ = writeln!(out, " {:.0} |", row.train_seconds);
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(
+        "## (b) ms per iteration\n\n`vtwin bench`: every backend on the same workload with the \
+         same public seed, back to back in one process; an iteration is `Dpvi::step` (batch \
+         sampling, gathering, the backend, the public update). Ratios are medians over \
+         medians.\n\n",
+    );
+    match &r.timing {
+        None => out.push_str("Not measured in this run.\n\n"),
+        Some(t) => {
+            out.push_str("### Adult\n\n");
+            bench_table(&mut out, &t.adult);
+            out.push_str("### demo\n\n");
+            bench_table(&mut out, &t.demo);
+        }
+    }
+    out.push_str("## (c) Scaling, fixed vs mpc in memory; (d) bytes and rounds\n\n");
+    match &r.scaling {
+        None => out.push_str("Not measured in this run.\n\n"),
+        Some(s) => {
+            let b = s.base;
+            let _ = writeln!(
+                out,
+                "`vtwin bench --workload synthetic --backends fixed,mpc`: a random public schema \
+                 of P parties whose categorical columns (at most 25 categories each) give `width` \
+                 sufficient statistics in all, split evenly over the parties, and {} records from \
+                 a random 3-component mixture. Base point: B = {}, K = {}, P = {}, width = {} \
+                 (d = {}, the Adult shape); one factor varies at a time (for P the total width \
+                 stays {}, so d is fixed). {} timed iterations after {} warm-up per point and \
+                 backend.\n",
+                b.rows,
+                b.batch,
+                b.components,
+                b.parties,
+                b.width,
+                b.components * (1 + b.width),
+                b.width,
+                s.iters,
+                s.warmup
+            );
+            out.push_str(
+                "| factor | B | K | P | d | fixed ms | mpc ms (p10-p90) | mpc / fixed | rounds | bytes between nodes | bytes uploaded (all parties) | bytes to coordinator |\n\
+                 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            );
+            for p in s.points.iter().filter(|p| p.backend == "mpc") {
+                let fixed = s
+                    .points
+                    .iter()
+                    .find(|q| q.backend == "fixed" && q.factor == p.factor && q.config == p.config);
+                let fx = fixed.map(|q| q.ms_median);
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} ({}-{}) | {} | {} | {} | {} | {} |",
+                    p.factor,
+                    p.config.batch,
+                    p.config.components,
+                    p.config.parties,
+                    p.dimension,
+                    f(fx, 2),
+                    f(Some(p.ms_median), 2),
+                    f(Some(p.ms_p10), 2),
+                    f(Some(p.ms_p90), 2),
+                    f(fx.map(|x| p.ms_median / x), 2),
+                    p.rounds.map_or("-".into(), |v| format!("{v:.0}")),
+                    p.bytes_between_nodes.map_or("-".into(), si),
+                    p.bytes_uploaded_total.map_or("-".into(), si),
+                    p.bytes_to_coordinator.map_or("-".into(), si),
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("## Figures\n\n");
+    for (file, caption, made) in figures {
+        if *made {
+            let _ = writeln!(out, "![{caption}](img/{file})\n\n*{caption}*\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "- not measured: {caption} (`img/{file}` not drawn: its section did not run)\n"
+            );
+        }
+    }
+    out.push_str(
+        "## Regenerating\n\n```\ncargo run --release -p vtwin-bench            # everything (about 30 minutes on 2 cores)\n\
+         cargo run --release -p vtwin-bench -- --quick # smoke test sizes, into a temporary directory unless --out-dir\n\
+         cargo run --release -p vtwin-bench -- --only timing   # rerun one section, keep the others from docs/results.json\n\
+         cargo run --release -p vtwin-bench -- --render-only   # redraw results.md and the figures from docs/results.json\n```\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::LoadSample;
+    use serde_json::json;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(&json!(2_173_154.0)), "2,173,154");
+        assert_eq!(thousands(&json!(999)), "999");
+        assert_eq!(thousands(&json!(1000)), "1,000");
+        assert_eq!(thousands(&json!(-1234)), "-1,234");
+        assert_eq!(thousands(&Value::Null), "-");
+    }
+
+    fn with_load(loads: &[f64]) -> Results {
+        Results {
+            machine: json!({"logical_cores": 2}),
+            load: loads
+                .iter()
+                .map(|&l| LoadSample {
+                    at: "x".into(),
+                    utc: "t".into(),
+                    load_average: vec![l, l, l],
+                })
+                .collect(),
+            ..Results::default()
+        }
+    }
+
+    #[test]
+    fn loaded_when_the_load_exceeds_the_cores() {
+        assert!(load_note(&with_load(&[0.5, 2.5])).contains("The machine was loaded"));
+        assert!(!load_note(&with_load(&[0.5, 1.9])).contains("was loaded"));
+    }
+}
