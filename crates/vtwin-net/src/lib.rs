@@ -7,14 +7,27 @@
 //! - [`seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
 //!   iteration, party, node), so the coordinator relays shares it cannot read.
 //! - [`role`]: coordinator, node i, party p, and their certificate names.
+//! - [`pki`]: the consortium CA, per-role certificates, a process's [`pki::Identity`].
+//! - [`tls`]: rustls 0.23 (ring only, TLS 1.3 only) mutual-TLS configurations.
+//! - [`transport`]: [`transport::Endpoint`] (accept, connect with backoff) and
+//!   [`transport::Link`] (send, recv, split), with an optional receive delay line.
+//! - [`config`]: the services' TOML configurations; [`keygen`] writes them with the keys.
 //!
 //! Normative descriptions: protocols/wire-format.md and protocols/sealing.md.
 
 pub mod atomic_file;
+pub mod config;
 pub mod frame;
+pub mod keygen;
+pub mod pki;
 pub mod role;
 pub mod seal;
+pub mod tls;
+pub mod transport;
 
 pub use frame::{Body, Frame, FrameError, SeqGuard, WirePublic};
 pub use role::Role;
 pub use seal::{seal, unseal, SealContext, SealError, SealKey};
+pub use transport::{
+    Backoff, Endpoint, Link, LinkReceiver, LinkSender, TransportError, TransportOptions,
+};

@@ -1,0 +1,551 @@
+//! Configuration files of the three services (TOML, written by `vtwin keygen`, read by
+//! `vtwin node|party|coordinator`).
+//!
+//! Unknown fields are refused (a typo is an error, not a silently ignored setting).
+//! Relative paths in a file are relative to that file's directory, so a keygen output
+//! directory can be moved as a whole. Errors name the file, the line and column, and the
+//! field.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::atomic_file;
+use crate::pki::{Identity, PkiError};
+use crate::role::NODES;
+use crate::seal::parse_hex32;
+use crate::transport::{Backoff, TransportOptions};
+
+/// The TLS files of one role.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    /// The consortium CA certificate (PEM).
+    pub ca: PathBuf,
+    /// This role's certificate (PEM).
+    pub cert: PathBuf,
+    /// This role's private key (PEM, mode 0600).
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Loads the identity (errors name the file).
+    pub fn load(&self) -> Result<Identity, PkiError> {
+        Identity::load(&self.ca, &self.cert, &self.key)
+    }
+
+    fn resolve(&mut self, base: &Path) {
+        for p in [&mut self.ca, &mut self.cert, &mut self.key] {
+            *p = base.join(&*p);
+        }
+    }
+}
+
+/// Connection and protocol time limits (milliseconds in the file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// Connection attempts to a peer before giving up (>= 1).
+    pub connect_attempts: u32,
+    /// Delay after the first failed attempt, doubling up to `connect_max_delay_ms`.
+    pub connect_initial_delay_ms: u64,
+    /// Largest delay between attempts.
+    pub connect_max_delay_ms: u64,
+    /// Limit on one connection attempt.
+    pub connect_attempt_ms: u64,
+    /// Limit on one training iteration, from Start to the opened gradient.
+    pub iteration_ms: u64,
+    /// QUIC idle timeout of a link.
+    pub idle_ms: u64,
+    /// Emulated one-way delay on every received frame (0: none; experiments only).
+    pub receive_delay_ms: u64,
+}
+
+impl Default for Timeouts {
+    /// 10 attempts, 100 ms doubling to 5 s, 5 s per attempt, 10 min per iteration, 60 s
+    /// idle, no delay.
+    fn default() -> Timeouts {
+        let b = Backoff::default();
+        let t = TransportOptions::default();
+        Timeouts {
+            connect_attempts: b.attempts,
+            connect_initial_delay_ms: b.initial.as_millis() as u64,
+            connect_max_delay_ms: b.max.as_millis() as u64,
+            connect_attempt_ms: b.attempt_timeout.as_millis() as u64,
+            iteration_ms: 600_000,
+            idle_ms: t.idle_timeout.as_millis() as u64,
+            receive_delay_ms: 0,
+        }
+    }
+}
+
+impl Timeouts {
+    /// The connection retry schedule.
+    pub fn backoff(&self) -> Backoff {
+        Backoff {
+            attempts: self.connect_attempts,
+            initial: Duration::from_millis(self.connect_initial_delay_ms),
+            max: Duration::from_millis(self.connect_max_delay_ms),
+            attempt_timeout: Duration::from_millis(self.connect_attempt_ms),
+        }
+    }
+
+    /// The limit on one iteration.
+    pub fn iteration(&self) -> Duration {
+        Duration::from_millis(self.iteration_ms)
+    }
+
+    /// Transport options (idle timeout, keep-alive at a third of it, receive delay).
+    pub fn transport(&self) -> TransportOptions {
+        let idle = Duration::from_millis(self.idle_ms);
+        TransportOptions {
+            idle_timeout: idle,
+            keep_alive: idle / 3,
+            receive_delay: (self.receive_delay_ms > 0)
+                .then(|| Duration::from_millis(self.receive_delay_ms)),
+            ..TransportOptions::default()
+        }
+    }
+
+    fn check(&self, file: &Path) -> Result<(), ConfigError> {
+        for (field, value) in [
+            (
+                "timeouts.connect_attempts",
+                u64::from(self.connect_attempts),
+            ),
+            ("timeouts.connect_attempt_ms", self.connect_attempt_ms),
+            ("timeouts.iteration_ms", self.iteration_ms),
+            ("timeouts.idle_ms", self.idle_ms),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::field(file, field, "must be >= 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Secret seeds that make a run reproducible. INSECURE: whoever knows them can recompute
+/// every share and every noise draw; tests and demos only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Insecure {
+    /// Seed of the MPC's secret randomness (session ids, node keys, input seeds).
+    pub mpc_seed: u64,
+    /// Seed of the parties' noise generators.
+    pub noise_seed: u64,
+}
+
+/// `vtwin node --config FILE`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// This node's id, 0, 1 or 2.
+    pub id: u8,
+    /// Address to listen on (coordinator and the other nodes connect here).
+    pub listen: SocketAddr,
+    /// The three nodes' addresses, by id.
+    pub nodes: [SocketAddr; 3],
+    /// TLS files.
+    pub tls: TlsFiles,
+    /// This node's seal key file (mode 0600).
+    pub seal_key: PathBuf,
+    /// Time limits.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Insecure reproducibility seeds (tests only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<Insecure>,
+}
+
+/// Where a party's records come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum DataSource {
+    /// The party's own CSV (its columns and the id column).
+    Csv {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The party's columns of the built-in demo table.
+    Demo {
+        /// Rows of the demo table.
+        rows: usize,
+        /// Seed of the demo table.
+        seed: u64,
+    },
+}
+
+/// `vtwin party --config FILE`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartyConfig {
+    /// The party's name (as in the schema).
+    pub name: String,
+    /// The party's index (order of `--parties`; its certificate says `party-INDEX`).
+    pub index: u16,
+    /// Address to listen on (the coordinator connects here).
+    pub listen: SocketAddr,
+    /// TLS files.
+    pub tls: TlsFiles,
+    /// The nodes' seal public keys, 64 hex digits each, by node id.
+    pub node_seal_publics: [String; 3],
+    /// Public schema (TOML); none: the built-in demo schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<PathBuf>,
+    /// The party's data.
+    pub data: DataSource,
+    /// Time limits.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Insecure reproducibility seeds (tests only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<Insecure>,
+}
+
+impl PartyConfig {
+    /// The nodes' seal public keys as bytes (validated when the file was loaded).
+    pub fn node_publics(&self) -> Result<[[u8; 32]; 3], ConfigError> {
+        let mut out = [[0u8; 32]; 3];
+        for (i, (o, hex)) in out.iter_mut().zip(&self.node_seal_publics).enumerate() {
+            *o = *parse_hex32(hex).ok_or_else(|| {
+                ConfigError::field(
+                    Path::new("party config"),
+                    &format!("node_seal_publics[{i}]"),
+                    "expected 64 hex digits",
+                )
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// One party as the coordinator sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartyEndpoint {
+    /// The party's name.
+    pub name: String,
+    /// Where it listens.
+    pub address: SocketAddr,
+}
+
+/// The training job (the `vtwin train` settings that the coordinator needs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSettings {
+    /// Public schema (TOML); none: the built-in demo schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<PathBuf>,
+    /// Mixture components K (>= 1).
+    pub components: usize,
+    /// Total iterations (>= 1).
+    pub iters: u64,
+    /// Target epsilon (sigma calibrated), or none with `sigma`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
+    /// delta (of the target and of the report).
+    pub delta: f64,
+    /// Noise multiplier, or none with `epsilon`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
+    /// Expected batch size B.
+    pub batch: usize,
+    /// Clip bound C (> 0).
+    pub clip: f64,
+    /// Adam learning rate (> 0).
+    pub lr: f64,
+    /// Seed of the public randomness.
+    pub seed: u64,
+    /// `closed-form`, `paper` or `off`.
+    pub renormalise: String,
+    /// Checkpoint every N iterations (and at the end), >= 1.
+    pub checkpoint_every: u64,
+}
+
+/// `vtwin coordinator --config FILE`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordinatorConfig {
+    /// TLS files.
+    pub tls: TlsFiles,
+    /// The three nodes' addresses, by id.
+    pub nodes: [SocketAddr; 3],
+    /// The parties, by index.
+    pub parties: Vec<PartyEndpoint>,
+    /// Output directory (model.json, privacy.json, synthetic.csv, checkpoints).
+    pub out: PathBuf,
+    /// The job.
+    pub training: TrainingSettings,
+    /// Time limits.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Insecure reproducibility seeds (tests only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<Insecure>,
+}
+
+/// A configuration file could not be read, parsed or validated.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read or written.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// TOML syntax or a field of the wrong type, missing or unknown.
+    #[error("{file}:{line}:{column}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// 1-based line (0 if unknown).
+        line: usize,
+        /// 1-based column (0 if unknown).
+        column: usize,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// A field has a value outside its range.
+    #[error("{file}: field `{field}`: {reason}")]
+    Field {
+        /// The file.
+        file: String,
+        /// The field, e.g. `training.clip`.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The configuration could not be serialised.
+    #[error("{file}: cannot serialise: {reason}")]
+    Serialise {
+        /// The file.
+        file: String,
+        /// toml's message.
+        reason: String,
+    },
+}
+
+impl ConfigError {
+    fn field(file: &Path, field: &str, reason: &str) -> ConfigError {
+        ConfigError::Field {
+            file: file.display().to_string(),
+            field: field.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+fn parse<T: DeserializeOwned>(file: &Path, text: &str) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column, key) = match e.span() {
+            Some(span) => {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let start = before.rfind('\n').map_or(0, |i| i + 1);
+                let column = before[start..].chars().count() + 1;
+                // The key on that line, if the error points at a value ("key = value").
+                let line_text = text[start..].lines().next().unwrap_or("");
+                let key = line_text
+                    .split_once('=')
+                    .map(|(k, _)| k.trim().to_string())
+                    .filter(|k| !k.is_empty() && !k.starts_with('['))
+                    .map(|k| {
+                        // Qualify with the enclosing [table] header, if any.
+                        let table = text[..start].lines().rev().find_map(|l| {
+                            let l = l.trim();
+                            l.strip_prefix('[')?.strip_suffix(']').map(str::to_string)
+                        });
+                        match table {
+                            Some(t) => format!("{}.{k}", t.trim_matches(['[', ']'])),
+                            None => k,
+                        }
+                    });
+                (line, column, key)
+            }
+            None => (0, 0, None),
+        };
+        let mut message = e.message().trim().to_string();
+        if let Some(key) = key {
+            // "missing field `x`" and "unknown field `x`" name their field already.
+            if !(message.starts_with("missing field") || message.starts_with("unknown field")) {
+                message = format!("field `{key}`: {message}");
+            }
+        }
+        ConfigError::Parse {
+            file: file.display().to_string(),
+            line,
+            column,
+            message,
+        }
+    })
+}
+
+fn read(file: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(file).map_err(|source| ConfigError::Io {
+        file: file.display().to_string(),
+        source,
+    })
+}
+
+fn base_of(file: &Path) -> PathBuf {
+    file.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Writes `config` as TOML to `file` atomically (mode 0644).
+pub fn write<T: Serialize>(file: &Path, config: &T) -> Result<(), ConfigError> {
+    let text = toml::to_string(config).map_err(|e| ConfigError::Serialise {
+        file: file.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    atomic_file::write(file, text.as_bytes(), atomic_file::Mode::Public).map_err(|source| {
+        ConfigError::Io {
+            file: file.display().to_string(),
+            source,
+        }
+    })
+}
+
+impl NodeConfig {
+    /// Reads and validates a node configuration (id < 3, timeouts >= 1); relative paths
+    /// become relative to the file's directory.
+    pub fn load(file: &Path) -> Result<NodeConfig, ConfigError> {
+        let mut c: NodeConfig = parse(file, &read(file)?)?;
+        if c.id >= NODES {
+            return Err(ConfigError::field(file, "id", "must be 0, 1 or 2"));
+        }
+        c.timeouts.check(file)?;
+        let base = base_of(file);
+        c.tls.resolve(&base);
+        c.seal_key = base.join(&c.seal_key);
+        Ok(c)
+    }
+}
+
+impl PartyConfig {
+    /// Reads and validates a party configuration (non-empty name, three 64-hex-digit seal
+    /// publics, timeouts >= 1); relative paths become relative to the file's directory.
+    pub fn load(file: &Path) -> Result<PartyConfig, ConfigError> {
+        let mut c: PartyConfig = parse(file, &read(file)?)?;
+        if c.name.trim().is_empty() {
+            return Err(ConfigError::field(file, "name", "must not be empty"));
+        }
+        for (i, hex) in c.node_seal_publics.iter().enumerate() {
+            if parse_hex32(hex).is_none() {
+                return Err(ConfigError::field(
+                    file,
+                    &format!("node_seal_publics[{i}]"),
+                    "expected 64 hex digits",
+                ));
+            }
+        }
+        c.timeouts.check(file)?;
+        let base = base_of(file);
+        c.tls.resolve(&base);
+        c.schema = c.schema.map(|p| base.join(p));
+        if let DataSource::Csv { path } = &mut c.data {
+            *path = base.join(&*path);
+        }
+        Ok(c)
+    }
+}
+
+impl CoordinatorConfig {
+    /// Reads and validates a coordinator configuration (>= 1 party with unique non-empty
+    /// names; K, iters, batch, checkpoint_every >= 1; clip, lr > 0 and finite; delta in
+    /// (0, 1); epsilon > 0 or sigma >= 0, finite; renormalise known; timeouts >= 1);
+    /// relative paths become relative to the file's directory.
+    pub fn load(file: &Path) -> Result<CoordinatorConfig, ConfigError> {
+        let mut c: CoordinatorConfig = parse(file, &read(file)?)?;
+        if c.parties.is_empty() {
+            return Err(ConfigError::field(
+                file,
+                "parties",
+                "needs at least one party",
+            ));
+        }
+        for (i, p) in c.parties.iter().enumerate() {
+            if p.name.trim().is_empty() {
+                return Err(ConfigError::field(
+                    file,
+                    &format!("parties[{i}].name"),
+                    "must not be empty",
+                ));
+            }
+            if c.parties[..i].iter().any(|q| q.name == p.name) {
+                return Err(ConfigError::field(
+                    file,
+                    &format!("parties[{i}].name"),
+                    &format!("duplicate party name {:?}", p.name),
+                ));
+            }
+        }
+        let t = &c.training;
+        for (field, value) in [
+            ("training.components", t.components as u64),
+            ("training.iters", t.iters),
+            ("training.batch", t.batch as u64),
+            ("training.checkpoint_every", t.checkpoint_every),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::field(file, field, "must be >= 1"));
+            }
+        }
+        for (field, value) in [("training.clip", t.clip), ("training.lr", t.lr)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(ConfigError::field(file, field, "must be finite and > 0"));
+            }
+        }
+        if !(t.delta > 0.0 && t.delta < 1.0) {
+            return Err(ConfigError::field(
+                file,
+                "training.delta",
+                "must be in (0, 1)",
+            ));
+        }
+        match (t.epsilon, t.sigma) {
+            (Some(e), None) if e.is_finite() && e > 0.0 => {}
+            (None, Some(s)) if s.is_finite() && s >= 0.0 => {}
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(ConfigError::field(
+                    file,
+                    "training.epsilon",
+                    "give exactly one of training.epsilon and training.sigma",
+                ))
+            }
+            (Some(_), None) => {
+                return Err(ConfigError::field(
+                    file,
+                    "training.epsilon",
+                    "must be finite and > 0",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::field(
+                    file,
+                    "training.sigma",
+                    "must be finite and >= 0",
+                ))
+            }
+        }
+        if !["closed-form", "paper", "off"].contains(&t.renormalise.as_str()) {
+            return Err(ConfigError::field(
+                file,
+                "training.renormalise",
+                "must be closed-form, paper or off",
+            ));
+        }
+        c.timeouts.check(file)?;
+        let base = base_of(file);
+        c.tls.resolve(&base);
+        c.out = base.join(&c.out);
+        c.training.schema = c.training.schema.map(|p| base.join(p));
+        Ok(c)
+    }
+}

@@ -1,0 +1,470 @@
+//! Links over loopback QUIC: mutual TLS, refusals (other CA, wrong role, role not
+//! accepted), retries against a closed port, bad frames, and the receive delay line.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use vtwin_net::frame::{encode, Body, Frame, FrameError, MAX_FRAME_BYTES, WIRE_VERSION};
+use vtwin_net::pki::{Ca, Identity};
+use vtwin_net::tls::client_config;
+use vtwin_net::transport::{CLOSE_BAD_FRAME, HELLO};
+use vtwin_net::{Backoff, Endpoint, Role, TransportError, TransportOptions};
+
+fn identity(ca: &Ca, trusted: &Ca, role: Role) -> Identity {
+    let issued = ca.issue(role).unwrap();
+    Identity::from_pem(
+        ["ca", "cert", "key"],
+        trusted.cert_pem().as_bytes(),
+        issued.cert_pem.as_bytes(),
+        issued.key_pem.as_bytes(),
+    )
+    .unwrap()
+}
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn bind(ca: &Ca, role: Role, accept: &[Role], options: TransportOptions) -> Endpoint {
+    Endpoint::bind(loopback(), &identity(ca, ca, role), accept, options).unwrap()
+}
+
+fn quick() -> Backoff {
+    Backoff {
+        attempts: 3,
+        initial: Duration::from_millis(50),
+        max: Duration::from_millis(100),
+        attempt_timeout: Duration::from_millis(300),
+    }
+}
+
+fn frame(step: u64, body: Body) -> Frame {
+    // Sender and seq are stamped by the link; give wrong ones to show it.
+    let mut f = Frame::new([9; 16], 4, step, Role::Party(999), body);
+    f.seq = 77;
+    f
+}
+
+/// Captures `warn` and above from this thread (tests run on a current-thread runtime, so
+/// spawned tasks log here too).
+fn capture_logs() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
+    #[derive(Clone)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let sink = Sink(buf.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    (buf, tracing::subscriber::set_default(subscriber))
+}
+
+fn logs(buf: &Arc<Mutex<Vec<u8>>>) -> String {
+    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+}
+
+#[tokio::test]
+async fn mutual_tls_link_carries_frames_both_ways() {
+    let ca = Ca::generate().unwrap();
+    let node = bind(
+        &ca,
+        Role::Node(1),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let addr = node.local_addr().unwrap();
+    let (connected, accepted) =
+        tokio::join!(coord.connect(addr, Role::Node(1), quick()), node.accept());
+    let (mut c, mut n) = (connected.unwrap(), accepted.unwrap());
+    assert_eq!(c.peer(), Role::Node(1));
+    assert_eq!(n.peer(), Role::Coordinator);
+    for step in 0..3 {
+        c.send(frame(step, Body::Hello)).await.unwrap();
+    }
+    for step in 0..3 {
+        let f = n.recv().await.unwrap();
+        assert_eq!(
+            (f.seq, f.step, f.sender, f.version),
+            (step, step, Role::Coordinator, WIRE_VERSION)
+        );
+        assert_eq!(f.body, Body::Hello);
+    }
+    let message = vec![0xab; 3 << 20];
+    n.send(frame(
+        5,
+        Body::Mpc {
+            message: message.clone(),
+        },
+    ))
+    .await
+    .unwrap();
+    let back = c.recv().await.unwrap();
+    assert_eq!((back.seq, back.sender), (0, Role::Node(1)));
+    assert_eq!(back.body, Body::Mpc { message });
+    // Split halves work from different tasks.
+    let (mut tx, mut rx) = n.split();
+    let echo = tokio::spawn(async move {
+        let f = rx.recv().await.unwrap();
+        tx.send(f).await.unwrap();
+        (tx, rx)
+    });
+    c.send(frame(6, Body::Abort { reason: "x".into() }))
+        .await
+        .unwrap();
+    let f = c.recv().await.unwrap();
+    assert_eq!((f.seq, f.step, f.sender), (1, 6, Role::Node(1)));
+    let (tx, rx) = echo.await.unwrap();
+    assert!(tx.bytes_sent() > 3 << 20 && rx.bytes_received() > 0);
+}
+
+#[tokio::test]
+async fn client_certificate_from_another_ca_refused_and_logged() {
+    let (logs_buf, _guard) = capture_logs();
+    let ca = Ca::generate().unwrap();
+    let rogue = Ca::generate().unwrap();
+    let node = bind(
+        &ca,
+        Role::Node(0),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let addr = node.local_addr().unwrap();
+    // Trusts the right CA, but its own certificate comes from the rogue CA.
+    let intruder = Endpoint::bind(
+        loopback(),
+        &identity(&rogue, &ca, Role::Coordinator),
+        &[],
+        TransportOptions::default(),
+    )
+    .unwrap();
+    let err = intruder
+        .connect(addr, Role::Node(0), quick())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TransportError::Refused { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("node 0") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    // The endpoint still accepts an honest coordinator.
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let (ok, accepted) = tokio::join!(coord.connect(addr, Role::Node(0), quick()), node.accept());
+    ok.unwrap();
+    assert_eq!(accepted.unwrap().peer(), Role::Coordinator);
+    assert_eq!(node.refusals(), 1);
+    let log = logs(&logs_buf);
+    let intruder_addr = intruder.local_addr().unwrap().port().to_string();
+    assert!(
+        log.contains("incoming connection refused") && log.contains(&intruder_addr),
+        "{log}"
+    );
+    assert!(log.to_lowercase().contains("certificate"), "{log}");
+    eprintln!("client error: {text}\nserver log: {log}");
+}
+
+#[tokio::test]
+async fn server_with_the_wrong_role_refused() {
+    let (logs_buf, _guard) = capture_logs();
+    let ca = Ca::generate().unwrap();
+    let node2 = bind(
+        &ca,
+        Role::Node(2),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let addr = node2.local_addr().unwrap();
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let started = Instant::now();
+    let err = coord
+        .connect(addr, Role::Node(1), quick())
+        .await
+        .unwrap_err();
+    // Refused at once, not retried.
+    assert!(started.elapsed() < Duration::from_millis(250));
+    assert!(
+        matches!(
+            err,
+            TransportError::Refused {
+                peer: Role::Node(1),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("node 1") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    let log = logs(&logs_buf);
+    assert!(
+        log.contains("connection refused") && log.contains(&addr.to_string()),
+        "{log}"
+    );
+    eprintln!("{log}");
+}
+
+#[tokio::test]
+async fn client_with_a_role_not_accepted_refused() {
+    let ca = Ca::generate().unwrap();
+    // A party accepts the coordinator only.
+    let party = bind(
+        &ca,
+        Role::Party(0),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let addr = party.local_addr().unwrap();
+    for role in [Role::Node(0), Role::Party(1)] {
+        let other = bind(&ca, role, &[], TransportOptions::default());
+        let err = other
+            .connect(addr, Role::Party(0), quick())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, TransportError::Refused { .. }),
+            "{role}: {err}"
+        );
+        eprintln!("{role}: {err}");
+    }
+    assert_eq!(party.refusals(), 2);
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let (ok, accepted) = tokio::join!(coord.connect(addr, Role::Party(0), quick()), party.accept());
+    assert_eq!(ok.unwrap().peer(), Role::Party(0));
+    assert_eq!(accepted.unwrap().peer(), Role::Coordinator);
+}
+
+#[tokio::test]
+async fn closed_port_retried_with_backoff_then_named() {
+    let ca = Ca::generate().unwrap();
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let addr = {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.local_addr().unwrap()
+    }; // closed again
+    let backoff = quick();
+    let started = Instant::now();
+    let err = coord
+        .connect(addr, Role::Node(1), backoff)
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    match &err {
+        TransportError::Unreachable {
+            peer,
+            addr: a,
+            attempts,
+            ..
+        } => assert_eq!((*peer, *a, *attempts), (Role::Node(1), addr, 3)),
+        other => panic!("{other}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("node 1") && text.contains(&addr.to_string()),
+        "{text}"
+    );
+    // 3 attempts of 300 ms and the delays 50 + 100 ms between them.
+    let least = 3 * backoff.attempt_timeout + backoff.delay(1) + backoff.delay(2);
+    assert!(elapsed >= least, "{elapsed:?} < {least:?}");
+    assert!(elapsed < least + Duration::from_millis(500), "{elapsed:?}");
+    eprintln!("{err} after {elapsed:?}");
+    assert_eq!(backoff.delay(1), Duration::from_millis(50));
+    assert_eq!(backoff.delay(2), Duration::from_millis(100));
+    assert_eq!(backoff.delay(3), Duration::from_millis(100));
+}
+
+#[tokio::test]
+async fn late_server_reached_by_retrying() {
+    let ca = Ca::generate().unwrap();
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let addr = {
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.local_addr().unwrap()
+    };
+    let id = identity(&ca, &ca, Role::Node(0));
+    let server = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let node =
+            Endpoint::bind(addr, &id, &[Role::Coordinator], TransportOptions::default()).unwrap();
+        let link = node.accept().await.unwrap();
+        (node, link)
+    });
+    let backoff = Backoff {
+        attempts: 6,
+        ..quick()
+    };
+    let link = coord.connect(addr, Role::Node(0), backoff).await.unwrap();
+    assert_eq!(link.peer(), Role::Node(0));
+    let (_node, accepted) = server.await.unwrap();
+    assert_eq!(accepted.peer(), Role::Coordinator);
+}
+
+/// A raw client speaking QUIC + TLS + hello correctly, then writing arbitrary bytes.
+async fn raw_client(
+    ca: &Ca,
+    addr: SocketAddr,
+) -> (quinn::Endpoint, quinn::Connection, quinn::SendStream) {
+    let id = identity(ca, ca, Role::Coordinator);
+    let crypto =
+        quinn::crypto::rustls::QuicClientConfig::try_from(client_config(&id).unwrap()).unwrap();
+    let mut ep = quinn::Endpoint::client(loopback()).unwrap();
+    ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let conn = ep
+        .connect(addr, &Role::Node(0).dns_name())
+        .unwrap()
+        .await
+        .unwrap();
+    let (mut send, mut recv) = conn.open_bi().await.unwrap();
+    send.write_all(&HELLO).await.unwrap();
+    let mut answer = [0u8; 8];
+    recv.read_exact(&mut answer).await.unwrap();
+    assert_eq!(answer, HELLO);
+    (ep, conn, send)
+}
+
+#[tokio::test]
+async fn bad_frames_close_that_connection_and_the_endpoint_keeps_serving() {
+    let (logs_buf, _guard) = capture_logs();
+    let ca = Ca::generate().unwrap();
+    let node = bind(
+        &ca,
+        Role::Node(0),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let addr = node.local_addr().unwrap();
+
+    let good = |seq: u64, sender: Role| {
+        let mut f = Frame::new([1; 16], 0, 0, sender, Body::Hello);
+        f.seq = seq;
+        encode(&f).unwrap()
+    };
+    let mut oversized = ((MAX_FRAME_BYTES + 1) as u32).to_le_bytes().to_vec();
+    oversized.extend_from_slice(&[0; 16]);
+    let mut garbage = 10u32.to_le_bytes().to_vec();
+    garbage.extend_from_slice(&[
+        WIRE_VERSION,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+    ]);
+    let replay = [good(0, Role::Coordinator), good(0, Role::Coordinator)].concat();
+    let forged = good(0, Role::Node(2));
+    let cases: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("oversized", oversized, 0),
+        ("garbage", garbage, 0),
+        ("replay", replay, 1),
+        ("forged sender", forged, 0),
+    ];
+    for (name, bytes, good_before) in cases {
+        let (_ep, conn, mut send) = raw_client(&ca, addr).await;
+        let mut link = node.accept().await.unwrap();
+        send.write_all(&bytes).await.unwrap();
+        for _ in 0..good_before {
+            link.recv().await.unwrap();
+        }
+        let err = link.recv().await.unwrap_err();
+        let TransportError::BadFrame { peer, source, .. } = &err else {
+            panic!("{name}: {err}")
+        };
+        assert_eq!(*peer, Role::Coordinator, "{name}");
+        match name {
+            "oversized" => assert!(matches!(source, FrameError::TooLarge { .. })),
+            "garbage" => assert!(matches!(source, FrameError::Malformed { .. })),
+            "replay" => assert!(matches!(
+                source,
+                FrameError::Sequence {
+                    expected: 1,
+                    got: 0,
+                    ..
+                }
+            )),
+            _ => assert!(matches!(source, FrameError::Sender { .. })),
+        }
+        // The client sees the connection closed with the bad-frame code.
+        match conn.closed().await {
+            quinn::ConnectionError::ApplicationClosed(c) => {
+                assert_eq!(
+                    c.error_code,
+                    quinn::VarInt::from_u32(CLOSE_BAD_FRAME),
+                    "{name}"
+                )
+            }
+            other => panic!("{name}: {other}"),
+        }
+    }
+    // Still serving.
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let (c, n) = tokio::join!(coord.connect(addr, Role::Node(0), quick()), node.accept());
+    let (mut c, mut n) = (c.unwrap(), n.unwrap());
+    c.send(frame(1, Body::Hello)).await.unwrap();
+    assert_eq!(n.recv().await.unwrap().body, Body::Hello);
+    let log = logs(&logs_buf);
+    assert_eq!(
+        log.matches("bad frame, closing the connection").count(),
+        4,
+        "{log}"
+    );
+    eprintln!("{log}");
+}
+
+#[tokio::test]
+async fn receive_delay_is_applied_pipelined_and_in_order() {
+    let delay = Duration::from_millis(100);
+    let ca = Ca::generate().unwrap();
+    let options = TransportOptions {
+        receive_delay: Some(delay),
+        ..TransportOptions::default()
+    };
+    let node = bind(&ca, Role::Node(1), &[Role::Coordinator], options);
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let addr = node.local_addr().unwrap();
+    let (c, n) = tokio::join!(coord.connect(addr, Role::Node(1), quick()), node.accept());
+    let (mut c, mut n) = (c.unwrap(), n.unwrap());
+    const FRAMES: u64 = 20;
+    let sent_at = Instant::now();
+    for step in 0..FRAMES {
+        c.send(frame(
+            step,
+            Body::Mpc {
+                message: vec![step as u8; 1000],
+            },
+        ))
+        .await
+        .unwrap();
+    }
+    let mut times = Vec::new();
+    for step in 0..FRAMES {
+        let f = n.recv().await.unwrap();
+        times.push(sent_at.elapsed());
+        assert_eq!((f.seq, f.step), (step, step));
+    }
+    // Every frame waited at least the delay; all of them together took about one delay,
+    // not FRAMES delays (pipelined).
+    assert!(times[0] >= delay, "{times:?}");
+    assert!(times[FRAMES as usize - 1] < 3 * delay, "{times:?}");
+    // Without the delay on the other direction, an answer comes back quickly.
+    let before = Instant::now();
+    n.send(frame(0, Body::Hello)).await.unwrap();
+    c.recv().await.unwrap();
+    assert!(before.elapsed() < delay, "{:?}", before.elapsed());
+}
