@@ -11,8 +11,10 @@
 //! Implementations: [`crate::float::FloatBackend`] (f64, log space, the non-partitioned
 //! baseline) and [`crate::fixed::FixedBackend`] (ARCHITECTURE steps 2-4 in plaintext fixed
 //! point). The MPC backend implements the same trait with the same inputs: each party runs
-//! the local kernels on its own [`PartyBatch`] and secret-shares the results, and each
-//! party's noise share comes from that party's generator in [`NoiseRngs`].
+//! the local kernels on its own [`PartyBatch`] and secret-shares the results
+//! ([`crate::party_upload::party_messages`]), and each party's noise share comes from that
+//! party's generator in [`NoiseRngs`], positioned at the iteration ([`NoiseRngs::seek`], so
+//! seeded noise is a function of (seed, party, t)).
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
