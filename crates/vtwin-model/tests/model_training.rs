@@ -257,3 +257,33 @@ fn adult_figure_2_does_not_learn_without_renormalisation() {
         "renormalised runs must learn: {drop_by:?}"
     );
 }
+
+/// The public trainer: planning changes nothing (two plans are equal), a plan applies only
+/// at its own iteration and with a gradient of the model's length, and a failed apply
+/// changes nothing and charges nothing.
+#[test]
+fn trainer_plans_without_side_effects_and_applies_only_its_own_plan() {
+    let layout = Layout::from_schema(&demo_schema(), 3).unwrap();
+    let mut t = vtwin_model::trainer::Trainer::new(config(0.1, 1.0), layout.clone(), 200).unwrap();
+    let before = t.state();
+    let plan = t.plan();
+    assert_eq!(plan, t.plan());
+    assert_eq!(t.state(), before);
+    assert_eq!(plan.iteration, 0);
+    assert!(plan.batch.iter().all(|&i| i < 200) && !plan.batch.is_empty());
+    let g = vec![0.5; layout.dim()];
+    assert!(t.apply(plan.clone(), &g[1..]).is_err());
+    assert_eq!(t.state(), before, "a refused gradient changed the state");
+    t.apply(plan.clone(), &g).unwrap();
+    assert_eq!(t.iteration(), 1);
+    assert_eq!(t.ledger().unwrap().steps(), 1);
+    assert_ne!(t.plan().batch, plan.batch, "the public stream did not move");
+    let after = t.state();
+    let e = t.apply(plan, &g).unwrap_err().to_string();
+    assert!(
+        e.contains("iteration 0") && e.contains("iteration 1"),
+        "{e}"
+    );
+    assert_eq!(t.state(), after, "a stale plan changed the state");
+    assert_eq!(t.ledger().unwrap().steps(), 1, "a stale plan was charged");
+}

@@ -542,3 +542,63 @@ fn party_messages_refuse_out_of_range_values_and_follow_the_documented_layout() 
         Err(BackendError::Shape(_))
     ));
 }
+
+/// A backend that runs the mpc backend but discards its result once, at iteration
+/// `fail_at`, as if the coordinator had timed out after the parties and nodes did their work.
+struct FailsOnce {
+    inner: MpcBackend,
+    fail_at: u64,
+    failed: bool,
+}
+
+impl GradientBackend for FailsOnce {
+    fn name(&self) -> &'static str {
+        "mpc"
+    }
+
+    fn gradient(
+        &mut self,
+        input: &GradientInput<'_>,
+        noise: &mut NoiseRngs,
+    ) -> Result<vtwin_model::backend::GradientOutput, BackendError> {
+        let out = self.inner.gradient(input, noise)?;
+        if input.iteration == self.fail_at && !self.failed {
+            self.failed = true;
+            return Err(BackendError::Config("aborted".into()));
+        }
+        Ok(out)
+    }
+}
+
+/// An iteration aborted after every secret of it was drawn (noise shares, client seeds,
+/// node keys) is not counted, and retrying it gives the uninterrupted run bit for bit.
+#[test]
+fn an_aborted_and_retried_iteration_equals_an_uninterrupted_run() {
+    let (layout, data, _) = demo(300, 3, 21);
+    let run = |fail_at: u64| {
+        let backend = FailsOnce {
+            inner: MpcBackend::seeded(Renormalise::ClosedForm, 4).unwrap(),
+            fail_at,
+            failed: false,
+        };
+        let mut d = Dpvi::new(
+            seeded_config(),
+            layout.clone(),
+            data.clone(),
+            Box::new(backend),
+            NoiseRngs::seeded(6, layout.n_parties()),
+        )
+        .unwrap();
+        while d.iteration() < 4 {
+            if let Err(e) = d.step() {
+                assert_eq!(e.to_string(), "aborted");
+                assert_eq!(d.iteration(), fail_at, "the aborted iteration was counted");
+                assert_eq!(d.ledger().unwrap().steps(), fail_at, "and charged");
+            }
+        }
+        d.state()
+    };
+    let whole = run(u64::MAX);
+    assert_eq!(run(2), whole);
+    assert_eq!(run(0), whole);
+}
