@@ -1,4 +1,5 @@
-//! Schema, data loading, the mixture model, local kernels, DPVI training and synthesis.
+//! Schema, data loading, the mixture model, local kernels, DPVI training and synthesis, and
+//! the coordinator's and parties' halves of one MPC training iteration.
 
 // DATA modules: schema, encoding, tables and CSV, parameters and likelihood, synthesis, demo.
 pub mod codec;
@@ -14,7 +15,9 @@ pub use schema::{ColumnKind, ColumnSpec, Schema};
 pub use table::{Column, DataError, Table};
 
 // MODEL modules: parameter layout, prior, local kernels, sufficient statistics, gradient
-// backends, Adam, the DPVI loop, checkpoints and model files.
+// backends, Adam, the DPVI loop, checkpoints and model files. The roles of a consortium
+// iteration: the coordinator's public `trainer`, a party's `party_upload` (its MPC messages
+// from its own batch), and the per-iteration `secret_randomness` of every role.
 pub mod adam;
 pub mod backend;
 pub mod checkpoint;
