@@ -41,7 +41,8 @@ pub struct LoopbackSettings {
     pub parties: Vec<OwnPartyData>,
     /// Mixture components K.
     pub components: usize,
-    /// DPVI settings (sample rate, clip, sigma, Adam, public seed).
+    /// DPVI settings (sample rate, clip, sigma, Adam, public seed) of the trainer that [`run`]
+    /// builds; [`run_with_hooks`] leaves the trainer to its hooks and ignores them.
     pub config: DpviConfig,
     /// Iterations.
     pub iters: u64,

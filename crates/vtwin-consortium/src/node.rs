@@ -116,6 +116,8 @@ pub struct NodeOutput {
     pub finished: Option<(u64, Counters)>,
     /// The session failed and was dropped (a `Failed` frame is in `send`).
     pub error: Option<NodeError>,
+    /// The iteration of the session still open after this step, if any.
+    pub open: Option<u64>,
 }
 
 struct Active {
@@ -194,6 +196,7 @@ impl NodeSession {
         if let Err(e) = self.dispatch(from, f, &mut out) {
             self.fail(e, &mut out);
         }
+        out.open = self.iteration();
         out
     }
 
@@ -209,6 +212,7 @@ impl NodeSession {
             };
             self.fail(e, &mut out);
         }
+        out.open = self.iteration();
         out
     }
 

@@ -34,6 +34,12 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Benchmark the backends: ms, rounds and bytes per iteration, ratios against fixed and float.
     Bench(cmd::bench::Args),
+    /// Run a compute node of the consortium (QUIC, mutual TLS) until interrupted.
+    Node(cmd::node::Args),
+    /// Run a party of the consortium: answer the coordinator with sealed input shares.
+    Party(cmd::party::Args),
+    /// Drive the consortium's training job over QUIC and write the model (like `train`).
+    Coordinator(cmd::coordinator::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +52,9 @@ fn main() -> ExitCode {
         Command::Synthesize(args) => cmd::synthesize::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Node(args) => cmd::node::run(args),
+        Command::Party(args) => cmd::party::run(args),
+        Command::Coordinator(args) => cmd::coordinator::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

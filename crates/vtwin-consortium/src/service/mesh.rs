@@ -6,6 +6,13 @@
 //! [`Mesh::send`] queues a frame for a peer's writer. A newer link to the same role replaces
 //! the older one (a restarted peer); events of a replaced link are recognised by its id and
 //! ignored.
+//!
+//! Peers declared with [`Mesh::expect`] (a node's fellow nodes) may be sent to while they
+//! have no link (the node-to-node links form, or re-form after a restart, while the
+//! coordinator already starts a session): their frames wait, at most [`PENDING_FRAMES`], and
+//! go out when the link comes up. The queue of a peer is emptied when its link goes down and
+//! whenever the node has no open session ([`Mesh::clear_pending`]), so frames of a dead
+//! session never reach the peer's next process.
 
 use std::collections::HashMap;
 
@@ -27,10 +34,15 @@ enum Out {
     Close(String),
 }
 
+/// Most frames waiting for a peer's first link.
+pub(crate) const PENDING_FRAMES: usize = 4096;
+
 /// Writer handles by peer role.
 #[derive(Debug)]
 pub(crate) struct Mesh {
     writers: HashMap<Role, (u64, mpsc::UnboundedSender<Out>)>,
+    /// Frames for expected peers that have no link now.
+    pending: HashMap<Role, Vec<Frame>>,
     next_id: u64,
     inbox: mpsc::UnboundedSender<Inbound>,
 }
@@ -69,19 +81,30 @@ impl Mesh {
     pub(crate) fn new(inbox: mpsc::UnboundedSender<Inbound>) -> Mesh {
         Mesh {
             writers: HashMap::new(),
+            pending: HashMap::new(),
             next_id: 0,
             inbox,
         }
     }
 
+    /// Frames to `peer` may be queued while it has no link.
+    pub(crate) fn expect(&mut self, peer: Role) {
+        self.pending.entry(peer).or_default();
+    }
+
     /// Takes over `link` (spawns its reader and writer); returns its id. A previous link to
-    /// the same role is closed.
+    /// the same role is closed; frames waiting for the peer's first link go out first.
     pub(crate) fn attach(&mut self, link: Link) -> u64 {
         let peer = link.peer();
         let id = self.next_id;
         self.next_id += 1;
         let (sender, mut receiver) = link.split();
         let (tx, rx) = mpsc::unbounded_channel();
+        if let Some(q) = self.pending.get_mut(&peer) {
+            for f in q.drain(..) {
+                let _ = tx.send(Out::Frame(f));
+            }
+        }
         if let Some((_, old)) = self.writers.insert(peer, (id, tx)) {
             let _ = old.send(Out::Close("replaced by a newer link".into()));
         }
@@ -110,21 +133,39 @@ impl Mesh {
         self.writers.get(&peer).is_some_and(|(cur, _)| *cur == id)
     }
 
-    /// Forgets link `id` to `peer` after it went down; true if it was the current one.
+    /// Forgets link `id` to `peer` after it went down (and the frames waiting for it); true
+    /// if it was the current one.
     pub(crate) fn down(&mut self, peer: Role, id: u64) -> bool {
         if self.is_current(peer, id) {
             self.writers.remove(&peer);
+            if let Some(q) = self.pending.get_mut(&peer) {
+                q.clear();
+            }
             true
         } else {
             false
         }
     }
 
-    /// Queues `frame` for `to`; false if there is no link to `to`.
-    pub(crate) fn send(&self, to: Role, frame: Frame) -> bool {
-        match self.writers.get(&to) {
-            Some((_, tx)) => tx.send(Out::Frame(frame)).is_ok(),
-            None => false,
+    /// Queues `frame` for `to`; false if there is no link to `to` (and `to` is not an
+    /// expected peer waiting for its first link, with room in its queue).
+    pub(crate) fn send(&mut self, to: Role, frame: Frame) -> bool {
+        if let Some((_, tx)) = self.writers.get(&to) {
+            return tx.send(Out::Frame(frame)).is_ok();
+        }
+        match self.pending.get_mut(&to) {
+            Some(q) if q.len() < PENDING_FRAMES => {
+                q.push(frame);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drops every frame waiting for a link (the session they belonged to is over).
+    pub(crate) fn clear_pending(&mut self) {
+        for q in self.pending.values_mut() {
+            q.clear();
         }
     }
 

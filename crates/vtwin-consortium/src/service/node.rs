@@ -75,6 +75,9 @@ impl NodeServer {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (links_tx, mut links_rx) = mpsc::unbounded_channel();
         let mut mesh = Mesh::new(tx);
+        for j in (0..3u8).filter(|&j| usize::from(j) != me.index()) {
+            mesh.expect(Role::Node(j));
+        }
         let session = SessionThread::spawn(me, run.seal_key, run.randomness)?;
         // Acceptor.
         {
@@ -220,6 +223,8 @@ async fn route(
             "session finished"
         );
     }
+    // A session that ended without finishing (abort, failure): its waiting frames are void.
+    let void = out.open.is_none() && out.finished.is_none();
     let mut missing = None;
     for o in out.send {
         if !mesh.send(o.to, o.frame) {
@@ -243,6 +248,9 @@ async fn route(
                 mesh.send(o.to, o.frame);
             }
         }
+    }
+    if void {
+        mesh.clear_pending();
     }
     Ok(())
 }

@@ -1,8 +1,11 @@
 //! Subcommands, one module each.
 pub(crate) mod arith;
 pub(crate) mod bench;
+pub(crate) mod coordinator;
 pub(crate) mod eval;
+pub(crate) mod node;
 pub(crate) mod noise;
+pub(crate) mod party;
 pub(crate) mod privacy;
 pub(crate) mod synthesize;
 pub(crate) mod train;

@@ -21,8 +21,10 @@ use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
 use vtwin_model::mpc::{CostLog, MpcBackend};
+use vtwin_model::rng_state::RngState;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::PartyData;
+use vtwin_model::trainer::Trainer;
 use vtwin_model::{Schema, Table};
 
 /// Which gradient backend.
@@ -165,7 +167,8 @@ fn load_data(a: &Args) -> anyhow::Result<(Schema, Table, Option<Table>)> {
     Ok((schema, train, test))
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median (NaN for none); sorts `v`.
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -178,18 +181,22 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-fn write_outputs(
+/// model.json, train.csv and checkpoint.bin of the run so far, each written atomically
+/// (also used by `vtwin coordinator`, whose trainer is driven over the network). `noise` is
+/// what the checkpoint records about the noise generators (`Dpvi::noise_checkpoint`).
+pub(crate) fn write_outputs(
     out: &Path,
-    dpvi: &Dpvi,
+    trainer: &Trainer,
+    noise: Option<Vec<RngState>>,
     schema: &Schema,
     history: &[HistoryRow],
     settings: &RunSettings,
 ) -> anyhow::Result<()> {
     let model = ModelFile::new(
         schema.clone(),
-        dpvi.layout().clone(),
-        dpvi.mu().to_vec(),
-        dpvi.log_sigma().to_vec(),
+        trainer.layout().clone(),
+        trainer.mu().to_vec(),
+        trainer.log_sigma().to_vec(),
     );
     model.save(&out.join("model.json"))?;
     let mut csv = String::from("iteration,epsilon,test_nll\n");
@@ -201,8 +208,8 @@ fn write_outputs(
         .with_context(|| out.join("train.csv").display().to_string())?;
     Checkpoint {
         settings: settings.clone(),
-        state: dpvi.state(),
-        noise: dpvi.noise_checkpoint(),
+        state: trainer.state(),
+        noise,
         history: history.to_vec(),
     }
     .save(&out.join("checkpoint.bin"))?;
@@ -210,14 +217,17 @@ fn write_outputs(
 }
 
 /// privacy.json: vtwin-dp's report for the run so far (or a no-privacy note for sigma = 0).
-fn privacy_json(settings: &RunSettings, dpvi: &Dpvi) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn privacy_json(
+    settings: &RunSettings,
+    trainer: &Trainer,
+) -> anyhow::Result<serde_json::Value> {
     let c = &settings.config;
-    let Some(ledger) = dpvi.ledger() else {
+    let Some(ledger) = trainer.ledger() else {
         return Ok(serde_json::json!({
             "sigma": 0.0,
             "clip": c.clip,
             "sample_rate": c.sample_rate,
-            "steps": dpvi.iteration(),
+            "steps": trainer.iteration(),
             "delta": settings.delta,
             "epsilon": {},
             "note": "sigma = 0: no noise, the model is not differentially private",
@@ -262,8 +272,62 @@ fn mpc_cost_json(log: &CostLog) -> serde_json::Value {
     })
 }
 
-fn epsilon_now(dpvi: &Dpvi, delta: f64) -> anyhow::Result<f64> {
-    match dpvi.ledger() {
+/// (sigma, delta) from `--epsilon E --delta D` (sigma calibrated with the RDP accountant for
+/// `iters` Poisson-subsampled steps at rate `q`) or `--sigma S [--delta D]` (default delta
+/// 1e-5); errors name the flag.
+pub(crate) fn noise_multiplier(
+    epsilon: Option<f64>,
+    delta: Option<f64>,
+    sigma: Option<f64>,
+    q: f64,
+    iters: u64,
+) -> anyhow::Result<(f64, f64)> {
+    Ok(match (epsilon, delta, sigma) {
+        (Some(_), _, Some(_)) => bail!("--epsilon and --sigma: give one of them"),
+        (Some(e), Some(d), None) => {
+            if !(d > 0.0 && d < 1.0) {
+                bail!("--delta {d}: must be in (0, 1)");
+            }
+            let s = calibrate_sigma(Accountant::Rdp, e, d, q, iters, Neighbouring::AddRemove)
+                .with_context(|| format!("--epsilon {e}"))?;
+            (s, d)
+        }
+        (Some(_), None, None) => bail!("--epsilon needs --delta"),
+        (None, d, Some(s)) => {
+            if !(s.is_finite() && s >= 0.0) {
+                bail!("--sigma {s}: must be non-negative");
+            }
+            let d = d.unwrap_or(1e-5);
+            if !(d > 0.0 && d < 1.0) {
+                bail!("--delta {d}: must be in (0, 1)");
+            }
+            (s, d)
+        }
+        (None, _, None) => bail!("--epsilon with --delta, or --sigma, is required"),
+    })
+}
+
+/// Refuses to resume `ck` (read from `path`) unless it was written by a run with `settings`
+/// (the target iteration count aside).
+pub(crate) fn check_resume(
+    ck: &Checkpoint,
+    settings: &RunSettings,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let mut want = settings.clone();
+    want.iters = ck.settings.iters;
+    if ck.settings != want {
+        bail!(
+            "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, seed or delta)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Epsilon spent so far (RDP, add/remove, outside analyst); infinite without noise.
+pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> {
+    match trainer.ledger() {
         None => Ok(f64::INFINITY),
         Some(l) if l.steps() == 0 => Ok(0.0),
         Some(l) => Ok(l.epsilon(delta)?),
@@ -295,29 +359,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     if !(a.lr.is_finite() && a.lr > 0.0) {
         bail!("--lr {}: must be positive", a.lr);
     }
-    let (sigma, delta) = match (a.epsilon, a.delta, a.sigma) {
-        (Some(_), _, Some(_)) => bail!("--epsilon and --sigma: give one of them"),
-        (Some(e), Some(d), None) => {
-            if !(d > 0.0 && d < 1.0) {
-                bail!("--delta {d}: must be in (0, 1)");
-            }
-            let s = calibrate_sigma(Accountant::Rdp, e, d, q, a.iters, Neighbouring::AddRemove)
-                .with_context(|| format!("--epsilon {e}"))?;
-            (s, d)
-        }
-        (Some(_), None, None) => bail!("--epsilon needs --delta"),
-        (None, d, Some(s)) => {
-            if !(s.is_finite() && s >= 0.0) {
-                bail!("--sigma {s}: must be non-negative");
-            }
-            let d = d.unwrap_or(1e-5);
-            if !(d > 0.0 && d < 1.0) {
-                bail!("--delta {d}: must be in (0, 1)");
-            }
-            (s, d)
-        }
-        (None, _, None) => bail!("--epsilon with --delta, or --sigma, is required"),
-    };
+    let (sigma, delta) = noise_multiplier(a.epsilon, a.delta, a.sigma, q, a.iters)?;
     if sigma == 0.0 {
         eprintln!("warning: --sigma 0: no noise, the result is not differentially private");
     }
@@ -375,14 +417,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let p_n = layout.n_parties();
     let (mut dpvi, mut history) = if a.resume {
         let ck = Checkpoint::load(&ck_path).context("--resume")?;
-        let mut want = settings.clone();
-        want.iters = ck.settings.iters;
-        if ck.settings != want {
-            bail!(
-                "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, seed or delta)",
-                ck_path.display()
-            );
-        }
+        check_resume(&ck, &settings, &ck_path)?;
         let noise = match a.noise_seed {
             Some(s) => NoiseRngs::seeded(s, p_n),
             None => NoiseRngs::from_os(p_n),
@@ -439,7 +474,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         if t % a.eval_every == 0 || t == a.iters {
             let row = HistoryRow {
                 iteration: t,
-                epsilon: epsilon_now(&dpvi, delta)?,
+                epsilon: epsilon_now(dpvi.trainer(), delta)?,
                 test_nll: eval(dpvi.mu())?,
             };
             if let Some(b) = &bar {
@@ -452,7 +487,14 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             history.push(row);
         }
         if t % a.checkpoint_every == 0 || t == a.iters {
-            write_outputs(&a.out, &dpvi, &schema, &history, &settings)?;
+            write_outputs(
+                &a.out,
+                dpvi.trainer(),
+                dpvi.noise_checkpoint(),
+                &schema,
+                &history,
+                &settings,
+            )?;
         }
         if let Some(b) = &bar {
             b.set_position(t);
@@ -461,8 +503,15 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     if let Some(b) = bar {
         b.finish();
     }
-    write_outputs(&a.out, &dpvi, &schema, &history, &settings)?;
-    let privacy = privacy_json(&settings, &dpvi)?;
+    write_outputs(
+        &a.out,
+        dpvi.trainer(),
+        dpvi.noise_checkpoint(),
+        &schema,
+        &history,
+        &settings,
+    )?;
+    let privacy = privacy_json(&settings, dpvi.trainer())?;
     write_atomic(
         &a.out.join("privacy.json"),
         serde_json::to_string_pretty(&privacy)?.as_bytes(),

@@ -1,0 +1,304 @@
+//! `vtwin coordinator --config FILE [--resume]`: drives the consortium's training job
+//! (INTERFACE.md) and writes what `vtwin train` writes, through the same functions
+//! (`train::write_outputs`, `train::privacy_json`, the same sigma calibration and resume
+//! check): DIR/model.json, DIR/privacy.json, DIR/train.csv (no test NLL: the coordinator
+//! holds no data), DIR/timing.json, DIR/checkpoint.bin (every `checkpoint_every` iterations
+//! and at the end), and DIR/synthetic.csv (N records sampled from the posterior-mean model
+//! with the public seed).
+//!
+//! On any failure (a peer unreachable at start after the retries, a refused upload, a
+//! failed or lost peer, the iteration deadline) it aborts the iteration (every reachable
+//! peer gets `Abort`), applies and charges nothing, leaves the last checkpoint as it was,
+//! and exits non-zero with one line naming the peer. `--resume` continues from the
+//! checkpoint; with the same insecure seeds the result equals an uninterrupted run.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use vtwin_consortium::coordinator::Timeouts;
+use vtwin_consortium::service::{run_coordinator, CoordinatorHooks, CoordinatorRun};
+use vtwin_model::adam::AdamConfig;
+use vtwin_model::checkpoint::{write_atomic, Checkpoint, HistoryRow, RunSettings};
+use vtwin_model::dpvi::DpviConfig;
+use vtwin_model::layout::Layout;
+use vtwin_model::model_file::ModelFile;
+use vtwin_model::synth::sample_table;
+use vtwin_model::trainer::Trainer;
+use vtwin_model::Schema;
+use vtwin_net::config::{CoordinatorConfig, TrainingSettings};
+use vtwin_net::Role;
+
+use super::node::{init_logging, randomness, runtime};
+use super::train::{
+    check_resume, epsilon_now, median, noise_multiplier, privacy_json, write_outputs,
+};
+
+/// Drive the consortium's training job and write the model.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The coordinator's configuration (written by `vtwin keygen`).
+    #[arg(long)]
+    config: PathBuf,
+    /// Continue from OUT/checkpoint.bin.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// The coordinator's files and progress; builds the trainer once the parties agree on N.
+pub(crate) struct Driver {
+    out: PathBuf,
+    schema: Schema,
+    layout: Layout,
+    training: TrainingSettings,
+    resume: bool,
+    settings: Option<RunSettings>,
+    history: Vec<HistoryRow>,
+    iter_ms: Vec<f64>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Driver {
+    /// A driver writing to `out` (created).
+    pub(crate) fn new(
+        out: &Path,
+        schema: Schema,
+        layout: Layout,
+        training: TrainingSettings,
+        resume: bool,
+    ) -> anyhow::Result<Driver> {
+        if training.renormalise != "closed-form" {
+            bail!(
+                "training.renormalise = \"{}\": the consortium runs closed-form only (paper and off are for `vtwin train`)",
+                training.renormalise
+            );
+        }
+        if training.checkpoint_every == 0 || training.iters == 0 {
+            bail!("training.checkpoint_every and training.iters must be at least 1");
+        }
+        std::fs::create_dir_all(out).with_context(|| format!("out {}", out.display()))?;
+        Ok(Driver {
+            out: out.to_owned(),
+            schema,
+            layout,
+            training,
+            resume,
+            settings: None,
+            history: Vec::new(),
+            iter_ms: Vec::new(),
+            bar: None,
+        })
+    }
+
+    fn setup(&mut self, rows: u64) -> anyhow::Result<Trainer> {
+        let t = &self.training;
+        let n = rows as usize;
+        if t.batch == 0 || t.batch > n {
+            bail!(
+                "training.batch {}: must be between 1 and the number of records ({n})",
+                t.batch
+            );
+        }
+        let q = t.batch as f64 / n as f64;
+        let (sigma, delta) = noise_multiplier(t.epsilon, Some(t.delta), t.sigma, q, t.iters)
+            .context("coordinator config [training]")?;
+        let config = DpviConfig {
+            sample_rate: q,
+            clip: t.clip,
+            sigma,
+            adam: AdamConfig {
+                lr: t.lr,
+                ..AdamConfig::default()
+            },
+            seed: t.seed,
+        };
+        let settings = RunSettings {
+            backend: "mpc".into(),
+            renormalise: t.renormalise.clone(),
+            layout: self.layout.clone(),
+            config: config.clone(),
+            train_rows: n,
+            iters: t.iters,
+            delta,
+        };
+        let ck_path = self.out.join("checkpoint.bin");
+        let trainer = if self.resume {
+            let ck = Checkpoint::load(&ck_path).context("--resume")?;
+            check_resume(&ck, &settings, &ck_path)?;
+            self.history = ck.history;
+            Trainer::resume(config, self.layout.clone(), n, ck.state)?
+        } else {
+            self.history = vec![HistoryRow {
+                iteration: 0,
+                epsilon: 0.0,
+                test_nll: None,
+            }];
+            Trainer::new(config, self.layout.clone(), n)?
+        };
+        self.settings = Some(settings);
+        self.bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(t.iters);
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{bar:40} iteration {pos}/{len} {msg}")
+            {
+                b.set_style(style);
+            }
+            b.set_position(trainer.iteration());
+            b
+        });
+        Ok(trainer)
+    }
+
+    fn record(&mut self, trainer: &Trainer, elapsed: Duration) -> anyhow::Result<()> {
+        let Some(settings) = &self.settings else {
+            bail!("no run settings");
+        };
+        self.iter_ms.push(elapsed.as_secs_f64() * 1e3);
+        let t = trainer.iteration();
+        let every = self.training.checkpoint_every;
+        if t % every == 0 || t == self.training.iters {
+            let epsilon = epsilon_now(trainer, settings.delta)?;
+            self.history.push(HistoryRow {
+                iteration: t,
+                epsilon,
+                test_nll: None,
+            });
+            if let Some(b) = &self.bar {
+                b.set_message(format!("eps {epsilon:.3}"));
+            }
+            // The coordinator holds no noise generator: nothing to record about the noise.
+            write_outputs(
+                &self.out,
+                trainer,
+                None,
+                &self.schema,
+                &self.history,
+                settings,
+            )?;
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(t);
+        }
+        Ok(())
+    }
+
+    /// After the last iteration: the final files, privacy.json, timing.json and
+    /// synthetic.csv (N records from the posterior-mean model, public seed).
+    pub(crate) fn finish(&mut self, trainer: &Trainer) -> anyhow::Result<()> {
+        if let Some(b) = self.bar.take() {
+            b.finish();
+        }
+        let Some(settings) = &self.settings else {
+            bail!("no run settings");
+        };
+        write_outputs(
+            &self.out,
+            trainer,
+            None,
+            &self.schema,
+            &self.history,
+            settings,
+        )?;
+        let privacy = privacy_json(settings, trainer)?;
+        write_atomic(
+            &self.out.join("privacy.json"),
+            serde_json::to_string_pretty(&privacy)?.as_bytes(),
+        )?;
+        let timing = serde_json::json!({
+            "backend": "mpc over QUIC",
+            "iterations_timed": self.iter_ms.len(),
+            "median_ms": { "iteration": median(&mut self.iter_ms.clone()) },
+        });
+        write_atomic(
+            &self.out.join("timing.json"),
+            serde_json::to_string_pretty(&timing)?.as_bytes(),
+        )?;
+        let model = ModelFile::new(
+            self.schema.clone(),
+            trainer.layout().clone(),
+            trainer.mu().to_vec(),
+            trainer.log_sigma().to_vec(),
+        );
+        let mut rng = ChaCha20Rng::seed_from_u64(self.training.seed);
+        sample_table(&model.mean_params(), &self.schema, trainer.rows(), &mut rng)
+            .context("sampling synthetic.csv")?
+            .write_csv(&self.out.join("synthetic.csv"))?;
+        Ok(())
+    }
+}
+
+impl CoordinatorHooks for Driver {
+    fn agreed(&mut self, rows: u64) -> Result<Trainer, String> {
+        self.setup(rows).map_err(|e| format!("{e:#}"))
+    }
+
+    fn applied(&mut self, trainer: &Trainer, _: u64, elapsed: Duration) -> Result<(), String> {
+        self.record(trainer, elapsed).map_err(|e| format!("{e:#}"))
+    }
+}
+
+pub(crate) fn run(a: Args) -> anyhow::Result<()> {
+    init_logging();
+    let cfg = CoordinatorConfig::load(&a.config)?;
+    let file = a.config.display().to_string();
+    let identity = cfg.tls.load()?;
+    if identity.role() != Role::Coordinator {
+        bail!(
+            "{file}: the certificate {} is for {}, not the coordinator",
+            cfg.tls.cert.display(),
+            identity.role()
+        );
+    }
+    let t = &cfg.training;
+    let schema = match &t.schema {
+        Some(p) => Schema::load(p)?,
+        None => vtwin_model::demo::demo_schema(),
+    };
+    let layout = Layout::from_schema(&schema, t.components)?;
+    let names: Vec<&str> = cfg.parties.iter().map(|p| p.name.as_str()).collect();
+    if names
+        != layout
+            .parties
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    {
+        bail!(
+            "{file}: parties {names:?} do not match the schema's parties {:?} (same names, same order)",
+            layout.parties
+        );
+    }
+    let randomness = randomness(&cfg.insecure, &a.config);
+    let mut driver = Driver::new(&cfg.out, schema, layout, t.clone(), a.resume)?;
+    let run = CoordinatorRun {
+        identity,
+        bind: if cfg.nodes[0].is_ipv6() {
+            "[::]:0".parse()?
+        } else {
+            "0.0.0.0:0".parse()?
+        },
+        nodes: cfg.nodes,
+        parties: cfg.parties.iter().map(|p| p.address).collect(),
+        transport: cfg.timeouts.transport(),
+        backoff: cfg.timeouts.backoff(),
+        timeouts: Timeouts {
+            handshake: cfg.timeouts.iteration(),
+            iteration: cfg.timeouts.iteration(),
+        },
+        randomness,
+        iters: t.iters,
+    };
+    let rt = runtime()?;
+    let trainer = rt.block_on(run_coordinator(run, &mut driver))?;
+    driver.finish(&trainer)?;
+    println!(
+        "trained {} iterations (mpc over QUIC), epsilon {}; wrote {}",
+        trainer.iteration(),
+        driver.history.last().map_or(f64::NAN, |r| r.epsilon),
+        cfg.out.display()
+    );
+    Ok(())
+}

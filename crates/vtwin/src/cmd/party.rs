@@ -1,0 +1,83 @@
+//! `vtwin party --config FILE`: one party of the consortium (INTERFACE.md), answering the
+//! coordinator until interrupted. It loads only its own columns (its CSV, rows in id order,
+//! or its slice of the built-in demo table), computes its local kernels per request, and
+//! uploads its inputs sealed to the nodes (`vtwin_consortium::party`).
+//!
+//! The consortium runs the closed-form renormalisation (the `vtwin train` default).
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use vtwin_consortium::service::PartyServer;
+use vtwin_consortium::{PartyResponder, PartySetup};
+use vtwin_model::fixed::Renormalise;
+use vtwin_model::layout::Layout;
+use vtwin_model::stats::PartyData;
+use vtwin_model::Schema;
+use vtwin_net::config::{DataSource, PartyConfig};
+use vtwin_net::Role;
+
+use super::node::{init_logging, randomness, runtime};
+
+/// Run a party of the consortium.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The party's configuration (written by `vtwin keygen`).
+    #[arg(long)]
+    config: PathBuf,
+}
+
+pub(crate) fn run(a: Args) -> anyhow::Result<()> {
+    init_logging();
+    let cfg = PartyConfig::load(&a.config)?;
+    let file = a.config.display().to_string();
+    let identity = cfg.tls.load()?;
+    if identity.role() != Role::Party(cfg.index) {
+        bail!(
+            "{file}: the certificate {} is for {}, not party {}",
+            cfg.tls.cert.display(),
+            identity.role(),
+            cfg.index
+        );
+    }
+    let schema = match &cfg.schema {
+        Some(p) => Schema::load(p)?,
+        None => vtwin_model::demo::demo_schema(),
+    };
+    // The statistics do not depend on K; the layout is rebuilt per request's K.
+    let layout = Layout::from_schema(&schema, 1)?;
+    let own = match &cfg.data {
+        DataSource::Csv { path } => PartyData::from_party_csv(&schema, &layout, &cfg.name, path)?,
+        DataSource::Demo { rows, seed } => PartyData::from_demo(&layout, &cfg.name, *rows, *seed)?,
+    };
+    if own.data.party != usize::from(cfg.index) {
+        bail!(
+            "{file}: party \"{}\" is party {} of the schema, but the config says index {}",
+            cfg.name,
+            own.data.party,
+            cfg.index
+        );
+    }
+    let setup = PartySetup {
+        index: cfg.index,
+        schema,
+        ids_digest: own.ids_digest(),
+        data: own.data,
+        node_seal_publics: cfg.node_publics()?,
+        randomness: randomness(&cfg.insecure, &a.config),
+        noise_seed: cfg.insecure.as_ref().map(|i| i.noise_seed),
+        renormalise: Renormalise::ClosedForm,
+    };
+    let responder = PartyResponder::new(setup)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let server = PartyServer::bind(&identity, cfg.listen, cfg.timeouts.transport())?;
+        tokio::select! {
+            r = server.serve(responder) => r.map_err(anyhow::Error::from),
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("interrupted");
+                Ok(())
+            }
+        }
+    })
+}

@@ -1,0 +1,249 @@
+//! Shared by the consortium tests: a keygen'd consortium on free loopback ports with
+//! insecure test seeds, child processes killed on drop, and helpers to run the binary.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::fs::File;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use vtwin_net::config::{self, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig};
+
+/// The vtwin binary under test.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vtwin"))
+}
+
+/// A UDP port that was free a moment ago (asked from the OS).
+pub fn free_port() -> u16 {
+    let s = UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
+    s.local_addr().expect("local address").port()
+}
+
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+/// Child processes, all killed (and reaped) on drop.
+#[derive(Default)]
+pub struct Kids(pub Vec<(String, Child)>);
+
+impl Kids {
+    /// Kills the child named `name` (SIGKILL) and reaps it.
+    pub fn kill(&mut self, name: &str) {
+        if let Some(i) = self.0.iter().position(|(n, _)| n == name) {
+            let (_, mut c) = self.0.remove(i);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The job's settings, shared by the coordinator files and the `vtwin train` comparison.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub components: usize,
+    pub iters: u64,
+    pub batch: usize,
+    pub epsilon: f64,
+    pub seed: u64,
+    pub mpc_seed: u64,
+    pub noise_seed: u64,
+    pub checkpoint_every: u64,
+    pub demo_rows: usize,
+}
+
+impl Default for Job {
+    fn default() -> Job {
+        Job {
+            components: 4,
+            iters: 6,
+            batch: 60,
+            epsilon: 2.0,
+            seed: 3,
+            mpc_seed: 41,
+            noise_seed: 42,
+            checkpoint_every: 1,
+            demo_rows: 600,
+        }
+    }
+}
+
+/// A keygen'd consortium directory with rewritten configs.
+pub struct Consortium {
+    pub dir: PathBuf,
+    pub coordinator: PathBuf,
+    pub nodes: Vec<PathBuf>,
+    pub parties: Vec<PathBuf>,
+    pub job: Job,
+}
+
+/// `vtwin keygen` into `dir`, then every address moved to a free port, the job, the demo
+/// data size, the insecure seeds and short timeouts written into the configs.
+pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
+    let out = bin()
+        .args(["keygen", "--out"])
+        .arg(dir)
+        .args(["--parties", "health,retail"])
+        .output()
+        .expect("run keygen");
+    assert!(
+        out.status.success(),
+        "keygen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let insecure = Some(Insecure {
+        mpc_seed: job.mpc_seed,
+        noise_seed: job.noise_seed,
+    });
+    let node_addrs = [
+        loopback(free_port()),
+        loopback(free_port()),
+        loopback(free_port()),
+    ];
+    let party_addrs = [loopback(free_port()), loopback(free_port())];
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let f = dir.join(format!("node-{i}.toml"));
+        let mut c = NodeConfig::load(&f).expect("node config");
+        c.listen = node_addrs[i];
+        c.nodes = node_addrs;
+        c.insecure = insecure.clone();
+        c.timeouts.connect_initial_delay_ms = 50;
+        c.timeouts.connect_max_delay_ms = 500;
+        c.timeouts.receive_delay_ms = node_delay_ms;
+        // A killed peer is detected by the QUIC idle timeout (keep-alives every third of it).
+        c.timeouts.idle_ms = 1500;
+        config::write(&f, &c).expect("write node config");
+        nodes.push(f);
+    }
+    let mut parties = Vec::new();
+    for (p, name) in ["health", "retail"].iter().enumerate() {
+        let f = dir.join(format!("party-{name}.toml"));
+        let mut c = PartyConfig::load(&f).expect("party config");
+        c.listen = party_addrs[p];
+        c.insecure = insecure.clone();
+        c.data = DataSource::Demo {
+            rows: job.demo_rows,
+            seed: 1,
+        };
+        config::write(&f, &c).expect("write party config");
+        parties.push(f);
+    }
+    let f = dir.join("coordinator.toml");
+    let mut c = CoordinatorConfig::load(&f).expect("coordinator config");
+    c.nodes = node_addrs;
+    for (p, a) in c.parties.iter_mut().zip(party_addrs) {
+        p.address = a;
+    }
+    c.insecure = insecure;
+    c.out = dir.join("out");
+    c.training.components = job.components;
+    c.training.iters = job.iters;
+    c.training.batch = job.batch;
+    c.training.epsilon = Some(job.epsilon);
+    c.training.sigma = None;
+    c.training.seed = job.seed;
+    c.training.checkpoint_every = job.checkpoint_every;
+    c.timeouts.connect_attempts = 8;
+    c.timeouts.connect_initial_delay_ms = 50;
+    c.timeouts.connect_max_delay_ms = 500;
+    c.timeouts.iteration_ms = 20_000;
+    c.timeouts.idle_ms = 1500;
+    config::write(&f, &c).expect("write coordinator config");
+    Consortium {
+        dir: dir.to_owned(),
+        coordinator: f,
+        nodes,
+        parties,
+        job: job.clone(),
+    }
+}
+
+impl Consortium {
+    /// A copy of the coordinator config writing to `out`, edited by `edit`.
+    pub fn coordinator_config(
+        &self,
+        name: &str,
+        out: &Path,
+        edit: impl FnOnce(&mut CoordinatorConfig),
+    ) -> PathBuf {
+        let mut c = CoordinatorConfig::load(&self.coordinator).expect("coordinator config");
+        c.out = out.to_owned();
+        edit(&mut c);
+        let f = self.dir.join(name);
+        config::write(&f, &c).expect("write coordinator config");
+        f
+    }
+
+    /// Starts `vtwin node|party --config F` with its stderr in DIR/NAME.log.
+    pub fn spawn(&self, kids: &mut Kids, role: &str, name: &str, cfg: &Path) {
+        let log = File::create(self.dir.join(format!("{name}.log"))).expect("log file");
+        let child = bin()
+            .arg(role)
+            .arg("--config")
+            .arg(cfg)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn");
+        kids.0.push((name.to_owned(), child));
+    }
+
+    /// Starts the three nodes and both parties.
+    pub fn start_all(&self, kids: &mut Kids) {
+        for (i, f) in self.nodes.iter().enumerate() {
+            self.spawn(kids, "node", &format!("node-{i}"), f);
+        }
+        for (p, f) in self.parties.iter().enumerate() {
+            self.spawn(kids, "party", &format!("party-{p}"), f);
+        }
+    }
+
+    /// A service's log so far.
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("{name}.log"))).unwrap_or_default()
+    }
+}
+
+/// Runs `vtwin coordinator --config F [extra]` to the end: (status, stderr, seconds).
+pub fn coordinate(cfg: &Path, extra: &[&str]) -> (ExitStatus, String, f64) {
+    let t0 = Instant::now();
+    let out = bin()
+        .arg("coordinator")
+        .arg("--config")
+        .arg(cfg)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run the coordinator");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t0.elapsed().as_secs_f64(),
+    )
+}
+
+/// Waits (up to `limit`) until `f` holds.
+pub fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
