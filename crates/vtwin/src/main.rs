@@ -34,6 +34,8 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Benchmark the backends: ms, rounds and bytes per iteration, ratios against fixed and float.
     Bench(cmd::bench::Args),
+    /// Membership-inference audit: DCR, density-ratio and shadow-model attacks, epsilon bounds.
+    Audit(cmd::audit::Args),
     /// Run a compute node of the consortium (QUIC, mutual TLS) until interrupted.
     Node(cmd::node::Args),
     /// Run a party of the consortium: answer the coordinator with sealed input shares.
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Synthesize(args) => cmd::synthesize::run(args),
         Command::Eval(args) => cmd::eval::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Audit(args) => cmd::audit::run(args),
         Command::Node(args) => cmd::node::run(args),
         Command::Party(args) => cmd::party::run(args),
         Command::Coordinator(args) => cmd::coordinator::run(args),

@@ -1,5 +1,6 @@
 //! Subcommands, one module each.
 pub(crate) mod arith;
+pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod coordinator;
 pub(crate) mod eval;
