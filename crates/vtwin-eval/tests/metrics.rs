@@ -271,3 +271,35 @@ fn tstr_by_hand() {
     assert_eq!(rep.logistic.auc_real, None);
     assert_eq!(rep.n_train_real, None);
 }
+
+#[test]
+fn both_families_learn_a_noisy_threshold() {
+    // c = q iff x >= 5, with every 10th label flipped; y is noise. 400 records: both
+    // families must rank far better than chance on a fresh test table of the same law.
+    let schema = Schema::from_toml(SCHEMA).unwrap();
+    let make = |n: usize, mut state: u64| {
+        let mut t = String::from("x,c,d,y\n");
+        for i in 0..n {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let x = (state >> 33) % 11;
+            let y = (state >> 20) % 5;
+            let d = ["u", "v", "w"][((state >> 40) % 3) as usize];
+            let flip = i % 10 == 0;
+            let c = if (x >= 5) != flip { "q" } else { "p" };
+            t += &format!("{x},{c},{d},{y}\n");
+        }
+        load(&schema, &t)
+    };
+    let (train, test) = (make(400, 1), make(300, 2));
+    let target = Target::new(&schema, "c").unwrap();
+    let rep = tstr(&target, Some(&train), &train, &test, &TstrConfig::default()).unwrap();
+    for (name, f) in [("logistic", &rep.logistic), ("forest", &rep.random_forest)] {
+        let auc = f.auc_synth.unwrap();
+        assert!(auc > 0.85, "{name}: AUC {auc}");
+        // Labels are 90% the threshold: accuracy near 0.9.
+        assert!(f.acc_synth > 0.8, "{name}: accuracy {}", f.acc_synth);
+        assert_eq!(f.auc_real, f.auc_synth, "same training table");
+    }
+}

@@ -1,33 +1,31 @@
-//! `vtwin eval`: evaluate a trained model (INTERFACE.md). This issue implements `nll_test`
-//! and, given `--synthetic`, `tvd_1way`; the other metrics of INTERFACE.md (tvd_2way,
-//! tvd_3way, corr_diff_within/across, tstr, and the --train/--target flags they need) belong
-//! to the full evaluation of a later issue.
+//! `vtwin eval`: evaluate a trained model and its synthetic table (INTERFACE.md) with
+//! [`vtwin_eval::evaluate`]; definitions in docs/metrics.md.
 //!
-//! - `nll_test`: mean negative log-likelihood per test record under the posterior-mean
-//!   parameters, of the encoded values (Beta densities on the public (0,1) scaling, category
-//!   and bin probabilities; `vtwin_model::params`). Same definition as `train.csv`'s test_nll.
-//! - `tvd_1way`: mean over columns of the total-variation distance between the synthetic and
-//!   test 1-way marginals. Categorical and binned columns use their categories and bins;
-//!   continuous columns are binned into [`TVD_BINS`] equal-width bins of the public (0,1)
-//!   scaling (integer columns: cells rounded to those bins).
+//! - always `nll_test`: mean negative log-likelihood per test record under the posterior-mean
+//!   parameters (same definition as `train.csv`'s test_nll);
+//! - with `--synthetic`: `tvd_1way`, `tvd_2way`, `tvd_3way`, `corr_diff_within`,
+//!   `corr_diff_across`, `frechet`, against the real training table if given (`--train-joined`
+//!   or `--train`), else the test table;
+//! - with `--synthetic` and `--target`: `tstr` (logistic regression at the top level, the
+//!   random forest under `tstr.random_forest`), trained on synthetic and, if given, real
+//!   training data, tested on the test table.
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
+use vtwin_eval::tstr::Target;
+use vtwin_eval::{evaluate, EvalConfig, EvalInputs, TableSource};
 use vtwin_model::checkpoint::write_atomic;
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::{Column, Table};
 
-/// Number of equal-width bins of (0,1) for continuous columns in `tvd_1way`.
-pub(crate) const TVD_BINS: usize = 20;
-
-/// Evaluate a model: test NLL now; the full utility metrics come in a later issue.
+/// Evaluate a model and its synthetic table against real data.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The model written by `vtwin train`.
     #[arg(long)]
     model: PathBuf,
-    /// Synthetic CSV (from `vtwin synthesize`) for tvd_1way.
+    /// Synthetic CSV (from `vtwin synthesize`): enables the marginal, association, Fréchet
+    /// and TSTR metrics.
     #[arg(long)]
     synthetic: Option<PathBuf>,
     /// Test set with every column.
@@ -36,75 +34,94 @@ pub(crate) struct Args {
     /// A party's test CSV, matched by the schema's id column (repeat per party).
     #[arg(long = "test", value_name = "PARTY=FILE")]
     test: Vec<String>,
+    /// Real training set with every column (the reference of the distances; TSTR's real side).
+    #[arg(long)]
+    train_joined: Option<PathBuf>,
+    /// A party's real training CSV (repeat per party).
+    #[arg(long = "train", value_name = "PARTY=FILE")]
+    train: Vec<String>,
+    /// Binary target column for TSTR (needs --synthetic); positive class = its second category.
+    #[arg(long)]
+    target: Option<String>,
+    /// Seed of the random forest and of the 3-way marginal sample (large schemas).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Output JSON (written atomically).
     #[arg(long)]
     out: PathBuf,
 }
 
-fn parse_party_files(specs: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    specs
-        .iter()
-        .map(|s| match s.split_once('=') {
-            Some((p, f)) if !p.is_empty() && !f.is_empty() => Ok((p.to_owned(), f.into())),
-            _ => Err(anyhow!("--test {s}: expected PARTY=FILE")),
-        })
-        .collect()
-}
-
-/// Histogram of one column as frequencies.
-fn marginal(table: &Table, c: usize) -> Vec<f64> {
-    let n = table.n_rows() as f64;
-    let (bins, idx): (usize, Box<dyn Fn(usize) -> usize>) = match &table.columns[c] {
-        Column::Unit(v) => (
-            TVD_BINS,
-            Box::new(move |r| ((v[r] * TVD_BINS as f64) as usize).min(TVD_BINS - 1)),
-        ),
-        Column::Index(v) => (
-            table.schema.columns[c].kind.cardinality().unwrap_or(0),
-            Box::new(move |r| v[r] as usize),
-        ),
-    };
-    let mut h = vec![0.0; bins];
-    for r in 0..table.n_rows() {
-        h[idx(r)] += 1.0 / n;
-    }
-    h
-}
-
-/// Mean over columns of the 1-way total-variation distance.
-fn tvd_1way(a: &Table, b: &Table) -> f64 {
-    let cols = a.schema.columns.len();
-    let total: f64 = (0..cols)
-        .map(|c| {
-            let (p, q) = (marginal(a, c), marginal(b, c));
-            0.5 * p.iter().zip(&q).map(|(x, y)| (x - y).abs()).sum::<f64>()
-        })
-        .sum();
-    total / cols as f64
-}
-
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let model = ModelFile::load(&a.model)?;
     let schema = &model.schema;
-    let test = match (&a.test_joined, a.test.is_empty()) {
-        (Some(j), true) => Table::read_joined(schema, j)?,
-        (None, false) => Table::read_parties(schema, &parse_party_files(&a.test)?)?,
-        (Some(_), false) => bail!("--test-joined and --test: give one of them"),
-        (None, true) => bail!("--test-joined or --test is required"),
-    };
-    let nll = model.mean_params().mean_nll(&test)?;
-    let mut out = serde_json::json!({
-        "nll_test": nll,
-        "n_test": test.n_rows(),
-        "nll_params": "posterior-mean",
-    });
-    if let Some(s) = &a.synthetic {
-        let synth = Table::read_joined(schema, s)?;
-        out["tvd_1way"] = serde_json::json!(tvd_1way(&synth, &test));
-        out["n_synthetic"] = serde_json::json!(synth.n_rows());
+    let test = TableSource::from_flags("--test-joined", a.test_joined.clone(), "--test", &a.test)?
+        .ok_or_else(|| anyhow!("--test-joined or --test is required"))?
+        .load(schema)?;
+    let train = TableSource::from_flags(
+        "--train-joined",
+        a.train_joined.clone(),
+        "--train",
+        &a.train,
+    )?
+    .map(|s| s.load(schema))
+    .transpose()?;
+    let synthetic = a
+        .synthetic
+        .as_ref()
+        .map(|p| TableSource::Joined(p.clone()).load(schema))
+        .transpose()?;
+    let target = a
+        .target
+        .as_deref()
+        .map(|t| Target::new(schema, t))
+        .transpose()?;
+    if target.is_some() && synthetic.is_none() {
+        anyhow::bail!("--target needs --synthetic (TSTR trains on the synthetic table)");
     }
-    let text = serde_json::to_string_pretty(&out)? + "\n";
-    write_atomic(&a.out, text.as_bytes()).map_err(|e| anyhow!("{}: {e}", a.out.display()))?;
-    eprintln!("nll_test {nll:.6} over {} test records", test.n_rows());
+    let config = EvalConfig {
+        seed: a.seed,
+        ..EvalConfig::default()
+    };
+    let report = evaluate(
+        EvalInputs {
+            model: &model,
+            test: &test,
+            train: train.as_ref(),
+            synthetic: synthetic.as_ref(),
+            target: target.as_ref(),
+        },
+        &config,
+    )?;
+    let text = serde_json::to_string_pretty(&report)? + "\n";
+    write_atomic(&a.out, text.as_bytes()).map_err(|e| anyhow!("--out {}: {e}", a.out.display()))?;
+    eprintln!(
+        "nll_test {:.6} over {} test records",
+        report.nll_test, report.n_test
+    );
+    if let Some(s) = &report.synthetic {
+        eprintln!(
+            "tvd 1/2/3-way {:.4} / {} / {}, corr diff within/across {} / {}, frechet {:.4}",
+            s.tvd_1way,
+            fmt_opt(s.tvd_2way),
+            fmt_opt(s.tvd_3way),
+            fmt_opt(s.corr_diff_within),
+            fmt_opt(s.corr_diff_across),
+            s.frechet
+        );
+        if let Some(t) = &s.tstr {
+            eprintln!(
+                "tstr {}: logistic auc real {} synth {}; forest auc real {} synth {}",
+                t.target,
+                fmt_opt(t.logistic.auc_real),
+                fmt_opt(t.logistic.auc_synth),
+                fmt_opt(t.random_forest.auc_real),
+                fmt_opt(t.random_forest.auc_synth)
+            );
+        }
+    }
     Ok(())
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |x| format!("{x:.4}"))
 }
