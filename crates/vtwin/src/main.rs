@@ -30,7 +30,7 @@ enum Command {
     Train(cmd::train::Args),
     /// Sample a synthetic table (CSV, original names, categories and units) from a model.
     Synthesize(cmd::synthesize::Args),
-    /// Evaluate a model: nll_test (and tvd_1way); the full metrics come in a later issue.
+    /// Evaluate a model and its synthetic table: test NLL, marginals, associations, TSTR, Fréchet.
     Eval(cmd::eval::Args),
     /// Benchmark the backends: ms, rounds and bytes per iteration, ratios against fixed and float.
     Bench(cmd::bench::Args),
