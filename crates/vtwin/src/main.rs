@@ -36,6 +36,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Membership-inference audit: DCR, density-ratio and shadow-model attacks, epsilon bounds.
     Audit(cmd::audit::Args),
+    /// Write a consortium's CA, certificates and keys (0600), seal keys, and one config per role.
+    Keygen(cmd::keygen::Args),
     /// Run a compute node of the consortium (QUIC, mutual TLS) until interrupted.
     Node(cmd::node::Args),
     /// Run a party of the consortium: answer the coordinator with sealed input shares.
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Audit(args) => cmd::audit::run(args),
+        Command::Keygen(args) => cmd::keygen::run(args),
         Command::Node(args) => cmd::node::run(args),
         Command::Party(args) => cmd::party::run(args),
         Command::Coordinator(args) => cmd::coordinator::run(args),

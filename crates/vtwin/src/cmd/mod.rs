@@ -4,6 +4,7 @@ pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod coordinator;
 pub(crate) mod eval;
+pub(crate) mod keygen;
 pub(crate) mod node;
 pub(crate) mod noise;
 pub(crate) mod party;
