@@ -500,6 +500,7 @@ impl NodeSession {
             return Ok(());
         };
         for m in std::mem::take(&mut a.pending) {
+            tracing::trace!(node = %id, from = %m.from, step = m.step, "message");
             let msgs = node.handle(m).map_err(mpc)?;
             emit(id, a.session, a.iteration, msgs, &a.public, out)?;
         }

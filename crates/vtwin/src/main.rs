@@ -44,6 +44,8 @@ enum Command {
     Party(cmd::party::Args),
     /// Drive the consortium's training job over QUIC and write the model (like `train`).
     Coordinator(cmd::coordinator::Args),
+    /// Run a whole consortium (3 nodes, 2 parties, coordinator) on loopback QUIC on the demo data.
+    Demo(cmd::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Node(args) => cmd::node::run(args),
         Command::Party(args) => cmd::party::run(args),
         Command::Coordinator(args) => cmd::coordinator::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -131,8 +131,21 @@ fn node_killed_mid_iteration_aborts_cleanly_and_resume_matches_an_uninterrupted_
     assert!(t < job.iters);
     assert_eq!(ck.state.ledger.as_ref().map(|l| l.steps()), Some(t));
 
-    // Restart node 1 and resume.
+    // Restart node 1; its peers reconnect (node 0 redials once its QUIC idle timeout has
+    // seen the old link die; node 1 dials node 2), then resume.
+    let links_to_1 = |name: &str| {
+        c.log(name)
+            .lines()
+            .filter(|l| l.contains("link up") && l.contains("node 1"))
+            .count()
+    };
+    let (up0, up2) = (links_to_1("node-0"), links_to_1("node-2"));
     c.spawn(&mut kids, "node", "node-1b", &c.nodes[1]);
+    let reconnected = || links_to_1("node-0") > up0 && links_to_1("node-2") > up2;
+    assert!(
+        wait_until(Duration::from_secs(20), reconnected),
+        "node 1 not reconnected"
+    );
     let (status, stderr, secs) = coordinate(&cfg, &["--resume"]);
     assert!(status.success(), "resume: {stderr}");
     eprintln!(
@@ -144,5 +157,39 @@ fn node_killed_mid_iteration_aborts_cleanly_and_resume_matches_an_uninterrupted_
             read(&part.join(f)) == read(&full.join(f)),
             "{f} differs from the uninterrupted run"
         );
+    }
+}
+
+#[test]
+fn demo_runs_the_whole_consortium_in_process_and_writes_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("demo");
+    let run = consortium_support::bin()
+        .args(["demo", "--iters", "5", "--seed", "7", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("trained 5 iterations"), "{stdout}");
+    let eval: serde_json::Value = serde_json::from_slice(&read(&out.join("eval.json"))).unwrap();
+    assert!(
+        eval["nll_test"].as_f64().is_some_and(f64::is_finite),
+        "{eval}"
+    );
+    assert!(
+        eval["tvd_1way"]
+            .as_f64()
+            .is_some_and(|t| (0.0..=1.0).contains(&t)),
+        "{eval}"
+    );
+    let ck = Checkpoint::load(&out.join("checkpoint.bin")).unwrap();
+    assert_eq!(ck.state.iteration, 5);
+    for f in ["synthetic.csv", "model.json", "privacy.json"] {
+        assert!(out.join(f).exists(), "{f} missing");
     }
 }

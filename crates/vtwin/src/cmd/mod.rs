@@ -3,6 +3,7 @@ pub(crate) mod arith;
 pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod coordinator;
+pub(crate) mod demo;
 pub(crate) mod eval;
 pub(crate) mod keygen;
 pub(crate) mod node;
