@@ -19,8 +19,10 @@ use crate::node::NodeSession;
 use crate::outgoing::Outgoing;
 use crate::party::{failure, PartyResponder};
 
+/// A test hook on every delivered frame: (sender, receiver, frame); false drops it.
+pub type Intercept = Box<dyn FnMut(Role, Role, &mut Frame) -> bool>;
+
 /// The wired consortium.
-#[derive(Debug)]
 pub struct MemoryConsortium {
     /// The coordinator.
     pub job: CoordinatorJob,
@@ -36,6 +38,16 @@ pub struct MemoryConsortium {
     pub frames: BTreeMap<(Role, Role), u64>,
     /// Every coordinator event so far.
     pub events: Vec<JobEvent>,
+    intercept: Option<Intercept>,
+}
+
+impl std::fmt::Debug for MemoryConsortium {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryConsortium")
+            .field("job", &self.job)
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl MemoryConsortium {
@@ -55,6 +67,7 @@ impl MemoryConsortium {
             bytes: BTreeMap::new(),
             frames: BTreeMap::new(),
             events: Vec::new(),
+            intercept: None,
         };
         c.post(Role::Coordinator, hello);
         c
@@ -63,6 +76,11 @@ impl MemoryConsortium {
     /// Drops every frame to or from `role` from now on.
     pub fn cut(&mut self, role: Role) {
         self.cut.insert(role);
+    }
+
+    /// Calls `f` on every frame before it is delivered (tests: tamper with or drop frames).
+    pub fn intercept(&mut self, f: Intercept) {
+        self.intercept = Some(f);
     }
 
     /// Clears the byte and frame counts.
@@ -92,7 +110,12 @@ impl MemoryConsortium {
         let Some((from, to, bytes)) = self.queue.pop_front() else {
             return false;
         };
-        let f: Frame = decode(&bytes[LENGTH_PREFIX_BYTES..]).expect("an encoded frame decodes");
+        let mut f: Frame = decode(&bytes[LENGTH_PREFIX_BYTES..]).expect("an encoded frame decodes");
+        if let Some(hook) = self.intercept.as_mut() {
+            if !hook(from, to, &mut f) {
+                return true;
+            }
+        }
         let out = match to {
             Role::Coordinator => {
                 let o = self.job.handle(from, f, now);

@@ -202,3 +202,157 @@ fn a_silent_node_times_out_naming_it_and_nothing_is_applied() {
     assert_eq!(c.nodes[0].iteration(), None);
     assert_eq!(c.nodes[2].iteration(), None);
 }
+
+/// Runs a consortium whose frames pass through `hook`, to the end or to an abort.
+fn run_tampered(
+    hook: impl FnMut(Role, Role, &mut vtwin_net::Frame) -> bool + 'static,
+) -> MemoryConsortium {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium(&w, 2, now, None);
+    begin(&mut c, &w, now);
+    c.intercept(Box::new(hook));
+    c.run(now);
+    c
+}
+
+fn aborted(c: &MemoryConsortium) -> &JobError {
+    assert!(c.job.is_stopped(), "{:?}", c.events);
+    assert_eq!(c.job.trainer().unwrap().iteration(), 0, "nothing applied");
+    match c.events.last() {
+        Some(JobEvent::Aborted(e)) => e,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_blob_relayed_under_another_party_is_refused_by_the_node() {
+    // The coordinator relays party 0's blob as party 1's: the AAD (party) no longer matches.
+    let c = run_tampered(|from, _, f| {
+        if let vtwin_net::Body::Relay { party, .. } = &mut f.body {
+            assert_eq!(from, Role::Coordinator);
+            *party = 1 - *party;
+        }
+        true
+    });
+    let e = aborted(&c);
+    let text = e.to_string();
+    assert!(
+        matches!(
+            e,
+            JobError::PeerFailed {
+                peer: Role::Node(_),
+                ..
+            }
+        ) && text.contains("relayed upload"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_blob_relayed_to_the_wrong_node_is_refused() {
+    // Node 0 receives node 1's blob: sealed to another key and context.
+    let mut first: Option<Vec<u8>> = None;
+    let c = run_tampered(move |_, to, f| {
+        if let vtwin_net::Body::Relay { sealed, .. } = &mut f.body {
+            match (to, first.take()) {
+                (Role::Node(0), None) => first = Some(sealed.clone()),
+                (Role::Node(1), Some(b0)) => {
+                    first = Some(std::mem::replace(sealed, b0));
+                }
+                (_, keep) => first = keep,
+            }
+        }
+        true
+    });
+    assert!(
+        aborted(&c).to_string().contains("relayed upload"),
+        "{:?}",
+        c.events
+    );
+}
+
+#[test]
+fn an_mpc_message_whose_inner_sender_is_not_the_link_peer_is_refused() {
+    // A node-to-node message claims to come from the third node.
+    let c = run_tampered(|from, to, f| {
+        if let (Role::Node(a), Role::Node(b), vtwin_net::Body::Mpc { message }) =
+            (from, to, &mut f.body)
+        {
+            let mut m = vtwin_mpc::Message::decode(message).unwrap();
+            m.from = vtwin_mpc::Peer::Node(NodeId::new(3 - a - b).unwrap());
+            *message = m.encode();
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("differs from the link's peer"), "{text}");
+}
+
+#[test]
+fn the_early_buffer_is_bounded() {
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let mut node = NodeSession::new(
+        NodeId::new(0).unwrap(),
+        SealKey::generate(&mut rng),
+        SecretRandomness::InsecureSeed(1),
+    );
+    let max = vtwin_consortium::node::EARLY_FRAMES;
+    for k in 0..max + 10 {
+        let f = vtwin_consortium::outgoing::frame(
+            Role::Node(1),
+            [7; 16],
+            0,
+            k as u64,
+            vtwin_net::Body::Mpc {
+                message: vec![0; 8],
+            },
+        );
+        let out = node.handle(Role::Node(1), f);
+        assert!(out.send.is_empty() && out.error.is_none());
+    }
+    assert_eq!(node.early_frames(), max);
+}
+
+#[test]
+fn after_an_abort_the_same_machines_resume_and_match_an_uninterrupted_run() {
+    let w = world();
+    let now = Instant::now();
+    let iters = 3;
+    let mut reference = consortium(&w, iters, now, None);
+    begin(&mut reference, &w, now);
+    reference.run(now);
+    let want = reference.job.trainer().unwrap().state();
+
+    let mut c = consortium(&w, iters, now, None);
+    begin(&mut c, &w, now);
+    while !c
+        .events
+        .iter()
+        .any(|e| matches!(e, JobEvent::Applied { iteration: 0, .. }))
+    {
+        assert!(c.step(now));
+    }
+    // Every frame of iteration 1 from node 2 is lost: the deadline aborts it.
+    c.intercept(Box::new(|from, _, _| from != Role::Node(2)));
+    c.run(now);
+    let o = c.job.tick(now + Duration::from_secs(6));
+    c.coordinator_output(o);
+    c.run(now);
+    let saved = c.job.trainer().unwrap().state();
+    assert_eq!(saved.iteration, 1);
+    // A new coordinator job resumes from the saved state on the same nodes and parties.
+    c.intercept(Box::new(|_, _, _| true));
+    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
+    let (job, hello) = CoordinatorJob::new(2, iters, timeouts(), randomness, now);
+    c.job = job;
+    c.events.clear();
+    c.post(Role::Coordinator, hello);
+    c.run(now);
+    let trainer = Trainer::resume(w.config.clone(), w.layout.clone(), ROWS, saved).unwrap();
+    let o = c.job.begin(trainer, now);
+    c.coordinator_output(o);
+    c.run(now);
+    assert!(c.job.is_done(), "{:?}", c.events);
+    assert_eq!(c.job.trainer().unwrap().state(), want);
+}
