@@ -356,3 +356,44 @@ fn after_an_abort_the_same_machines_resume_and_match_an_uninterrupted_run() {
     assert!(c.job.is_done(), "{:?}", c.events);
     assert_eq!(c.job.trainer().unwrap().state(), want);
 }
+
+/// Frames of one iteration between each pair of roles (the counts protocols/consortium.md
+/// gives), and the wire bytes of each (printed with --nocapture for the document).
+#[test]
+fn one_iteration_sends_the_documented_frames() {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium(&w, 1, now, None);
+    c.run(now);
+    c.reset_counts();
+    let trainer = Trainer::new(w.config.clone(), w.layout.clone(), ROWS).unwrap();
+    let o = c.job.begin(trainer, now);
+    c.coordinator_output(o);
+    c.run(now);
+    assert!(c.job.is_done());
+    let frames = |a: Role, b: Role| c.frames.get(&(a, b)).copied().unwrap_or(0);
+    let (co, p0, p1) = (Role::Coordinator, Role::Party(0), Role::Party(1));
+    let nodes = [Role::Node(0), Role::Node(1), Role::Node(2)];
+    for n in nodes {
+        // Start, then one Relay per party.
+        assert_eq!(frames(co, n), 1 + 2, "coordinator -> {n}");
+        // One opening share each.
+        assert_eq!(frames(n, co), 1, "{n} -> coordinator");
+    }
+    for p in [p0, p1] {
+        assert_eq!(frames(co, p), 1, "Request");
+        assert_eq!(frames(p, co), 1, "Upload");
+    }
+    let node_frames: u64 = nodes
+        .iter()
+        .flat_map(|a| nodes.iter().map(move |b| (*a, *b)))
+        .map(|(a, b)| frames(a, b))
+        .sum();
+    // 6 NodeKey frames plus one frame per vtwin-mpc node-to-node message.
+    assert!(node_frames > 6, "{node_frames}");
+    let mut rows: Vec<_> = c.bytes.iter().collect();
+    rows.sort();
+    for ((a, b), bytes) in rows {
+        eprintln!("{a} -> {b}: {} frames, {bytes} bytes", frames(*a, *b));
+    }
+}
