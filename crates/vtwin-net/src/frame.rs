@@ -104,7 +104,7 @@ pub enum Body {
         /// Components K.
         components: u32,
     },
-    /// Party -> coordinator: one sealed blob per node (see [`crate::seal`]).
+    /// Party -> coordinator: one sealed blob per node (see [`mod@crate::seal`]).
     Upload {
         /// `sealed[i]` is sealed to node i.
         #[serde(with = "three_blobs")]

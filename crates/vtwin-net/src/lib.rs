@@ -4,7 +4,7 @@
 //! - [`frame`]: `len (u32 LE) || postcard(Frame)`, at most [`frame::MAX_FRAME_BYTES`];
 //!   version, per-link sequence number, session, iteration, step and sender in every frame;
 //!   [`frame::SeqGuard`] rejects duplicates, replays, reordering and a forged sender.
-//! - [`seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
+//! - [`mod@seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
 //!   iteration, party, node), so the coordinator relays shares it cannot read.
 //! - [`role`]: coordinator, node i, party p, and their certificate names.
 //! - [`pki`]: the consortium CA, per-role certificates, a process's [`pki::Identity`].
@@ -14,6 +14,20 @@
 //! - [`config`]: the services' TOML configurations; [`keygen`] writes them with the keys.
 //!
 //! Normative descriptions: protocols/wire-format.md and protocols/sealing.md.
+//!
+//! # Measured (this 2-core machine, load average about 10 from parallel builds, so upper
+//! bounds on the cost; `cargo bench -p vtwin-net --bench wire`, 1 MiB payload)
+//!
+//! | operation | time per MiB (median) | throughput |
+//! |---|---|---|
+//! | [`frame::encode`] of a `Body::Mpc` | 97 us | 10 GiB/s |
+//! | [`frame::decode`] (with the canonical check) | 149 us | 6.5 GiB/s |
+//! | [`seal::seal`] | 2.0 ms | 0.50 GiB/s |
+//! | [`seal::unseal`] | 2.2 ms | 0.45 GiB/s |
+//!
+//! Fuzzing (fuzz/, coverage-instrumented, stable toolchain, 120 s each, one core):
+//! `frame_decode` 6,074,235 executions (50,200/s, 2656 new corpus units), `unseal` 115,226
+//! executions (952/s: two X25519 operations each), no crash or property failure.
 
 pub mod atomic_file;
 pub mod config;

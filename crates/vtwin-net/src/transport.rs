@@ -14,7 +14,7 @@
 //!   certificate (which TLS 1.3 reports only after the client thinks it is done) surfaces
 //!   in `connect`, and the acceptor only hands out links whose stream exists.
 //! - [`Link::recv`] reads the u32 LE length prefix, refuses lengths over
-//!   [`MAX_FRAME_BYTES`] before allocating, decodes and applies the [`SeqGuard`]; any bad
+//!   [`MAX_FRAME_BYTES`](crate::frame::MAX_FRAME_BYTES) before allocating, decodes and applies the [`SeqGuard`]; any bad
 //!   frame closes that connection with [`CLOSE_BAD_FRAME`] and returns the error.
 //! - Optional receive delay ([`TransportOptions::receive_delay`]): a delay line that
 //!   delivers each frame at its arrival time + delay, frames pipelined (a background task

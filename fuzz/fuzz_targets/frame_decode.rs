@@ -1,0 +1,18 @@
+//! Fuzzes `vtwin_net::frame::decode` (one frame body) and the length prefix check.
+//!
+//! Properties: never panics; whatever decodes re-encodes to exactly the input (canonical
+//! encoding) and passes the size limit.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use vtwin_net::frame::{body_len, decode, encode, LENGTH_PREFIX_BYTES};
+
+fuzz_target!(|data: &[u8]| {
+    if let Some(prefix) = data.get(..LENGTH_PREFIX_BYTES) {
+        let _ = body_len(prefix.try_into().expect("4 bytes"));
+    }
+    if let Ok(frame) = decode(data) {
+        let wire = encode(&frame).expect("a decoded frame re-encodes");
+        assert_eq!(&wire[LENGTH_PREFIX_BYTES..], data, "non-canonical frame accepted");
+    }
+});
