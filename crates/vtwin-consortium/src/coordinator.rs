@@ -604,22 +604,14 @@ impl CoordinatorJob {
         now: Instant,
         out: &mut JobOutput,
     ) -> Result<(), JobError> {
-        let Phase::Running(r) = std::mem::replace(&mut self.phase, Phase::Agreed) else {
-            return Ok(());
-        };
-        let Some(trainer) = self.trainer.as_mut() else {
+        let (Phase::Running(r), Some(trainer)) = (&self.phase, self.trainer.as_mut()) else {
             return Ok(());
         };
         let g = gradient_from_canonical(trainer.layout(), opened);
+        // On error nothing changes and nothing is charged; the caller aborts.
+        trainer.apply(r.plan.clone(), &g)?;
         let (t, b) = (r.plan.iteration, r.plan.batch.len());
-        // Restore the phase so that a failing apply aborts the right iteration.
-        let plan = r.plan.clone();
-        self.phase = Phase::Running(r);
-        trainer.apply(plan, &g)?;
-        let elapsed = match &self.phase {
-            Phase::Running(r) => now.saturating_duration_since(r.started),
-            _ => Duration::ZERO,
-        };
+        let elapsed = now.saturating_duration_since(r.started);
         out.events.push(JobEvent::Applied {
             iteration: t,
             batch: b,
