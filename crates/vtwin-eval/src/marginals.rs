@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::cells::Cells;
 
 /// Above this many column triples, `tvd_3way` averages over a seeded random sample of this
-/// size (Adult's 14 columns have 364 triples, so Adult is exhaustive).
+/// size (Adult's 15 columns have 455 triples, so Adult is exhaustive).
 pub const MAX_EXHAUSTIVE_TRIPLES: usize = 1000;
 
 /// The marginal distances and how they were computed.
