@@ -13,4 +13,4 @@ RUSTFLAGS="-Cpasses=sancov-module \
  -Cllvm-args=-sanitizer-coverage-pc-table \
  -Cllvm-args=-sanitizer-coverage-trace-compares \
  --cfg fuzzing -Cdebug-assertions -Coverflow-checks" \
-  cargo build --locked --release --bins --target "$host"
+  cargo build --release --bins --target "$host"

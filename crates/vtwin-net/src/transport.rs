@@ -198,6 +198,9 @@ pub struct Endpoint {
     options: TransportOptions,
     accepted: Mutex<mpsc::Receiver<Link>>,
     refusals: Arc<AtomicU64>,
+    /// Dropped with the endpoint: stops the acceptor task, so the socket is released once
+    /// the last connection is gone (and the address can be bound again).
+    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -285,6 +288,7 @@ impl Endpoint {
         .map_err(|source| TransportError::Bind { addr, source })?;
         let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
         let refusals = Arc::new(AtomicU64::new(0));
+        let (stop, stopped) = tokio::sync::oneshot::channel();
         if !accept.is_empty() {
             tokio::spawn(accept_loop(
                 quinn.clone(),
@@ -292,6 +296,7 @@ impl Endpoint {
                 options.clone(),
                 tx,
                 refusals.clone(),
+                stopped,
             ));
         }
         Ok(Endpoint {
@@ -301,6 +306,7 @@ impl Endpoint {
             options,
             accepted: Mutex::new(rx),
             refusals,
+            _stop: stop,
         })
     }
 
@@ -438,8 +444,14 @@ async fn accept_loop(
     options: TransportOptions,
     tx: mpsc::Sender<Link>,
     refusals: Arc<AtomicU64>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
-    while let Some(incoming) = quinn.accept().await {
+    loop {
+        let incoming = tokio::select! {
+            incoming = quinn.accept() => incoming,
+            _ = &mut stopped => None,
+        };
+        let Some(incoming) = incoming else { return };
         let (tx, refusals, options) = (tx.clone(), refusals.clone(), options.clone());
         tokio::spawn(async move {
             let addr = incoming.remote_address();

@@ -468,3 +468,33 @@ async fn receive_delay_is_applied_pipelined_and_in_order() {
     c.recv().await.unwrap();
     assert!(before.elapsed() < delay, "{:?}", before.elapsed());
 }
+
+#[tokio::test]
+async fn a_dropped_endpoint_releases_its_address() {
+    let ca = Ca::generate().unwrap();
+    let id = identity(&ca, &ca, Role::Node(0));
+    let node = Endpoint::bind(
+        loopback(),
+        &id,
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    )
+    .unwrap();
+    let addr = node.local_addr().unwrap();
+    drop(node);
+    // Give the acceptor task a turn to stop and the driver to release the socket.
+    let mut rebound = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Ok(e) = Endpoint::bind(addr, &id, &[Role::Coordinator], TransportOptions::default())
+        {
+            rebound = Some(e);
+            break;
+        }
+    }
+    let node = rebound.expect("address released after drop");
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let (c, n) = tokio::join!(coord.connect(addr, Role::Node(0), quick()), node.accept());
+    assert_eq!(c.unwrap().peer(), Role::Node(0));
+    assert_eq!(n.unwrap().peer(), Role::Coordinator);
+}
