@@ -229,7 +229,8 @@ fn certs_from_pem(file: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>
 
 impl Identity {
     /// An identity from PEM text; `names` are (ca, cert, key) labels for errors (file
-    /// names). The role is read from the certificate.
+    /// names). The certificate must be valid now under the CA (chain, signature, validity,
+    /// clientAuth usage) and name exactly one role, which becomes the identity's role.
     pub fn from_pem(
         names: [&str; 3],
         ca_pem: &[u8],
@@ -252,6 +253,29 @@ impl Identity {
         let role = role_of_certificate(&chain[0]).map_err(|e| PkiError::Format {
             file: cert_name.to_string(),
             reason: e.to_string(),
+        })?;
+        // Refuse a certificate the CA did not issue (or that has expired) here, with the
+        // file named, rather than as an alert at the peer on the first handshake.
+        let anchor = webpki::anchor_from_trusted_cert(&cas[0]).map_err(|e| PkiError::Format {
+            file: ca_name.to_string(),
+            reason: format!("not a usable CA certificate: {e}"),
+        })?;
+        let ee = webpki::EndEntityCert::try_from(&chain[0]).map_err(|e| PkiError::Format {
+            file: cert_name.to_string(),
+            reason: e.to_string(),
+        })?;
+        ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            &chain[1..],
+            rustls::pki_types::UnixTime::now(),
+            webpki::KeyUsage::client_auth(),
+            None,
+            None,
+        )
+        .map_err(|e| PkiError::Format {
+            file: cert_name.to_string(),
+            reason: format!("not valid under {ca_name}: {e}"),
         })?;
         Ok(Identity {
             role,
@@ -386,5 +410,18 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.starts_with("ca.pem:"), "{err}");
+        let other = Ca::generate().unwrap();
+        let err = Identity::from_pem(
+            ["ca.pem", "node-0.pem", "node-0.key"],
+            other.cert_pem().as_bytes(),
+            issued.cert_pem.as_bytes(),
+            issued.key_pem.as_bytes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("node-0.pem: not valid under ca.pem") && err.contains("UnknownIssuer"),
+            "{err}"
+        );
     }
 }
