@@ -456,7 +456,7 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
     let tvd_key = ["tvd_2way", "tvd_1way"]
         .into_iter()
         .find(|k| u.rows.iter().any(|row| metric(row, k).is_some()));
-    let auc_key = "tstr.auc_synth";
+    let auc_key = "tstr.logistic.auc_synth";
     let has_auc = u.rows.iter().any(|row| metric(row, auc_key).is_some());
     let mut panels: Vec<(String, String, String)> = vec![(
         format!("Test NLL on Adult after T = {} iterations", u.iters),
@@ -472,7 +472,7 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
     }
     if has_auc {
         panels.push((
-            "TSTR AUC (train on synthetic, test on real)".into(),
+            "TSTR AUC, logistic regression (test on real)".into(),
             auc_key.into(),
             "AUC".into(),
         ));
@@ -501,14 +501,14 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
             let real: Vec<(f64, f64)> = u
                 .rows
                 .iter()
-                .filter_map(|row| Some((row.epsilon, metric(row, "tstr.auc_real")?)))
+                .filter_map(|row| Some((row.epsilon, metric(row, "tstr.logistic.auc_real")?)))
                 .collect();
             if let Some(&(_, v)) = real.first() {
                 let eps: Vec<f64> = u.rows.iter().map(|row| row.epsilon).collect();
                 let lo = eps.iter().copied().fold(f64::INFINITY, f64::min);
                 let hi = eps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                 series.push(Series {
-                    label: "trained on real".into(),
+                    label: "trained on real data".into(),
                     colour: RGBColor(90, 90, 90),
                     dashed: true,
                     points: vec![(lo, v), (hi, v)],

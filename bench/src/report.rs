@@ -212,8 +212,13 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
                 "tvd_1way",
                 "tvd_2way",
                 "tvd_3way",
-                "tstr.auc_synth",
-                "tstr.auc_real",
+                "corr_diff_within",
+                "corr_diff_across",
+                "frechet",
+                "tstr.logistic.auc_synth",
+                "tstr.random_forest.auc_synth",
+                "tstr.logistic.auc_real",
+                "tstr.random_forest.auc_real",
             ]
             .into_iter()
             .filter(|k| u.rows.iter().any(|row| eval_value(row, k).is_some()))
@@ -247,8 +252,13 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
     out.push_str(
         "## (b) ms per iteration\n\n`vtwin bench`: every backend on the same workload with the \
          same public seed, back to back in one process; an iteration is `Dpvi::step` (batch \
-         sampling, gathering, the backend, the public update). Ratios are medians over \
-         medians.\n\n",
+         sampling, gathering, the backend, the public update); for mpc-quic (the whole \
+         consortium over loopback QUIC with mutual TLS: three node services, the party \
+         services and the coordinator as tasks of one tokio runtime on this machine, no \
+         added network delay) it is the coordinator's time from `Start` to the applied \
+         update. Ratios are medians over medians. mpc-quic runs the same protocol as mpc \
+         (equal bit for bit), so its rounds are mpc's; its bytes on the wire are not counted \
+         by the loopback run.\n\n",
     );
     match &r.timing {
         None => out.push_str("Not measured in this run.\n\n"),

@@ -85,14 +85,8 @@ fn demo_workload_keys_and_ratios() {
         .iter()
         .map(|e| e["backend"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["float", "fixed", "mpc"]);
-    // mpc over QUIC is either measured or explicitly listed as not measured, never silent.
-    let quic_listed = j["not_measured"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|m| m["backend"] == "mpc-quic" && !m["reason"].as_str().unwrap().is_empty());
-    assert!(quic_listed || names.contains(&"mpc-quic"));
+    assert_eq!(names, ["float", "fixed", "mpc", "mpc-quic"]);
+    assert_eq!(j["not_measured"], serde_json::json!([]));
 
     let (float, fixed) = (median(&j, "float"), median(&j, "fixed"));
     for name in names {
@@ -130,7 +124,7 @@ fn demo_workload_keys_and_ratios() {
             "bytes_to_coordinator_per_iteration",
             "bytes_uploaded_per_party_per_iteration",
         ] {
-            if name == "mpc" {
+            if name == "mpc" || (name == "mpc-quic" && k == "rounds_per_iteration") {
                 assert!(!e[k].is_null(), "{name}: {k}");
             } else {
                 assert!(e[k].is_null(), "{name}: {k} should be null, got {}", e[k]);
@@ -143,6 +137,10 @@ fn demo_workload_keys_and_ratios() {
     // upload figure per party.
     let mpc = entry(&j, "mpc");
     assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(97.0));
+    let quic = entry(&j, "mpc-quic");
+    assert_eq!(quic["rounds_per_iteration"].as_f64(), Some(97.0));
+    assert!(quic["note"].as_str().unwrap().contains("not counted"));
+    assert!(quic["setup_ms"].as_f64().unwrap() > 0.0);
     assert!(mpc["bytes_between_nodes_per_iteration"].as_f64().unwrap() > 0.0);
     let up = mpc["bytes_uploaded_per_party_per_iteration"]
         .as_array()
