@@ -213,7 +213,7 @@ fn check_groups(
     len: usize,
 ) -> Result<(), MpcError> {
     check_len(protocol, x.len(), y.len())?;
-    if len == 0 || x.len() % len != 0 {
+    if len == 0 || !x.len().is_multiple_of(len) {
         return Err(MpcError::LengthMismatch {
             protocol,
             left: x.len(),
