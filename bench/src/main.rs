@@ -15,6 +15,7 @@
 //! atomically (temporary file in the same directory, then rename).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde_json::json;
@@ -82,6 +83,10 @@ struct Args {
     /// Training iterations T of each utility run.
     #[arg(long)]
     utility_iters: Option<u64>,
+    /// No utility run starts after this many minutes of the utility section (the skipped
+    /// ones are listed as not measured).
+    #[arg(long, default_value_t = 25)]
+    utility_minutes: u64,
     /// Utility runs at a time (they are seeded, so this changes only wall-clock seconds).
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -188,6 +193,7 @@ fn render(r: &Results, out: &Path) -> anyhow::Result<()> {
 fn plans(
     quick: bool,
     utility_iters: Option<u64>,
+    utility_minutes: u64,
     jobs: usize,
 ) -> (UtilityPlan, TimingPlan, ScalingPlan) {
     let base = ScalingConfig {
@@ -204,6 +210,7 @@ fn plans(
                 epsilons: vec![1.0, 8.0],
                 synthetic_rows: 2000,
                 jobs,
+                budget: Duration::from_secs(60 * utility_minutes),
             },
             TimingPlan {
                 iters: 10,
@@ -228,6 +235,7 @@ fn plans(
                 epsilons: utility::EPSILONS.to_vec(),
                 synthetic_rows: 30_162,
                 jobs,
+                budget: Duration::from_secs(60 * utility_minutes),
             },
             TimingPlan {
                 iters: 300,
@@ -279,7 +287,8 @@ fn run(a: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let sections: Vec<Section> = if a.only.is_empty() {
-        vec![Section::Utility, Section::Timing, Section::Scaling]
+        // Shortest first, so that a run cut short keeps the most.
+        vec![Section::Timing, Section::Scaling, Section::Utility]
     } else {
         a.only.clone()
     };
@@ -317,7 +326,7 @@ fn run(a: Args) -> anyhow::Result<()> {
     }
     let data_dir = data_dir.canonicalize().unwrap_or(data_dir);
     let vtwin = Vtwin::locate(a.vtwin.as_deref())?;
-    let (up, tp, sp) = plans(a.quick, a.utility_iters, a.jobs);
+    let (up, tp, sp) = plans(a.quick, a.utility_iters, a.utility_minutes, a.jobs);
     for s in &sections {
         let prefix = format!("{}: ", s.name());
         r.not_measured.retain(|n| !n.starts_with(&prefix));

@@ -456,7 +456,7 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
     let tvd_key = ["tvd_2way", "tvd_1way"]
         .into_iter()
         .find(|k| u.rows.iter().any(|row| metric(row, k).is_some()));
-    let auc_key = "tstr.logistic.auc_synth";
+    let auc_key = "tstr.auc_synth";
     let has_auc = u.rows.iter().any(|row| metric(row, auc_key).is_some());
     let mut panels: Vec<(String, String, String)> = vec![(
         format!("Test NLL on Adult after T = {} iterations", u.iters),
@@ -498,12 +498,11 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
             })
             .collect();
         if key == auc_key {
-            let real: Vec<(f64, f64)> = u
-                .rows
-                .iter()
-                .filter_map(|row| Some((row.epsilon, metric(row, "tstr.logistic.auc_real")?)))
-                .collect();
-            if let Some(&(_, v)) = real.first() {
+            let real = u
+                .real_baseline
+                .as_ref()
+                .and_then(|t| t["auc_real"].as_f64());
+            if let Some(v) = real {
                 let eps: Vec<f64> = u.rows.iter().map(|row| row.epsilon).collect();
                 let lo = eps.iter().copied().fold(f64::INFINITY, f64::min);
                 let hi = eps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -529,7 +528,11 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
             },
             &series,
             None,
-            SeriesLabelPosition::UpperRight,
+            if key == auc_key {
+                SeriesLabelPosition::LowerRight
+            } else {
+                SeriesLabelPosition::UpperRight
+            },
         )?;
     }
     root.present().map_err(err)?;

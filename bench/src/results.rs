@@ -57,6 +57,10 @@ pub(crate) struct Utility {
     pub(crate) synthetic_rows: usize,
     /// One row per (backend, epsilon).
     pub(crate) rows: Vec<UtilityRow>,
+    /// The `tstr` block of one `vtwin eval --train-joined`: its `auc_real`, `acc_real`,
+    /// `f1_real` (logistic) and `random_forest.*_real` are the train-on-real baseline.
+    #[serde(default)]
+    pub(crate) real_baseline: Option<Value>,
 }
 
 /// One trained model and its evaluation.
