@@ -140,6 +140,34 @@ fn audit_writes_the_report() {
     assert_eq!(r["non_members"], 100);
     // One summary line per attack plus the header.
     assert_eq!(common::stdout(&o).lines().count(), 4);
+
+    // The same members as one CSV per party give the same DCR result.
+    let (health, retail) = (f.dir.join("health.csv"), f.dir.join("retail.csv"));
+    let members = demo_table(200, 1);
+    members.write_party_csv("health", &health).unwrap();
+    members.write_party_csv("retail", &retail).unwrap();
+    let (h, r_) = (
+        format!("health={}", s(&health)),
+        format!("retail={}", s(&retail)),
+    );
+    let out2 = f.dir.join("audit-parties.json");
+    let mut args = base(&f, &out2);
+    let i = args.iter().position(|a| *a == "--members").unwrap();
+    args.drain(i..i + 2);
+    args.extend([
+        "--members-party",
+        &h,
+        "--members-party",
+        &r_,
+        "--attacks",
+        "dcr",
+    ]);
+    let o = vtwin(&args);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let r2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out2).unwrap()).unwrap();
+    assert_eq!(r2["attacks"].as_array().unwrap().len(), 1);
+    assert_eq!(r2["attacks"][0], r["attacks"][0]);
 }
 
 #[test]
