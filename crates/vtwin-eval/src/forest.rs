@@ -60,8 +60,10 @@ fn dense(x: &FeatureMatrix) -> Result<DenseMatrix<f64>, ForestError> {
 }
 
 impl ProbabilityForest {
-    /// Fits the forest to features `x` and labels `y` (module documentation). Cost about
-    /// `n_trees * n * log(n) * d` (smartcore sorts every feature once per tree).
+    /// Fits the forest to features `x` and labels `y` (module documentation). Cost: one sort
+    /// of every feature (O(d n log n)), then per tree about O(d n depth) to partition the
+    /// presorted columns. On Adult (30162 x 145, release build) the two TSTR forests and two
+    /// logistic fits take about 50 s on a loaded 2-core machine.
     pub fn fit(
         x: &FeatureMatrix,
         y: &[bool],
