@@ -22,8 +22,10 @@ pub(crate) struct Vtwin {
 }
 
 impl Vtwin {
-    /// `exe` as given, or else `cargo build --release -p vtwin` in the workspace (same
-    /// `CARGO_TARGET_DIR` as the harness) and the binary it produced.
+    /// `exe` as given, or else `cargo build --release -p vtwin -p vtwin-bench` in the
+    /// workspace (same `CARGO_TARGET_DIR` as the harness) and the `vtwin` binary it produced.
+    /// Both packages together: the dependencies' features are then unified the same way on
+    /// every run, so a warm target directory is not rebuilt for a different feature set.
     pub(crate) fn locate(exe: Option<&Path>) -> anyhow::Result<Vtwin> {
         if let Some(e) = exe {
             if !e.is_file() {
@@ -33,14 +35,14 @@ impl Vtwin {
         }
         let root = workspace_root();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        eprintln!("building the vtwin binary (cargo build --release -p vtwin)");
+        eprintln!("building the vtwin binary (cargo build --release -p vtwin -p vtwin-bench)");
         let status = Command::new(&cargo)
-            .args(["build", "--release", "-p", "vtwin", "--bin", "vtwin"])
+            .args(["build", "--release", "-p", "vtwin", "-p", "vtwin-bench"])
             .current_dir(&root)
             .status()
             .context("running cargo build -p vtwin")?;
         if !status.success() {
-            bail!("cargo build --release -p vtwin failed ({status})");
+            bail!("cargo build --release -p vtwin -p vtwin-bench failed ({status})");
         }
         let target = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
