@@ -64,6 +64,10 @@ pub struct ColumnSlot {
     pub param_offset: usize,
 }
 
+/// Upper bound on a Beta log-parameter in a planned theta: ln 1000 ([`Layout::cap_beta_params`]).
+/// Beta(1000, 1000) already has standard deviation 0.011 on the unit interval.
+pub const LOG_BETA_PARAM_MAX: f64 = 6.907_755_278_982_137;
+
 /// Errors building a layout.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -206,6 +210,24 @@ impl Layout {
         col.param_offset + k * col.model.width() + j
     }
 
+    /// Caps every Beta log-parameter (log a, log b) of `theta` at [`LOG_BETA_PARAM_MAX`]
+    /// (a public projection of the parameter space, applied to each planned theta). Why:
+    /// the party's score map for a Beta column has scale a and offset a (psi(a+b) - psi(a)),
+    /// and the fixed-point circuit needs B (14 |scale| + |offset|) < 2^22; with a, b <= 1000
+    /// that holds for every batch below ~280 records, so a rare large draw of theta no
+    /// longer aborts training. Cost O(d).
+    pub fn cap_beta_params(&self, theta: &mut [f64]) {
+        for col in self.columns.iter().filter(|c| c.model == ColumnModel::Beta) {
+            let w = col.model.width();
+            for k in 0..self.components {
+                for j in 0..w {
+                    let t = &mut theta[col.param_offset + k * w + j];
+                    *t = t.min(LOG_BETA_PARAM_MAX);
+                }
+            }
+        }
+    }
+
     /// Indices of the columns of `party`, in schema order.
     pub fn columns_of(&self, party: usize) -> impl Iterator<Item = usize> + '_ {
         self.columns
@@ -219,6 +241,34 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cap_touches_only_beta_parameters_above_the_bound() {
+        let l = Layout::new(
+            2,
+            vec!["a".into(), "b".into()],
+            vec![
+                ("x".into(), 0, ColumnModel::Beta),
+                ("c".into(), 1, ColumnModel::Categorical { cardinality: 3 }),
+            ],
+        )
+        .unwrap();
+        let mut theta = vec![50.0; l.dim()];
+        l.cap_beta_params(&mut theta);
+        for k in 0..2 {
+            assert_eq!(theta[l.weight_index(k)], 50.0, "weights are not capped");
+            for j in 0..2 {
+                assert_eq!(theta[l.param_index(0, k, j)], LOG_BETA_PARAM_MAX);
+            }
+            for j in 0..3 {
+                assert_eq!(theta[l.param_index(1, k, j)], 50.0, "logits are not capped");
+            }
+        }
+        let mut low = vec![-3.0; l.dim()];
+        l.cap_beta_params(&mut low);
+        assert!(low.iter().all(|&t| t == -3.0));
+        assert!((LOG_BETA_PARAM_MAX - 1000f64.ln()).abs() < 1e-15);
+    }
 
     fn two_party() -> Layout {
         Layout::new(

@@ -4,7 +4,8 @@
 //! One iteration t is [`Trainer::plan`] then [`Trainer::apply`]:
 //! 1. `plan` Poisson-samples the batch (each of the N records independently with probability
 //!    q) and draws eta ~ N(0, I_d), both from the public ChaCha20 stream seeded by
-//!    [`DpviConfig::seed`], and sets theta = mu + exp(log_sigma) eta. It changes nothing: a
+//!    [`DpviConfig::seed`], and sets theta = mu + exp(log_sigma) eta, with every Beta
+//!    log-parameter capped at ln 1000 ([`Layout::cap_beta_params`]). It changes nothing: a
 //!    plan can be dropped (an aborted iteration) and planned again, identically;
 //! 2. someone computes G = sum_n c_n g_n + Z for the plan's batch and theta (a
 //!    [`crate::backend::GradientBackend`] in memory, or the consortium over the network);
@@ -35,7 +36,7 @@ pub struct IterationPlan {
     pub iteration: u64,
     /// The sampled record indices (ascending, each < N; may be empty).
     pub batch: Vec<usize>,
-    /// theta_t = mu + sigma_q eta, length d.
+    /// theta_t = mu + sigma_q eta with Beta log-parameters capped ([`Layout::cap_beta_params`]), length d.
     pub theta: Vec<f64>,
     /// eta ~ N(0, I_d), length d.
     pub eta: Vec<f64>,
@@ -154,9 +155,10 @@ impl Trainer {
         let d = self.layout.dim();
         let eta: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
         let sigma_q: Vec<f64> = self.state.log_sigma.iter().map(|l| l.exp()).collect();
-        let theta: Vec<f64> = (0..d)
+        let mut theta: Vec<f64> = (0..d)
             .map(|i| self.state.mu[i] + sigma_q[i] * eta[i])
             .collect();
+        self.layout.cap_beta_params(&mut theta);
         IterationPlan {
             iteration: self.state.iteration,
             batch,
