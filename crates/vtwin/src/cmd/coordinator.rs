@@ -159,7 +159,7 @@ impl Driver {
         self.iter_ms.push(elapsed.as_secs_f64() * 1e3);
         let t = trainer.iteration();
         let every = self.training.checkpoint_every;
-        if t % every == 0 || t == self.training.iters {
+        if t.is_multiple_of(every) || t == self.training.iters {
             let epsilon = epsilon_now(trainer, settings.delta)?;
             self.history.push(HistoryRow {
                 iteration: t,
