@@ -97,6 +97,21 @@ pub struct FeatureMatrix {
 }
 
 impl FeatureMatrix {
+    /// A matrix from equally long rows (tests and small hand-made inputs). Panics if the rows
+    /// differ in length. Cost O(rows * cols).
+    pub fn from_rows(rows: &[&[f64]]) -> FeatureMatrix {
+        let cols = rows.first().map_or(0, |r| r.len());
+        assert!(
+            rows.iter().all(|r| r.len() == cols),
+            "rows of different lengths"
+        );
+        FeatureMatrix {
+            rows: rows.len(),
+            cols,
+            data: rows.iter().flat_map(|r| r.iter().copied()).collect(),
+        }
+    }
+
     /// The features of record `r`. Panics if `r >= rows`.
     pub fn row(&self, r: usize) -> &[f64] {
         &self.data[r * self.cols..(r + 1) * self.cols]

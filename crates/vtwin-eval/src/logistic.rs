@@ -222,11 +222,7 @@ mod tests {
     use super::*;
 
     fn matrix(rows: &[&[f64]]) -> FeatureMatrix {
-        FeatureMatrix {
-            rows: rows.len(),
-            cols: rows[0].len(),
-            data: rows.iter().flat_map(|r| r.iter().copied()).collect(),
-        }
+        FeatureMatrix::from_rows(rows)
     }
 
     #[test]

@@ -161,11 +161,7 @@ fn epsilon_bound_threshold_is_chosen_on_the_selection_set() {
 }
 
 fn matrix(rows: &[&[f64]]) -> FeatureMatrix {
-    FeatureMatrix {
-        rows: rows.len(),
-        cols: rows[0].len(),
-        data: rows.iter().flat_map(|r| r.iter().copied()).collect(),
-    }
+    FeatureMatrix::from_rows(rows)
 }
 
 #[test]

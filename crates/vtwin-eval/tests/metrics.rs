@@ -184,11 +184,7 @@ fn association_differences_by_hand() {
 }
 
 fn matrix(rows: &[&[f64]]) -> FeatureMatrix {
-    FeatureMatrix {
-        rows: rows.len(),
-        cols: rows[0].len(),
-        data: rows.iter().flat_map(|r| r.iter().copied()).collect(),
-    }
+    FeatureMatrix::from_rows(rows)
 }
 
 #[test]

@@ -86,8 +86,9 @@ pub struct Issued {
 }
 
 /// (year, month, day) of a day count since 1970-01-01 (proleptic Gregorian; Hinnant's
-/// civil_from_days).
-fn civil_from_days(days: i64) -> (i32, u8, u8) {
+/// civil_from_days), for certificate validity and for dating reports. Exact for every
+/// day count whose year fits an i32. Cost O(1).
+pub fn civil_from_days(days: i64) -> (i32, u8, u8) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -367,6 +368,9 @@ mod tests {
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(19_782), (2024, 2, 29));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        // 2000-02-29 (leap century) and 2026-11-21.
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_778), (2026, 11, 21));
     }
 
     #[test]
