@@ -528,8 +528,9 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
             },
             &series,
             None,
+            // The AUC panel's top holds the train-on-real line, its bottom the data.
             if key == auc_key {
-                SeriesLabelPosition::LowerRight
+                SeriesLabelPosition::MiddleRight
             } else {
                 SeriesLabelPosition::UpperRight
             },
