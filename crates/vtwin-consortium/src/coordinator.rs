@@ -187,6 +187,21 @@ enum Phase {
     Stopped,
 }
 
+/// The iteration in flight, if the frame's session and iteration are its.
+fn running_for(
+    phase: &mut Phase,
+    session: [u8; 16],
+    iteration: u64,
+) -> Result<&mut Running, &'static str> {
+    let Phase::Running(r) = phase else {
+        return Err("no iteration in flight");
+    };
+    if session != r.session.0 || iteration != r.plan.iteration {
+        return Err("for another session or iteration");
+    }
+    Ok(r)
+}
+
 /// The coordinator state machine (module docs).
 pub struct CoordinatorJob {
     parties: usize,
@@ -537,12 +552,8 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Upload { sealed }, Role::Party(p)) => {
-                let Phase::Running(r) = &mut self.phase else {
-                    return Err(protocol("no iteration in flight".into()));
-                };
-                if f.session != r.session.0 || f.iteration != r.plan.iteration {
-                    return Err(protocol("for another session or iteration".into()));
-                }
+                let r = running_for(&mut self.phase, f.session, f.iteration)
+                    .map_err(|e| protocol(e.into()))?;
                 let slot = r
                     .uploads
                     .get_mut(usize::from(p))
@@ -568,12 +579,8 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Mpc { message }, Role::Node(i)) => {
-                let Phase::Running(r) = &mut self.phase else {
-                    return Err(protocol("no iteration in flight".into()));
-                };
-                if f.session != r.session.0 || f.iteration != r.plan.iteration {
-                    return Err(protocol("for another session or iteration".into()));
-                }
+                let r = running_for(&mut self.phase, f.session, f.iteration)
+                    .map_err(|e| protocol(e.into()))?;
                 let m = Message::decode(&message).map_err(|e| protocol(e.to_string()))?;
                 let node = NodeId::new(i).ok_or_else(|| protocol("no such node".into()))?;
                 if m.from != Peer::Node(node) {

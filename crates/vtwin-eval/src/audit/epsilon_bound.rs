@@ -34,7 +34,7 @@
 use serde::Serialize;
 
 use super::clopper_pearson::{clopper_pearson, IntervalError};
-use super::roc::{check_scores, ScoreError};
+use super::roc::{check_scores, operating_points, ScoreError};
 
 /// Which DP inequality a test is read through (module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -152,32 +152,6 @@ fn loss_interval(
         ln_ratio(num.0 - delta, den.1),
         ln_ratio(num.1 - delta, den.0),
     )
-}
-
-/// `(tp, fp)` of "score >= t" for every distinct score t of `members` and `non_members`
-/// (descending), plus the empty test at `+inf`.
-fn operating_points(members: &[f64], non_members: &[f64]) -> Vec<(f64, usize, usize)> {
-    let mut all: Vec<(f64, bool)> = members
-        .iter()
-        .map(|&s| (s, true))
-        .chain(non_members.iter().map(|&s| (s, false)))
-        .collect();
-    all.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut out = vec![(f64::INFINITY, 0, 0)];
-    let (mut tp, mut fp, mut i) = (0, 0, 0);
-    while i < all.len() {
-        let t = all[i].0;
-        while i < all.len() && all[i].0 == t {
-            if all[i].1 {
-                tp += 1;
-            } else {
-                fp += 1;
-            }
-            i += 1;
-        }
-        out.push((t, tp, fp));
-    }
-    out
 }
 
 /// Members and non-members' scores of one set.

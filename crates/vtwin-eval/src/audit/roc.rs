@@ -86,24 +86,18 @@ pub struct RocPoint {
     pub tpr: f64,
 }
 
-/// The ROC curve: `(0, 0)` then one point per distinct score from the highest down, ending at
-/// `(1, 1)`. FPR and TPR are non-decreasing along it. Cost O(n log n).
-pub fn roc_curve(members: &[f64], non_members: &[f64]) -> Result<Vec<RocPoint>, ScoreError> {
-    check_scores(members, non_members)?;
+/// `(t, tp, fp)`: the counts of members and non-members with score >= t for every distinct
+/// score t (descending), after the empty test at `+inf` (0, 0). Ties share one point.
+/// Cost O(n log n).
+pub fn operating_points(members: &[f64], non_members: &[f64]) -> Vec<(f64, usize, usize)> {
     let mut all: Vec<(f64, bool)> = members
         .iter()
         .map(|&s| (s, true))
         .chain(non_members.iter().map(|&s| (s, false)))
         .collect();
     all.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let (n1, n0) = (members.len() as f64, non_members.len() as f64);
-    let mut curve = vec![RocPoint {
-        threshold: f64::INFINITY,
-        fpr: 0.0,
-        tpr: 0.0,
-    }];
-    let (mut tp, mut fp) = (0usize, 0usize);
-    let mut i = 0;
+    let mut out = vec![(f64::INFINITY, 0, 0)];
+    let (mut tp, mut fp, mut i) = (0, 0, 0);
     while i < all.len() {
         let t = all[i].0;
         while i < all.len() && all[i].0 == t {
@@ -114,13 +108,24 @@ pub fn roc_curve(members: &[f64], non_members: &[f64]) -> Result<Vec<RocPoint>, 
             }
             i += 1;
         }
-        curve.push(RocPoint {
-            threshold: t,
+        out.push((t, tp, fp));
+    }
+    out
+}
+
+/// The ROC curve: `(0, 0)` then one point per distinct score from the highest down, ending at
+/// `(1, 1)`. FPR and TPR are non-decreasing along it. Cost O(n log n).
+pub fn roc_curve(members: &[f64], non_members: &[f64]) -> Result<Vec<RocPoint>, ScoreError> {
+    check_scores(members, non_members)?;
+    let (n1, n0) = (members.len() as f64, non_members.len() as f64);
+    Ok(operating_points(members, non_members)
+        .into_iter()
+        .map(|(threshold, tp, fp)| RocPoint {
+            threshold,
             fpr: fp as f64 / n0,
             tpr: tp as f64 / n1,
-        });
-    }
-    Ok(curve)
+        })
+        .collect())
 }
 
 /// TPR of the ROC `curve` at false-positive rate `fpr` in [0, 1], by linear interpolation
