@@ -5,7 +5,9 @@
 //!    rows and the same id digest as party 0 (same individuals, same order), else the job
 //!    fails naming the party. Then [`JobEvent::Agreed`]; the driver builds the
 //!    [`Trainer`] for that N (fresh or from a checkpoint) and calls [`CoordinatorJob::begin`].
-//! 2. Iteration t: `plan = trainer.plan()`, session `s_t = randomness.session(t)`, public
+//! 2. Iteration t: `plan = trainer.plan()`, session `s_t = randomness.session(t)` and a fresh
+//!    random attempt id (public; it tells this attempt's frames from those of an earlier
+//!    attempt at the same session id, which a resumed job with insecure seeds reuses), public
 //!    circuit parameters from theta ([`circuit_public_for`]). `Start` to the three nodes,
 //!    `Request` to every party; each party's `Upload` is relayed blob by blob to the nodes
 //!    (`Relay`); the three opening shares (`Mpc` from each node, addressed to client P + m) are
@@ -28,10 +30,10 @@ use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical};
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::{IterationPlan, Trainer};
 use vtwin_mpc::gradient::CircuitPublic;
-use vtwin_mpc::{Message, NodeId, Opening, Peer, SessionId};
+use vtwin_mpc::{Message, NodeId, Opening, Peer};
 use vtwin_net::{Body, Frame, Role, WirePublic};
 
-use crate::outgoing::{body_kind, frame, Outgoing};
+use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 
 /// The coordinator's deadlines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +170,7 @@ pub struct JobOutput {
 
 struct Running {
     plan: IterationPlan,
-    session: SessionId,
+    at: Attempt,
     opening: Opening,
     uploads: Vec<bool>,
     shares: [bool; 3],
@@ -187,17 +189,17 @@ enum Phase {
     Stopped,
 }
 
-/// The iteration in flight, if the frame's session and iteration are its.
+/// The iteration in flight, if the frame's session attempt and iteration are its.
 fn running_for(
     phase: &mut Phase,
-    session: [u8; 16],
+    at: Attempt,
     iteration: u64,
 ) -> Result<&mut Running, &'static str> {
     let Phase::Running(r) = phase else {
         return Err("no iteration in flight");
     };
-    if session != r.session.0 || iteration != r.plan.iteration {
-        return Err("for another session or iteration");
+    if at != r.at || iteration != r.plan.iteration {
+        return Err("for another session, attempt or iteration");
     }
     Ok(r)
 }
@@ -239,7 +241,7 @@ impl CoordinatorJob {
         let send = (0..parties)
             .map(|p| Outgoing {
                 to: Role::Party(p as u16),
-                frame: frame(Role::Coordinator, [0; 16], 0, 0, Body::Hello),
+                frame: frame(Role::Coordinator, Attempt::NONE, 0, 0, Body::Hello),
             })
             .collect();
         (
@@ -316,6 +318,11 @@ impl CoordinatorJob {
         let plan = trainer.plan();
         let t = plan.iteration;
         let session = self.randomness.session(t);
+        // Not a secret, only unique: a fresh draw per attempt, also with insecure seeds.
+        let at = Attempt {
+            session: session.0,
+            attempt: rand::random(),
+        };
         let clip = trainer.config().clip;
         let sigma = trainer.config().sigma;
         let layout = trainer.layout();
@@ -349,7 +356,7 @@ impl CoordinatorJob {
                 to: node,
                 frame: frame(
                     Role::Coordinator,
-                    session.0,
+                    at,
                     t,
                     0,
                     Body::Start {
@@ -364,7 +371,7 @@ impl CoordinatorJob {
                 to: Role::Party(p as u16),
                 frame: frame(
                     Role::Coordinator,
-                    session.0,
+                    at,
                     t,
                     0,
                     Body::Request {
@@ -380,7 +387,7 @@ impl CoordinatorJob {
         tracing::debug!(iteration = t, batch = batch.len(), "iteration started");
         self.phase = Phase::Running(Box::new(Running {
             plan,
-            session,
+            at,
             opening: Opening::new(session, coordinator_client, dim),
             uploads: vec![false; self.parties],
             shares: [false; 3],
@@ -391,9 +398,9 @@ impl CoordinatorJob {
 
     /// Sends `Abort` to every peer and stops.
     fn stop(&mut self, err: JobError, out: &mut JobOutput) {
-        let (session, t) = match &self.phase {
-            Phase::Running(r) => (r.session.0, r.plan.iteration),
-            _ => ([0; 16], self.current_iteration()),
+        let (at, t) = match &self.phase {
+            Phase::Running(r) => (r.at, r.plan.iteration),
+            _ => (Attempt::NONE, self.current_iteration()),
         };
         let reason = err.to_string();
         tracing::error!(iteration = t, "abort: {reason}");
@@ -405,7 +412,7 @@ impl CoordinatorJob {
                 to,
                 frame: frame(
                     Role::Coordinator,
-                    session,
+                    at,
                     t,
                     0,
                     Body::Abort {
@@ -494,6 +501,7 @@ impl CoordinatorJob {
     ) -> Result<(), JobError> {
         let t = self.current_iteration();
         let kind = body_kind(&f.body);
+        let (at, iteration) = (Attempt::of(&f), f.iteration);
         let protocol = |reason: String| JobError::Protocol {
             iteration: t,
             peer: from,
@@ -552,8 +560,8 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Upload { sealed }, Role::Party(p)) => {
-                let r = running_for(&mut self.phase, f.session, f.iteration)
-                    .map_err(|e| protocol(e.into()))?;
+                let r =
+                    running_for(&mut self.phase, at, iteration).map_err(|e| protocol(e.into()))?;
                 let slot = r
                     .uploads
                     .get_mut(usize::from(p))
@@ -566,7 +574,7 @@ impl CoordinatorJob {
                         to: Role::Node(i as u8),
                         frame: frame(
                             Role::Coordinator,
-                            r.session.0,
+                            r.at,
                             r.plan.iteration,
                             0,
                             Body::Relay {
@@ -579,8 +587,8 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Mpc { message }, Role::Node(i)) => {
-                let r = running_for(&mut self.phase, f.session, f.iteration)
-                    .map_err(|e| protocol(e.into()))?;
+                let r =
+                    running_for(&mut self.phase, at, iteration).map_err(|e| protocol(e.into()))?;
                 let m = Message::decode(&message).map_err(|e| protocol(e.to_string()))?;
                 let node = NodeId::new(i).ok_or_else(|| protocol("no such node".into()))?;
                 if m.from != Peer::Node(node) {

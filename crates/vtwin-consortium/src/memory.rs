@@ -128,10 +128,9 @@ impl MemoryConsortium {
             }
             Role::Party(p) => {
                 let party = &mut self.parties[usize::from(p)];
-                let (session, iteration) = (f.session, f.iteration);
                 match party.handle(from, &f) {
                     Ok(o) => o,
-                    Err(e) => vec![failure(p, session, iteration, &e)],
+                    Err(e) => vec![failure(p, &f, &e)],
                 }
             }
         };

@@ -32,7 +32,7 @@ use vtwin_mpc::gradient::{iteration_node, CircuitPublic};
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, PairSeeds, Peer, SessionId};
 use vtwin_net::{unseal, Body, Frame, Role, SealContext, SealKey};
 
-use crate::outgoing::{body_kind, frame, Outgoing};
+use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 
 /// Most frames buffered for sessions not started yet.
 pub const EARLY_FRAMES: usize = 256;
@@ -122,6 +122,7 @@ pub struct NodeOutput {
 
 struct Active {
     session: SessionId,
+    at: Attempt,
     iteration: u64,
     public: CircuitPublic,
     key: NodeKey,
@@ -140,7 +141,7 @@ pub struct NodeSession {
     active: Option<Active>,
     early: VecDeque<(Role, Frame)>,
     early_bytes: usize,
-    closed: VecDeque<[u8; 16]>,
+    closed: VecDeque<Attempt>,
 }
 
 impl std::fmt::Debug for NodeSession {
@@ -217,16 +218,16 @@ impl NodeSession {
     }
 
     fn fail(&mut self, e: NodeError, out: &mut NodeOutput) {
-        let (session, iteration) = self
+        let (at, iteration) = self
             .active
             .as_ref()
-            .map_or(([0; 16], 0), |a| (a.session.0, a.iteration));
+            .map_or((Attempt::NONE, 0), |a| (a.at, a.iteration));
         self.close();
         out.send.push(Outgoing {
             to: Role::Coordinator,
             frame: frame(
                 self.role(),
-                session,
+                at,
                 iteration,
                 0,
                 Body::Failed {
@@ -239,7 +240,7 @@ impl NodeSession {
 
     fn close(&mut self) {
         if let Some(a) = self.active.take() {
-            self.closed.push_back(a.session.0);
+            self.closed.push_back(a.at);
             if self.closed.len() > CLOSED_SESSIONS {
                 self.closed.pop_front();
             }
@@ -258,16 +259,13 @@ impl NodeSession {
         match (&f.body, from) {
             (Body::Start { .. }, Role::Coordinator) => self.start(f, out),
             (Body::Abort { reason }, Role::Coordinator) => {
-                if self
-                    .active
-                    .as_ref()
-                    .is_some_and(|a| a.session.0 == f.session)
-                {
+                let at = Attempt::of(&f);
+                if self.active.as_ref().is_some_and(|a| a.at == at) {
                     tracing::info!(node = %self.id, iteration = f.iteration, "aborted: {reason}");
                     self.close();
                 }
                 // An abort also voids anything buffered for that session.
-                self.early.retain(|(_, e)| e.session != f.session);
+                self.early.retain(|(_, e)| Attempt::of(e) != at);
                 self.recount_early();
                 Ok(())
             }
@@ -276,9 +274,10 @@ impl NodeSession {
                 if from == self.role() {
                     return Err(self.unexpected(from, &f.body));
                 }
+                let at = Attempt::of(&f);
                 match &self.active {
-                    Some(a) if a.session.0 == f.session => self.in_session(from, f, out),
-                    _ if self.closed.contains(&f.session) => {
+                    Some(a) if a.at == at => self.in_session(from, f, out),
+                    _ if self.closed.contains(&at) => {
                         tracing::debug!(node = %self.id, %from, "dropped a late {} of a closed session", body_kind(&f.body));
                         Ok(())
                     }
@@ -308,13 +307,14 @@ impl NodeSession {
     }
 
     fn start(&mut self, f: Frame, out: &mut NodeOutput) -> Result<(), NodeError> {
+        let at = Attempt::of(&f);
         let Body::Start { public } = f.body else {
             return Ok(());
         };
         self.close();
         let t = f.iteration;
-        // A retried session (same id after an abort) is open again.
-        self.closed.retain(|s| *s != f.session);
+        // Attempts are fresh, so this is only defence against a repeated Start.
+        self.closed.retain(|s| *s != at);
         let public = CircuitPublic::try_from(public).map_err(|e| NodeError::BadStart {
             node: self.id,
             iteration: t,
@@ -338,6 +338,7 @@ impl NodeSession {
         publics[self.id.index()] = Some(mine);
         self.active = Some(Active {
             session: SessionId(f.session),
+            at,
             iteration: t,
             public,
             key,
@@ -350,13 +351,13 @@ impl NodeSession {
         for other in NodeId::ALL.into_iter().filter(|n| *n != self.id) {
             out.send.push(Outgoing {
                 to: Role::Node(other.index() as u8),
-                frame: frame(self.role(), f.session, t, 0, Body::NodeKey { public: mine }),
+                frame: frame(self.role(), at, t, 0, Body::NodeKey { public: mine }),
             });
         }
         // Replay what arrived early for this session, in arrival order.
         let early = std::mem::take(&mut self.early);
         for (who, e) in early {
-            if e.session == f.session {
+            if Attempt::of(&e) == at {
                 self.in_session(who, e, out)?;
                 if self.active.is_none() {
                     break;
@@ -494,7 +495,7 @@ impl NodeSession {
             let mut node = iteration_node(id, a.session, seeds, a.public.clone());
             let msgs = node.start().map_err(mpc)?;
             a.node = Some(node);
-            emit(id, a.session, a.iteration, msgs, &a.public, out)?;
+            emit(id, a.at, a.iteration, msgs, &a.public, out)?;
         }
         let Some(node) = a.node.as_mut() else {
             return Ok(());
@@ -502,7 +503,7 @@ impl NodeSession {
         for m in std::mem::take(&mut a.pending) {
             tracing::trace!(node = %id, from = %m.from, step = m.step, "message");
             let msgs = node.handle(m).map_err(mpc)?;
-            emit(id, a.session, a.iteration, msgs, &a.public, out)?;
+            emit(id, a.at, a.iteration, msgs, &a.public, out)?;
         }
         if node.is_done() {
             let counters = node.counters();
@@ -517,7 +518,7 @@ impl NodeSession {
 /// The node program's messages as frames: to another node, or the opening to the coordinator.
 fn emit(
     id: NodeId,
-    session: SessionId,
+    at: Attempt,
     iteration: u64,
     msgs: Vec<Message>,
     public: &CircuitPublic,
@@ -541,7 +542,7 @@ fn emit(
             to,
             frame: frame(
                 me,
-                session.0,
+                at,
                 iteration,
                 m.step,
                 Body::Mpc {

@@ -35,7 +35,7 @@ use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
 use vtwin_net::{seal, Body, Frame, Role, SealContext};
 
-use crate::outgoing::{body_kind, frame, Outgoing};
+use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 
 /// Everything a party needs: its own data and the public parameters.
 pub struct PartySetup {
@@ -156,7 +156,7 @@ impl PartyResponder {
         let reply = |body| {
             vec![Outgoing {
                 to: Role::Coordinator,
-                frame: frame(me, f.session, f.iteration, f.step, body),
+                frame: frame(me, Attempt::of(f), f.iteration, f.step, body),
             }]
         };
         match &f.body {
@@ -283,14 +283,14 @@ impl PartyResponder {
     }
 }
 
-/// The `Failed` frame a party driver sends to the coordinator after an error.
-pub fn failure(party: u16, session: [u8; 16], iteration: u64, e: &PartyError) -> Outgoing {
+/// The `Failed` frame a party driver sends to the coordinator after an error in handling `f`.
+pub fn failure(party: u16, f: &Frame, e: &PartyError) -> Outgoing {
     Outgoing {
         to: Role::Coordinator,
         frame: frame(
             Role::Party(party),
-            session,
-            iteration,
+            Attempt::of(f),
+            f.iteration,
             0,
             Body::Failed {
                 reason: e.to_string(),

@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::memory::MemoryConsortium;
+use vtwin_consortium::outgoing::{frame, Attempt};
 use vtwin_consortium::{
-    CoordinatorJob, JobError, JobEvent, NodeSession, PartyResponder, PartySetup, Timeouts,
+    CoordinatorJob, JobError, JobEvent, NodeOutput, NodeSession, PartyResponder, PartySetup,
+    Timeouts,
 };
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::NoiseRngs;
@@ -20,7 +22,7 @@ use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
-use vtwin_net::{Role, SealKey};
+use vtwin_net::{Body, Frame, Role, SealKey, WirePublic};
 
 const MPC_SEED: u64 = 11;
 const NOISE_SEED: u64 = 12;
@@ -299,9 +301,12 @@ fn the_early_buffer_is_bounded() {
     );
     let max = vtwin_consortium::node::EARLY_FRAMES;
     for k in 0..max + 10 {
-        let f = vtwin_consortium::outgoing::frame(
+        let f = frame(
             Role::Node(1),
-            [7; 16],
+            Attempt {
+                session: [7; 16],
+                attempt: [7; 8],
+            },
             0,
             k as u64,
             vtwin_net::Body::Mpc {
@@ -312,6 +317,99 @@ fn the_early_buffer_is_bounded() {
         assert!(out.send.is_empty() && out.error.is_none());
     }
     assert_eq!(node.early_frames(), max);
+}
+
+/// With insecure seeds a resumed job reruns iteration t under the session id of the aborted
+/// attempt, and a rerun job reuses every id. A faster node's `NodeKey` of the new attempt may
+/// reach a node before the coordinator's `Start` does: it must wait in the early buffer, not
+/// be dropped as a late frame of the closed old attempt (wire version 1, which had no attempt
+/// id, deadlocked there: CI hung a resumed consortium this way), and a late frame of the old
+/// attempt must not be replayed into the new one.
+#[test]
+fn a_retried_session_buffers_the_new_attempts_early_frames_and_drops_the_old_ones() {
+    let w = world();
+    let theta = vec![0.1; w.layout.dim()];
+    let public = vtwin_model::mpc::circuit_public_for(&w.layout, &theta, 1.0, 3).unwrap();
+    let wire = WirePublic::try_from(&public).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let mut nodes: Vec<NodeSession> = NodeId::ALL
+        .into_iter()
+        .map(|id| {
+            NodeSession::new(
+                id,
+                SealKey::generate(&mut rng),
+                SecretRandomness::InsecureSeed(9),
+            )
+        })
+        .collect();
+    let session = [5; 16];
+    let old = Attempt {
+        session,
+        attempt: [1; 8],
+    };
+    let new = Attempt {
+        session,
+        attempt: [2; 8],
+    };
+    let start = |at| {
+        frame(
+            Role::Coordinator,
+            at,
+            0,
+            0,
+            Body::Start {
+                public: wire.clone(),
+            },
+        )
+    };
+    let abort = |at| {
+        frame(
+            Role::Coordinator,
+            at,
+            0,
+            0,
+            Body::Abort {
+                reason: "test".into(),
+            },
+        )
+    };
+    let key_to_0 = |out: NodeOutput| -> Frame {
+        out.send
+            .into_iter()
+            .find(|o| o.to == Role::Node(0) && matches!(o.frame.body, Body::NodeKey { .. }))
+            .expect("a NodeKey for node 0")
+            .frame
+    };
+    // The old attempt: nodes 0 and 2 start; node 2's key to node 0 is held back (late).
+    let late = key_to_0(nodes[2].handle(Role::Coordinator, start(old)));
+    let _ = nodes[0].handle(Role::Coordinator, start(old));
+    for n in &mut nodes {
+        let out = n.handle(Role::Coordinator, abort(old));
+        assert!(out.error.is_none() && out.open.is_none());
+    }
+    // The new attempt: nodes 1 and 2 start first.
+    let k1 = key_to_0(nodes[1].handle(Role::Coordinator, start(new)));
+    let k2 = key_to_0(nodes[2].handle(Role::Coordinator, start(new)));
+    assert_eq!(late.session, k2.session, "same session id in both attempts");
+    let out = nodes[0].handle(Role::Node(2), late);
+    assert!(out.send.is_empty() && out.error.is_none());
+    assert_eq!(
+        nodes[0].early_frames(),
+        0,
+        "the old attempt's late key is dropped"
+    );
+    for (from, k) in [(Role::Node(1), k1), (Role::Node(2), k2)] {
+        let out = nodes[0].handle(from, k);
+        assert!(out.send.is_empty() && out.error.is_none());
+    }
+    assert_eq!(nodes[0].early_frames(), 2, "the new attempt's keys wait");
+    let out = nodes[0].handle(Role::Coordinator, start(new));
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(out.open, Some(0));
+    assert_eq!(nodes[0].early_frames(), 0, "both keys were replayed");
+    // Every frame node 0 sends belongs to the new attempt.
+    assert!(!out.send.is_empty());
+    assert!(out.send.iter().all(|o| Attempt::of(&o.frame) == new));
 }
 
 #[test]

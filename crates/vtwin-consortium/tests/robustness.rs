@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use vtwin_consortium::outgoing::frame;
+use vtwin_consortium::outgoing::{frame, Attempt};
 use vtwin_consortium::{CoordinatorJob, NodeSession, Timeouts};
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc::circuit_public_for;
@@ -51,6 +51,14 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
     }
 }
 
+/// Session `session`, attempt [1; 8].
+fn attempt(session: [u8; 16]) -> Attempt {
+    Attempt {
+        session,
+        attempt: [1; 8],
+    }
+}
+
 fn start_frame() -> vtwin_net::Frame {
     let layout = Layout::from_schema(&vtwin_model::demo::demo_schema(), 2).unwrap();
     let theta = vec![0.1; layout.dim()];
@@ -58,7 +66,7 @@ fn start_frame() -> vtwin_net::Frame {
     let wire = WirePublic::try_from(&public).unwrap();
     frame(
         Role::Coordinator,
-        [1; 16],
+        attempt([1; 16]),
         0,
         0,
         Body::Start { public: wire },
@@ -84,7 +92,7 @@ proptest! {
         let _ = node.handle(Role::Coordinator, start_frame());
         for (r, kind, bytes, n, same_session) in frames {
             let session = if same_session { [1; 16] } else { [n as u8; 16] };
-            let f = frame(role(r), session, 0, u64::from(n), body(kind, bytes, n));
+            let f = frame(role(r), attempt(session), 0, u64::from(n), body(kind, bytes, n));
             let out = node.handle(role(r), f);
             // A failure in a session is reported to the coordinator.
             if out.error.is_some() {
@@ -110,7 +118,7 @@ proptest! {
         let timeouts = Timeouts { handshake: Duration::from_secs(1), iteration: Duration::from_secs(1) };
         let (mut job, _) = CoordinatorJob::new(2, 3, timeouts, SecretRandomness::InsecureSeed(1), now);
         for (r, kind, bytes, n) in frames {
-            let f = frame(role(r), [n as u8; 16], 0, 0, body(kind, bytes, n));
+            let f = frame(role(r), attempt([n as u8; 16]), 0, 0, body(kind, bytes, n));
             let out = job.handle(role(r), f, now);
             // Nothing is ever applied without a trainer and three opening shares.
             let applied = out

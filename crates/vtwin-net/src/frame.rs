@@ -8,7 +8,8 @@
 //! Decoding never panics and allocates at most a small multiple of its input (serde caps
 //! length-prefixed pre-allocation; every element costs at least one input byte).
 //!
-//! Every frame carries the session, iteration, step and sender; the link adds a sequence
+//! Every frame carries the session, the coordinator's attempt at it, iteration, step and
+//! sender; the link adds a sequence
 //! number per direction that must be exactly the previous one plus one ([`SeqGuard`]), which
 //! rejects duplicates, replays and reordering, and the sender must equal the role the TLS
 //! handshake authenticated. Session and iteration are checked by the protocol state
@@ -21,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 1;
+pub const WIRE_VERSION: u8 = 2;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -37,8 +38,14 @@ pub struct Frame {
     /// Per-link, per-direction sequence number: 0 for the first frame, then +1 each
     /// ([`SeqGuard`]). Filled in by the link on send.
     pub seq: u64,
-    /// Session id of the iteration (fresh random 16 bytes per iteration).
+    /// Session id of the iteration (fresh random 16 bytes per iteration; with insecure test
+    /// seeds a pure function of the seed and the iteration, so a resumed job reuses it).
     pub session: [u8; 16],
+    /// The coordinator's attempt at the session: 8 bytes it draws from the OS for each
+    /// `Start`, echoed by every frame of that attempt. Public; it only tells a retried
+    /// session's frames from a previous attempt's (same session id, insecure seeds), so a
+    /// node never drops a new attempt's early frame as a late one of the old attempt.
+    pub attempt: [u8; 8],
     /// Training iteration t.
     pub iteration: u64,
     /// Protocol step within the session (the protocol's own counter).
@@ -50,12 +57,14 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// A frame of the current version with `seq = 0` (the link fills `seq` in on send).
+    /// A frame of the current version with `seq = 0` (the link fills `seq` in on send) and
+    /// attempt 0 (set [`Frame::attempt`] for frames of a session attempt).
     pub fn new(session: [u8; 16], iteration: u64, step: u64, sender: Role, body: Body) -> Frame {
         Frame {
             version: WIRE_VERSION,
             seq: 0,
             session,
+            attempt: [0; 8],
             iteration,
             step,
             sender,

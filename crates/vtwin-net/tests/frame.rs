@@ -89,20 +89,24 @@ fn frame() -> impl Strategy<Value = Frame> {
     (
         any::<u64>(),
         any::<[u8; 16]>(),
+        any::<[u8; 8]>(),
         any::<u64>(),
         any::<u64>(),
         role(),
         body(),
     )
-        .prop_map(|(seq, session, iteration, step, sender, body)| Frame {
-            version: WIRE_VERSION,
-            seq,
-            session,
-            iteration,
-            step,
-            sender,
-            body,
-        })
+        .prop_map(
+            |(seq, session, attempt, iteration, step, sender, body)| Frame {
+                version: WIRE_VERSION,
+                seq,
+                session,
+                attempt,
+                iteration,
+                step,
+                sender,
+                body,
+            },
+        )
 }
 
 proptest! {
@@ -197,7 +201,8 @@ fn refusals_name_the_cause() {
     ));
     // An unknown Body variant index.
     let mut u = body.to_vec();
-    let variant_at = 1 + 1 + 16 + 1 + 1 + 2; // version, seq, session, iteration, step, Node(1)
+    // version, seq, session, attempt, iteration, step, Node(1)
+    let variant_at = 1 + 1 + 16 + 8 + 1 + 1 + 2;
     assert_eq!(u[variant_at], 8, "Body::Mpc is variant 8");
     u[variant_at] = 100;
     assert!(matches!(decode(&u), Err(FrameError::Malformed { .. })));

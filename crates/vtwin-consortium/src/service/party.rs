@@ -73,7 +73,7 @@ impl PartyServer {
                                 Err(e) => {
                                     tracing::warn!("{e}");
                                     let Role::Party(p) = me else { continue };
-                                    vec![failure(p, f.session, f.iteration, &e)]
+                                    vec![failure(p, &f, &e)]
                                 }
                             };
                             for o in out {

@@ -171,6 +171,31 @@ pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
     }
 }
 
+impl Drop for Consortium {
+    /// A failed test shows the tail of every service's log (CI keeps nothing else).
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let Ok(dir) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut logs: Vec<PathBuf> = dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        logs.sort();
+        for p in logs {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            eprintln!("--- {} (last 80 of {} lines)", p.display(), lines.len());
+            for l in &lines[lines.len().saturating_sub(80)..] {
+                eprintln!("{l}");
+            }
+        }
+    }
+}
+
 impl Consortium {
     /// A copy of the coordinator config writing to `out`, edited by `edit`.
     pub fn coordinator_config(
