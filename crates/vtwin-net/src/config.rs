@@ -19,6 +19,11 @@ use crate::role::NODES;
 use crate::seal::parse_hex32;
 use crate::transport::{Backoff, TransportOptions};
 
+/// Longest keep-alive interval: a link sends at least this often, so a restarted peer answers
+/// with a stateless reset (crate `reset_key`) and the link is redialled within about this long
+/// instead of the idle timeout. Cost: one small packet per link per interval.
+pub const KEEP_ALIVE_MAX: Duration = Duration::from_secs(2);
+
 /// The TLS files of one role.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,12 +103,13 @@ impl Timeouts {
         Duration::from_millis(self.iteration_ms)
     }
 
-    /// Transport options (idle timeout, keep-alive at a third of it, receive delay).
+    /// Transport options (idle timeout, keep-alive at a third of it but at most
+    /// [`KEEP_ALIVE_MAX`], receive delay).
     pub fn transport(&self) -> TransportOptions {
         let idle = Duration::from_millis(self.idle_ms);
         TransportOptions {
             idle_timeout: idle,
-            keep_alive: idle / 3,
+            keep_alive: (idle / 3).min(KEEP_ALIVE_MAX),
             receive_delay: (self.receive_delay_ms > 0)
                 .then(|| Duration::from_millis(self.receive_delay_ms)),
             ..TransportOptions::default()

@@ -2,12 +2,15 @@
 //! wire format, and sealing of input shares to a compute node.
 //!
 //! - [`frame`]: `len (u32 LE) || postcard(Frame)`, at most [`frame::MAX_FRAME_BYTES`];
-//!   version, per-link sequence number, session, iteration, step and sender in every frame;
+//!   version, per-link sequence number, session, attempt, iteration, step and sender in
+//!   every frame;
 //!   [`frame::SeqGuard`] rejects duplicates, replays, reordering and a forged sender.
 //! - [`mod@seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
 //!   iteration, party, node), so the coordinator relays shares it cannot read.
 //! - [`role`]: coordinator, node i, party p, and their certificate names.
 //! - [`pki`]: the consortium CA, per-role certificates, a process's [`pki::Identity`].
+//! - `stateless_reset`: QUIC reset and connection-id keys derived from the TLS key, so a
+//!   restarted process's resets are honoured and its peers redial within a keep-alive.
 //! - [`tls`]: rustls 0.23 (ring only, TLS 1.3 only) mutual-TLS configurations.
 //! - [`transport`]: [`transport::Endpoint`] (accept, connect with backoff) and
 //!   [`transport::Link`] (send, recv, split), with an optional receive delay line.
@@ -36,6 +39,7 @@ pub mod keygen;
 pub mod pki;
 pub mod role;
 pub mod seal;
+mod stateless_reset;
 pub mod tls;
 pub mod transport;
 

@@ -325,6 +325,11 @@ impl Identity {
         self.key.clone_key()
     }
 
+    /// The private key's DER bytes, borrowed (no copy to wipe).
+    pub(crate) fn key_der(&self) -> &[u8] {
+        self.key.secret_der()
+    }
+
     /// The trusted CA certificate.
     pub fn ca(&self) -> &CertificateDer<'static> {
         &self.ca

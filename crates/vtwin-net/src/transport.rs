@@ -38,6 +38,7 @@ use crate::frame::{
 };
 use crate::pki::{role_of_certificate, Identity};
 use crate::role::Role;
+use crate::stateless_reset::endpoint_config;
 use crate::tls::{client_config, server_config, TlsError};
 
 /// Application close code: normal close ([`Link::close`]).
@@ -62,7 +63,8 @@ const ACCEPT_QUEUE: usize = 64;
 pub struct TransportOptions {
     /// A connection with no traffic for this long is closed (QUIC idle timeout).
     pub idle_timeout: Duration,
-    /// Keep-alive interval (well below `idle_timeout`, so idle links stay up).
+    /// Keep-alive interval (well below `idle_timeout`, so idle links stay up; also how soon
+    /// a restarted peer's stateless reset is provoked, so how soon a link to it is redialled).
     pub keep_alive: Duration,
     /// How long an accepted connection may take to open its stream and send the hello.
     pub hello_timeout: Duration,
@@ -71,11 +73,11 @@ pub struct TransportOptions {
 }
 
 impl Default for TransportOptions {
-    /// Idle timeout 60 s, keep-alive 5 s, hello timeout 10 s, no delay.
+    /// Idle timeout 60 s, keep-alive 2 s, hello timeout 10 s, no delay.
     fn default() -> TransportOptions {
         TransportOptions {
             idle_timeout: Duration::from_secs(60),
-            keep_alive: Duration::from_secs(5),
+            keep_alive: crate::config::KEEP_ALIVE_MAX,
             hello_timeout: Duration::from_secs(10),
             receive_delay: None,
         }
@@ -274,8 +276,8 @@ impl Endpoint {
             })?;
         let mut client = quinn::ClientConfig::new(Arc::new(client_crypto));
         client.transport_config(Arc::new(transport_config(&options, false)));
-        let quinn = if accept.is_empty() {
-            quinn::Endpoint::client(addr)
+        let server = if accept.is_empty() {
+            None
         } else {
             let server_crypto = QuicServerConfig::try_from(server_config(identity, accept)?)
                 .map_err(|e| TlsError {
@@ -283,9 +285,16 @@ impl Endpoint {
                 })?;
             let mut server = quinn::ServerConfig::with_crypto(Arc::new(server_crypto));
             server.transport_config(Arc::new(transport_config(&options, true)));
-            quinn::Endpoint::server(server, addr)
-        }
-        .map_err(|source| TransportError::Bind { addr, source })?;
+            Some(server)
+        };
+        // Keys derived from the identity: a restarted process's stateless resets are honoured
+        // by its peers (crate::stateless_reset).
+        let config = endpoint_config(identity);
+        let bind = |source| TransportError::Bind { addr, source };
+        let socket = std::net::UdpSocket::bind(addr).map_err(bind)?;
+        let runtime = quinn::default_runtime()
+            .ok_or_else(|| bind(std::io::Error::other("no tokio runtime")))?;
+        let quinn = quinn::Endpoint::new(config, server, socket, runtime).map_err(bind)?;
         let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
         let refusals = Arc::new(AtomicU64::new(0));
         let (stop, stopped) = tokio::sync::oneshot::channel();

@@ -131,8 +131,9 @@ fn node_killed_mid_iteration_aborts_cleanly_and_resume_matches_an_uninterrupted_
     assert!(t < job.iters);
     assert_eq!(ck.state.ledger.as_ref().map(|l| l.steps()), Some(t));
 
-    // Restart node 1; its peers reconnect (node 0 redials once its QUIC idle timeout has
-    // seen the old link die; node 1 dials node 2), then resume.
+    // Restart node 1; its peers reconnect (node 0 redials once its idle timeout or a
+    // stateless reset from the new process has ended the old link; node 1 dials node 2),
+    // then resume.
     let links_to_1 = |name: &str| {
         c.log(name)
             .lines()

@@ -2,16 +2,17 @@
 //! an unreachable peer at start (named, retried with backoff up to a limit; a late peer is
 //! reached by retrying), a certificate from another CA or for the wrong role (refused and
 //! logged), malformed and oversized frames (that connection closed, the node keeps serving,
-//! and a normal run then succeeds against the same processes).
+//! and a normal run then succeeds against the same processes), a restarted node (its peers'
+//! stale links end by stateless reset within a keep-alive, not the idle timeout).
 
 mod consortium_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use consortium_support::{coordinate, keygen, Job, Kids};
-use vtwin_net::config::{CoordinatorConfig, NodeConfig, PartyConfig};
+use consortium_support::{coordinate, keygen, wait_until, Job, Kids};
+use vtwin_net::config::{self, CoordinatorConfig, NodeConfig, PartyConfig};
 use vtwin_net::tls::client_config;
 use vtwin_net::transport::{Backoff, Endpoint, TransportError, TransportOptions, HELLO};
 use vtwin_net::Role;
@@ -157,4 +158,55 @@ fn malformed_and_oversized_frames_close_that_link_and_the_node_keeps_serving() {
     let cfg = c.coordinator_config("coordinator-ok.toml", &tmp.path().join("b"), |_| {});
     let (status, stderr, _) = coordinate(&cfg, &[]);
     assert!(status.success(), "{stderr}");
+}
+
+/// A restarted node derives the same QUIC reset keys from its TLS key, so its peers' stale
+/// links end by stateless reset at their next keep-alive (at most 2 s) and are redialled,
+/// although the idle timeout is the default 60 s; then a job runs on the same processes.
+#[test]
+fn a_restarted_node_is_reset_and_redialled_long_before_the_idle_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = keygen(&tmp.path().join("keys"), &small(), 0);
+    for f in &c.nodes {
+        let mut n = NodeConfig::load(f).unwrap();
+        n.timeouts.idle_ms = 60_000;
+        config::write(f, &n).unwrap();
+    }
+    let mut kids = Kids::default();
+    c.start_all(&mut kids);
+    let cfg = c.coordinator_config("coordinator-a.toml", &tmp.path().join("a"), |_| {});
+    let (status, stderr, _) = coordinate(&cfg, &[]);
+    assert!(status.success(), "first job: {stderr}");
+    let links = |name: &str, what: &str| -> Vec<String> {
+        c.log(name)
+            .lines()
+            .filter(|l| l.contains(what) && l.contains("peer=node 1"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let up0 = links("node-0", "link up").len();
+    kids.kill("node-1");
+    let restarted = Instant::now();
+    c.spawn(&mut kids, "node", "node-1b", &c.nodes[1]);
+    assert!(
+        wait_until(Duration::from_secs(30), || links("node-0", "link up").len()
+            > up0),
+        "node 0 did not redial node 1: {}",
+        c.log("node-0")
+    );
+    let took = restarted.elapsed();
+    let down = links("node-0", "link down");
+    assert!(
+        down.last().is_some_and(|l| l.contains("reset")),
+        "node 0 saw no reset: {down:?}"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    eprintln!(
+        "node 1 restarted -> node 0 redialled after {:.0} ms ({})",
+        took.as_secs_f64() * 1e3,
+        down.last().unwrap()
+    );
+    let cfg = c.coordinator_config("coordinator-b.toml", &tmp.path().join("b"), |_| {});
+    let (status, stderr, _) = coordinate(&cfg, &[]);
+    assert!(status.success(), "job after the restart: {stderr}");
 }
