@@ -134,6 +134,58 @@ fn checkpoint_rejects_garbage() {
     );
 }
 
+/// A damaged checkpoint never loads: a flipped bit anywhere, a truncated or extended file, a
+/// file of another format version; each error names the file and says what is wrong.
+#[test]
+fn damaged_checkpoints_are_refused_with_the_reason() {
+    let layout = Layout::from_schema(&demo_schema(), 2).unwrap();
+    let data = PartyData::from_table(&demo_table(100, 1), &layout).unwrap();
+    let cfg = config(0.1, 1.0);
+    let mut dpvi = run("fixed", &layout, &data, &cfg);
+    dpvi.step().unwrap();
+    let ck = Checkpoint {
+        settings: RunSettings {
+            backend: "fixed".into(),
+            renormalise: "closed-form".into(),
+            layout: layout.clone(),
+            config: cfg,
+            train_rows: 100,
+            iters: 1,
+            delta: 1e-5,
+        },
+        state: dpvi.state(),
+        noise: dpvi.noise_checkpoint(),
+        history: Vec::new(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.ck");
+    ck.save(&p).unwrap();
+    assert_eq!(Checkpoint::load(&p).unwrap(), ck);
+    let good = std::fs::read(&p).unwrap();
+    let refused = |bytes: &[u8]| -> String {
+        std::fs::write(&p, bytes).unwrap();
+        let e = Checkpoint::load(&p).unwrap_err().to_string();
+        assert!(e.contains("run.ck") && e.contains("not a vtwin checkpoint or corrupt"), "{e}");
+        e
+    };
+    // One flipped bit at every 97th byte of the body and the digest.
+    for at in (8..good.len()).step_by(97).chain([good.len() - 1]) {
+        let mut b = good.clone();
+        b[at] ^= 0x10;
+        assert!(refused(&b).contains("digest mismatch"));
+    }
+    assert!(refused(&good[..good.len() - 5]).contains("digest mismatch"));
+    let mut longer = good.clone();
+    longer.push(0);
+    assert!(refused(&longer).contains("digest mismatch"));
+    assert!(refused(&good[..60]).contains("digest mismatch"));
+    assert!(refused(&good[..20]).contains("no digest"));
+    assert!(refused(&good[..5]).contains("shorter than the header"));
+    let mut v1 = good.clone();
+    v1[7] = 1;
+    assert!(refused(&v1).contains("format version 1"), "{}", refused(&v1));
+}
+
 /// DPVI with noise (sigma = 1, q = 0.05, C = 1) on 2000 demo records reaches a test NLL
 /// within 0.06 nats per record of the generating mixture's (measured: see the eprintln),
 /// for both backends, and the two backends end within 0.02 nats of each other. The gap
