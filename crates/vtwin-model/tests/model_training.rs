@@ -165,7 +165,10 @@ fn damaged_checkpoints_are_refused_with_the_reason() {
     let refused = |bytes: &[u8]| -> String {
         std::fs::write(&p, bytes).unwrap();
         let e = Checkpoint::load(&p).unwrap_err().to_string();
-        assert!(e.contains("run.ck") && e.contains("not a vtwin checkpoint or corrupt"), "{e}");
+        assert!(
+            e.contains("run.ck") && e.contains("not a vtwin checkpoint or corrupt"),
+            "{e}"
+        );
         e
     };
     // One flipped bit at every 97th byte of the body and the digest.
@@ -183,7 +186,11 @@ fn damaged_checkpoints_are_refused_with_the_reason() {
     assert!(refused(&good[..5]).contains("shorter than the header"));
     let mut v1 = good.clone();
     v1[7] = 1;
-    assert!(refused(&v1).contains("format version 1"), "{}", refused(&v1));
+    assert!(
+        refused(&v1).contains("format version 1"),
+        "{}",
+        refused(&v1)
+    );
 }
 
 /// DPVI with noise (sigma = 1, q = 0.05, C = 1) on 2000 demo records reaches a test NLL
