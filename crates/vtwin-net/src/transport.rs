@@ -17,20 +17,19 @@
 //!   [`MAX_FRAME_BYTES`](crate::frame::MAX_FRAME_BYTES) before allocating, decodes and applies the [`SeqGuard`]; any bad
 //!   frame closes that connection with [`CLOSE_BAD_FRAME`] and returns the error.
 //! - Optional receive delay ([`TransportOptions::receive_delay`]): a delay line that
-//!   delivers each frame at its arrival time + delay, frames pipelined (a background task
-//!   keeps reading), order kept; used to emulate a round-trip time of 2 x delay when both
+//!   delivers each frame at its arrival time + delay (released by an OS thread, precise to
+//!   tens of microseconds), frames pipelined (a background task keeps reading), order kept; used to emulate a round-trip time of 2 x delay when both
 //!   ends set it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{ConnectionError, RecvStream, SendStream, VarInt};
 use rustls::pki_types::CertificateDer;
 use tokio::sync::{mpsc, Mutex};
-use tokio::time::Instant;
 
 use crate::frame::{
     body_len, decode, encode, Frame, FrameError, SeqCounter, SeqGuard, LENGTH_PREFIX_BYTES,
@@ -544,15 +543,16 @@ async fn read_raw(stream: &mut RecvStream) -> Result<Option<Vec<u8>>, RawError> 
 /// One frame read by a delay line, with its arrival time.
 struct Arrival {
     at: Instant,
-    raw: Result<Option<Vec<u8>>, RawError>,
+    raw: RawFrame,
 }
+
+/// What [`read_raw`] returns.
+type RawFrame = Result<Option<Vec<u8>>, RawError>;
 
 enum Source {
     Direct(RecvStream),
-    Delayed {
-        queue: mpsc::Receiver<Arrival>,
-        delay: Duration,
-    },
+    /// Frames released by the delay line's timer thread at arrival + delay.
+    Delayed(mpsc::Receiver<RawFrame>),
 }
 
 /// The sending half of a link.
@@ -595,11 +595,7 @@ impl Link {
         options: &TransportOptions,
     ) -> Link {
         let source = match options.receive_delay {
-            Some(delay) if !delay.is_zero() => {
-                let (tx, queue) = mpsc::channel(DELAY_QUEUE_FRAMES);
-                tokio::spawn(delay_line(recv, tx));
-                Source::Delayed { queue, delay }
-            }
+            Some(delay) if !delay.is_zero() => Source::Delayed(delay_line(recv, delay)),
             _ => Source::Direct(recv),
         };
         Link {
@@ -709,11 +705,8 @@ impl LinkReceiver {
         let peer = self.guard.peer();
         let raw = match &mut self.source {
             Source::Direct(stream) => read_raw(stream).await,
-            Source::Delayed { queue, delay } => match queue.recv().await {
-                Some(arrival) => {
-                    tokio::time::sleep_until(arrival.at + *delay).await;
-                    arrival.raw
-                }
+            Source::Delayed(queue) => match queue.recv().await {
+                Some(raw) => raw,
                 None => Err(RawError::Stream("delay line stopped".into())),
             },
         };
@@ -757,18 +750,53 @@ impl LinkReceiver {
     }
 }
 
-/// Reads frames as they arrive and queues them with their arrival time, until the stream
-/// ends, fails, or the receiver is dropped.
-async fn delay_line(mut stream: RecvStream, tx: mpsc::Sender<Arrival>) {
-    loop {
-        let raw = read_raw(&mut stream).await;
-        let last = !matches!(raw, Ok(Some(_)));
-        let arrival = Arrival {
-            at: Instant::now(),
-            raw,
-        };
-        if tx.send(arrival).await.is_err() || last {
-            return;
+/// The delay line of one link: a task reads frames as they arrive and stamps them; an OS
+/// thread releases each at arrival + `delay`, in order, into the returned queue.
+///
+/// Why a thread: tokio's timer has a 1 ms resolution, so a 0.5 ms sleep lasted 1 to 2 ms and
+/// an emulated RTT of 1 ms measured the timer, not the protocol. A thread sleep is precise to
+/// tens of microseconds. At most [`DELAY_QUEUE_FRAMES`] frames wait in each stage; beyond,
+/// the reader stops and QUIC flow control holds the sender back. Both stop when the stream
+/// ends or fails (that outcome is delivered last) or when the link is dropped.
+fn delay_line(mut stream: RecvStream, delay: Duration) -> mpsc::Receiver<RawFrame> {
+    const SPIN: Duration = Duration::from_micros(100);
+    let (arrivals, mut pending) = mpsc::channel::<Arrival>(DELAY_QUEUE_FRAMES);
+    let (release, queue) = mpsc::channel(DELAY_QUEUE_FRAMES);
+    tokio::spawn(async move {
+        loop {
+            let raw = read_raw(&mut stream).await;
+            let last = !matches!(raw, Ok(Some(_)));
+            let arrival = Arrival {
+                at: Instant::now(),
+                raw,
+            };
+            if arrivals.send(arrival).await.is_err() || last {
+                return;
+            }
         }
+    });
+    let timer = std::thread::Builder::new()
+        .name("vtwin-delay-line".into())
+        .spawn(move || {
+            while let Some(a) = pending.blocking_recv() {
+                let due = a.at + delay;
+                // Sleep to just before the deadline (a thread sleep overshoots by the timer
+                // slack, about 50 us), then yield until it.
+                let wait = due.saturating_duration_since(Instant::now());
+                if wait > SPIN {
+                    std::thread::sleep(wait - SPIN);
+                }
+                while Instant::now() < due {
+                    std::thread::yield_now();
+                }
+                if release.blocking_send(a.raw).is_err() {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = timer {
+        // Without the thread the link cannot deliver; say so on the first receive.
+        tracing::warn!("delay line thread: {e}");
     }
+    queue
 }
