@@ -8,6 +8,11 @@
 //! The Adult files come from `$VTWIN_DATA_DIR` or `../shared/data/adult` next to the
 //! workspace; the per-party CSVs are written to a temporary directory (never the repository).
 //! Secrets come from insecure seeds (timing only). Prints a JSON object.
+//!
+//! Bytes on the wire: the loopback interface's transmit counters (`/proc/net/dev`, Linux) over
+//! the whole no-delay QUIC run (setup and warm-up included, so slightly high; every process
+//! of the host counts, so run it on a quiet machine), per iteration: QUIC, TLS, frame and
+//! IP/UDP headers included.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -141,7 +146,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         run(settings).map(|r| (r.iteration_ms[WARMUP..].to_vec(), r.setup_ms))
     };
+    let lo_before = loopback_tx();
     let (loopback, setup_ms) = quic(None, iters)?;
+    let wire = match (lo_before, loopback_tx()) {
+        (Some((b0, p0)), Some((b1, p1))) => {
+            let runs = (WARMUP + iters) as f64;
+            serde_json::json!({
+                "bytes_per_iteration": (b1 - b0) as f64 / runs,
+                "packets_per_iteration": (p1 - p0) as f64 / runs,
+            })
+        }
+        _ => serde_json::Value::Null,
+    };
     let mut rtt = Vec::new();
     for rtt_ms in [1.0f64, 20.0] {
         let (ms, _) = quic(Some(Duration::from_secs_f64(rtt_ms / 2e3)), rtt_iters)?;
@@ -161,6 +177,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "mpc_in_memory": spread(&mpc),
         "mpc_loopback_quic": spread(&loopback),
         "loopback_setup_ms": setup_ms,
+        "loopback_wire": wire,
         "quic_over_mpc": median(&loopback) / median(&mpc),
         "quic_over_fixed": median(&loopback) / median(&fixed),
         "mpc_rounds_per_iteration": rounds,
@@ -169,6 +186,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
+}
+
+/// (bytes, packets) sent on the loopback interface so far, from `/proc/net/dev` (None where
+/// it cannot be read: not Linux).
+fn loopback_tx() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/net/dev").ok()?;
+    let line = text.lines().find(|l| l.trim_start().starts_with("lo:"))?;
+    let fields: Vec<u64> = line
+        .split_once(':')?
+        .1
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // Receive: bytes packets errs drop fifo frame compressed multicast; then transmit.
+    Some((*fields.get(8)?, *fields.get(9)?))
 }
 
 /// UTC time of day from the system clock (seconds precision), without a date crate.
