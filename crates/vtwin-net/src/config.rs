@@ -70,7 +70,7 @@ pub struct Timeouts {
 }
 
 impl Default for Timeouts {
-    /// 10 attempts, 100 ms doubling to 5 s, 5 s per attempt, 10 min per iteration, 60 s
+    /// 10 attempts, 100 ms doubling to 5 s, 5 s per attempt, 10 min per iteration, 15 s
     /// idle, no delay.
     fn default() -> Timeouts {
         let b = Backoff::default();

@@ -7,7 +7,7 @@
 //! it for that connection id. quinn draws both keys at random per process: the restarted
 //! process dropped the peer's packets as carrying connection ids it never issued, and had it
 //! answered, the token would not have matched. So a restarted node's peers kept the dead link
-//! until their idle timeout (60 s by default) before redialling. With both keys derived from
+//! until their idle timeout (60 s by default then, 15 s now) before redialling. With both keys derived from
 //! the role's private key, the restarted process recognises the old ids and its tokens equal
 //! the old process's: the peer drops the stale link on its next packet (a keep-alive, at most
 //! [`crate::config::KEEP_ALIVE_MAX`] away) and redials.

@@ -72,10 +72,11 @@ pub struct TransportOptions {
 }
 
 impl Default for TransportOptions {
-    /// Idle timeout 60 s, keep-alive 2 s, hello timeout 10 s, no delay.
+    /// Idle timeout 15 s (seven keep-alives of 2 s lost in a row: a dead or cut-off peer, not
+    /// a slow one), keep-alive 2 s, hello timeout 10 s, no delay.
     fn default() -> TransportOptions {
         TransportOptions {
-            idle_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(15),
             keep_alive: crate::config::KEEP_ALIVE_MAX,
             hello_timeout: Duration::from_secs(10),
             receive_delay: None,
