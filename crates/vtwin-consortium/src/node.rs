@@ -16,10 +16,12 @@
 //!    j (the TLS-authenticated role). Messages of the node's program to node j go out as
 //!    `Mpc` frames to node j, the opening shares to the coordinator.
 //!
-//! Frames for a session that has not started here yet (a faster node's `NodeKey`, or its first
-//! MPC messages before this node has all keys) are buffered, at most [`EARLY_FRAMES`] frames
-//! and [`EARLY_BYTES`] bytes (the oldest are dropped beyond). Frames of a session that was
-//! aborted or finished here are dropped. `Abort` drops the session's state; the node keeps
+//! Sessions are told apart by (session id, the coordinator's attempt id): with insecure test
+//! seeds a resumed job reuses session ids, and only the attempt separates its frames from an
+//! earlier attempt's. Frames for a session attempt that has not started here yet (a faster
+//! node's `NodeKey`, or its first MPC messages before this node has all keys) are buffered, at
+//! most [`EARLY_FRAMES`] frames and [`EARLY_BYTES`] bytes (the oldest are dropped beyond).
+//! Frames of a session attempt that was aborted or finished here are dropped. `Abort` drops the session's state; the node keeps
 //! serving and the next `Start` opens a new session.
 //!
 //! Any error in a session drops it and sends `Failed { reason }` to the coordinator (which
