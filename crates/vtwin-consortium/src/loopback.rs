@@ -135,16 +135,8 @@ pub fn run(settings: LoopbackSettings) -> Result<LoopbackReport, LoopbackError> 
 }
 
 fn identity(ca: &Ca, role: Role) -> Result<Identity, LoopbackError> {
-    let issued = ca
-        .issue(role)
-        .map_err(|e| LoopbackError::Setup(e.to_string()))?;
-    Identity::from_pem(
-        ["loopback CA", "loopback certificate", "loopback key"],
-        ca.cert_pem().as_bytes(),
-        issued.cert_pem.as_bytes(),
-        issued.key_pem.as_bytes(),
-    )
-    .map_err(|e| LoopbackError::Setup(e.to_string()))
+    ca.identity(role)
+        .map_err(|e| LoopbackError::Setup(e.to_string()))
 }
 
 /// Runs the consortium inside the current tokio runtime (multi-threaded) with the caller's

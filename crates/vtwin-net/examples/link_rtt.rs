@@ -4,19 +4,8 @@
 
 use std::time::Instant;
 
-use vtwin_net::pki::{Ca, Identity};
+use vtwin_net::pki::Ca;
 use vtwin_net::{Backoff, Body, Endpoint, Frame, Role, TransportOptions};
-
-fn identity(ca: &Ca, role: Role) -> Identity {
-    let issued = ca.issue(role).unwrap();
-    Identity::from_pem(
-        ["ca", "cert", "key"],
-        ca.cert_pem().as_bytes(),
-        issued.cert_pem.as_bytes(),
-        issued.key_pem.as_bytes(),
-    )
-    .unwrap()
-}
 
 fn main() {
     let rounds: usize = std::env::args()
@@ -39,14 +28,19 @@ async fn measure(rounds: usize, delay_us: u64) {
         let any = "127.0.0.1:0".parse().unwrap();
         let server = Endpoint::bind(
             any,
-            &identity(&ca, Role::Node(1)),
+            &ca.identity(Role::Node(1)).unwrap(),
             &[Role::Node(0)],
             options.clone(),
         )
         .unwrap();
         let addr = server.local_addr().unwrap();
-        let client =
-            Endpoint::bind(any, &identity(&ca, Role::Node(0)), &[], options.clone()).unwrap();
+        let client = Endpoint::bind(
+            any,
+            &ca.identity(Role::Node(0)).unwrap(),
+            &[],
+            options.clone(),
+        )
+        .unwrap();
         let (link, accepted) = tokio::join!(
             client.connect(addr, Role::Node(1), Backoff::default()),
             server.accept()

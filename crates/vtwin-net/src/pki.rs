@@ -184,6 +184,20 @@ impl Ca {
             key_pem: Zeroizing::new(key.serialize_pem()),
         })
     }
+
+    /// Issues a certificate for `role` ([`Ca::issue`]) and loads it as an in-memory
+    /// [`Identity`] trusting this CA: for consortia run inside one process (`vtwin demo`),
+    /// examples and tests; `vtwin keygen` writes files instead. Cost: one key generation, one
+    /// signature and one chain verification.
+    pub fn identity(&self, role: Role) -> Result<Identity, PkiError> {
+        let issued = self.issue(role)?;
+        Identity::from_pem(
+            ["in-memory CA", "in-memory certificate", "in-memory key"],
+            self.cert_pem.as_bytes(),
+            issued.cert_pem.as_bytes(),
+            issued.key_pem.as_bytes(),
+        )
+    }
 }
 
 /// What a process authenticates with: its certificate chain and key, the CA it trusts,

@@ -76,14 +76,7 @@ mod tests {
     }
 
     fn identity(ca: &Ca, role: Role) -> Identity {
-        let issued = ca.issue(role).unwrap();
-        Identity::from_pem(
-            ["ca", "cert", "key"],
-            ca.cert_pem().as_bytes(),
-            issued.cert_pem.as_bytes(),
-            issued.key_pem.as_bytes(),
-        )
-        .unwrap()
+        ca.identity(role).unwrap()
     }
 
     #[test]
