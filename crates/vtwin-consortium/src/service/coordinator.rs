@@ -4,7 +4,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::Trainer;
@@ -12,7 +11,7 @@ use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::Role;
 
-use super::mesh::{Inbound, Mesh};
+use super::mesh::{Event, Hub};
 use super::ServiceError;
 use crate::coordinator::{CoordinatorJob, JobEvent, JobOutput, Timeouts};
 
@@ -96,12 +95,12 @@ async fn drive(
         let (endpoint, backoff) = (endpoint.clone(), run.backoff);
         connects.spawn(async move { endpoint.connect(addr, role, backoff).await });
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut mesh = Mesh::new(tx);
+    // The coordinator dials every link itself; the hub's link input stays open but unused.
+    let (mut hub, _links) = Hub::new(Role::Coordinator);
     while let Some(joined) = connects.join_next().await {
         let link = joined.map_err(|e| ServiceError::Stopped(e.to_string()))??;
         tracing::info!(peer = %link.peer(), addr = %link.remote_address(), "link up");
-        mesh.attach(link);
+        hub.mesh.attach(link);
     }
     let (mut job, hello) = CoordinatorJob::new(
         run.parties.len(),
@@ -122,7 +121,7 @@ async fn drive(
             let out = std::mem::take(&mut pending);
             let mut lost = None;
             for o in out.send {
-                if !mesh.send(o.to, o.frame) {
+                if !hub.mesh.send(o.to, o.frame) {
                     lost.get_or_insert(o.to);
                 }
             }
@@ -159,7 +158,7 @@ async fn drive(
                             .map_err(ServiceError::Driver)?;
                     }
                     JobEvent::Finished => {
-                        mesh.close_all("job finished");
+                        hub.mesh.close_all("job finished");
                         return job
                             .into_trainer()
                             .ok_or_else(|| ServiceError::Stopped("no trainer".into()));
@@ -167,7 +166,7 @@ async fn drive(
                     JobEvent::Aborted(e) => {
                         // The Abort frames are queued; nothing was applied.
                         for o in std::mem::take(&mut pending.send) {
-                            mesh.send(o.to, o.frame);
+                            hub.mesh.send(o.to, o.frame);
                         }
                         return Err(ServiceError::Job(e));
                     }
@@ -180,17 +179,12 @@ async fn drive(
             }
         }
         tokio::select! {
-            ev = rx.recv() => {
-                let Some(ev) = ev else { return Err(ServiceError::Stopped("inbox closed".into())) };
+            ev = hub.next() => {
                 let now = Instant::now();
                 let _enter = span.as_ref().map(|(_, s)| s.enter());
-                pending = match ev {
-                    Inbound::Frame(peer, id, f) if mesh.is_current(peer, id) => job.handle(peer, f, now),
-                    Inbound::Down(peer, id, reason) if mesh.down(peer, id) => {
-                        tracing::warn!(%peer, "link down: {reason}");
-                        job.peer_lost(peer, &reason, now)
-                    }
-                    _ => JobOutput::default(),
+                pending = match ev? {
+                    Event::Frame(peer, f) => job.handle(peer, f, now),
+                    Event::Down(peer, reason) => job.peer_lost(peer, &reason, now),
                 };
             }
             _ = ticker.tick() => {

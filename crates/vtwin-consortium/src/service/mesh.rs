@@ -13,12 +13,18 @@
 //! go out when the link comes up. The queue of a peer is emptied when its link goes down and
 //! whenever the node has no open session ([`Mesh::clear_pending`]), so frames of a dead
 //! session never reach the peer's next process.
+//!
+//! A [`Hub`] is the mesh of a serving process with its inputs: it takes over the links its
+//! acceptor and diallers hand it and turns the inbox into [`Event`]s of current links only.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use vtwin_net::transport::{Link, LinkSender};
+use vtwin_net::transport::{Endpoint, Link, LinkSender};
 use vtwin_net::{Frame, Role};
+
+use super::ServiceError;
 
 /// What the links deliver to the state machine's task.
 #[derive(Debug)]
@@ -173,6 +179,80 @@ impl Mesh {
     pub(crate) fn close_all(&mut self, reason: &str) {
         for (_, (_, tx)) in self.writers.drain() {
             let _ = tx.send(Out::Close(reason.to_owned()));
+        }
+    }
+}
+
+/// What a serving process acts on: a frame of a current link, or the loss of a current link.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A frame from the authenticated peer.
+    Frame(Role, Frame),
+    /// The current link to the peer failed or closed (already forgotten by the mesh).
+    Down(Role, String),
+}
+
+/// A serving process's [`Mesh`] with its two inputs: new links, and the links' inbox.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    /// The links (send to peers through it).
+    pub(crate) mesh: Mesh,
+    me: Role,
+    links: mpsc::UnboundedReceiver<Link>,
+    inbox: mpsc::UnboundedReceiver<Inbound>,
+}
+
+impl Hub {
+    /// A hub for the process `me`, and where to hand it new links (an acceptor, diallers).
+    /// [`Hub::next`] fails once every such sender is gone.
+    pub(crate) fn new(me: Role) -> (Hub, mpsc::UnboundedSender<Link>) {
+        let (inbox_tx, inbox) = mpsc::unbounded_channel();
+        let (links_tx, links) = mpsc::unbounded_channel();
+        let hub = Hub {
+            mesh: Mesh::new(inbox_tx),
+            me,
+            links,
+            inbox,
+        };
+        (hub, links_tx)
+    }
+
+    /// Hands every link `endpoint` accepts to `links`, until the endpoint closes (a task).
+    pub(crate) fn accept_from(endpoint: Arc<Endpoint>, links: mpsc::UnboundedSender<Link>) {
+        tokio::spawn(async move {
+            while let Ok(link) = endpoint.accept().await {
+                if links.send(link).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// The next event. New links are attached on the way ("link up" at `info`), frames of
+    /// replaced links are dropped, and a current link's failure is reported once ("link down"
+    /// at `warn`). Cancel-safe (it only awaits channel receives). Errors when no link can
+    /// come any more or the inbox closed.
+    pub(crate) async fn next(&mut self) -> Result<Event, ServiceError> {
+        loop {
+            tokio::select! {
+                link = self.links.recv() => {
+                    let link = link.ok_or_else(|| ServiceError::Stopped("no more links".into()))?;
+                    tracing::info!(me = %self.me, peer = %link.peer(), addr = %link.remote_address(), "link up");
+                    self.mesh.attach(link);
+                }
+                ev = self.inbox.recv() => {
+                    match ev.ok_or_else(|| ServiceError::Stopped("inbox closed".into()))? {
+                        Inbound::Frame(peer, id, f) if self.mesh.is_current(peer, id) => {
+                            return Ok(Event::Frame(peer, f));
+                        }
+                        Inbound::Down(peer, id, reason) if self.mesh.down(peer, id) => {
+                            tracing::warn!(me = %self.me, %peer, "link down: {reason}");
+                            return Ok(Event::Down(peer, reason));
+                        }
+                        _ => {}
+                    }
+                }
+            }
         }
     }
 }

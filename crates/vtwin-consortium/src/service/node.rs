@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 use tracing::Instrument;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
@@ -12,7 +12,7 @@ use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Role, SealKey};
 
-use super::mesh::{Inbound, Mesh};
+use super::mesh::{Event, Hub, Mesh};
 use super::ServiceError;
 use crate::node::{NodeOutput, NodeSession};
 
@@ -72,25 +72,12 @@ impl NodeServer {
     pub async fn serve(self, run: NodeRun) -> Result<(), ServiceError> {
         let me = self.id;
         let role = Role::Node(me.index() as u8);
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let (links_tx, mut links_rx) = mpsc::unbounded_channel();
-        let mut mesh = Mesh::new(tx);
+        let (mut hub, links_tx) = Hub::new(role);
         for j in (0..3u8).filter(|&j| usize::from(j) != me.index()) {
-            mesh.expect(Role::Node(j));
+            hub.mesh.expect(Role::Node(j));
         }
         let session = SessionThread::spawn(me, run.seal_key, run.randomness)?;
-        // Acceptor.
-        {
-            let endpoint = self.endpoint.clone();
-            let links_tx = links_tx.clone();
-            tokio::spawn(async move {
-                while let Ok(link) = endpoint.accept().await {
-                    if links_tx.send(link).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
+        Hub::accept_from(self.endpoint.clone(), links_tx.clone());
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
         let mut redial: HashMap<Role, Arc<Notify>> = HashMap::new();
         for j in (me.index() + 1)..3 {
@@ -123,34 +110,20 @@ impl NodeServer {
         drop(links_tx);
         tracing::info!(node = %role, addr = ?self.endpoint.local_addr().ok(), "node serving");
         loop {
-            tokio::select! {
-                link = links_rx.recv() => {
-                    let Some(link) = link else { return Err(ServiceError::Stopped("no more links".into())) };
-                    tracing::info!(node = %role, peer = %link.peer(), addr = %link.remote_address(), "link up");
-                    mesh.attach(link);
+            match hub.next().await? {
+                Event::Frame(peer, f) => {
+                    let span = tracing::info_span!("iteration", t = f.iteration, node = me.index());
+                    let out = session.call(Cmd::Frame(peer, f), span.clone()).await?;
+                    route(&mut hub.mesh, &session, out).instrument(span).await?;
                 }
-                ev = rx.recv() => {
-                    let Some(ev) = ev else { return Err(ServiceError::Stopped("inbox closed".into())) };
-                    match ev {
-                        Inbound::Frame(peer, id, f) => {
-                            if !mesh.is_current(peer, id) {
-                                continue;
-                            }
-                            let span = tracing::info_span!("iteration", t = f.iteration, node = me.index());
-                            let out = session.call(Cmd::Frame(peer, f), span.clone()).await?;
-                            route(&mut mesh, &session, out).instrument(span).await?;
-                        }
-                        Inbound::Down(peer, id, reason) => {
-                            if mesh.down(peer, id) {
-                                tracing::warn!(node = %role, %peer, "link down: {reason}");
-                                if let Some(n) = redial.get(&peer) {
-                                    n.notify_one();
-                                }
-                                let out = session.call(Cmd::LinkLost(peer, reason), tracing::Span::current()).await?;
-                                route(&mut mesh, &session, out).await?;
-                            }
-                        }
+                Event::Down(peer, reason) => {
+                    if let Some(n) = redial.get(&peer) {
+                        n.notify_one();
                     }
+                    let out = session
+                        .call(Cmd::LinkLost(peer, reason), tracing::Span::current())
+                        .await?;
+                    route(&mut hub.mesh, &session, out).await?;
                 }
             }
         }

@@ -3,12 +3,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Endpoint, TransportOptions};
 use vtwin_net::Role;
 
-use super::mesh::{Inbound, Mesh};
+use super::mesh::{Event, Hub};
 use super::ServiceError;
 use crate::party::{failure, PartyResponder};
 
@@ -40,54 +39,26 @@ impl PartyServer {
     /// logged and reported with `Failed`, and the party keeps serving.
     pub async fn serve(self, mut responder: PartyResponder) -> Result<(), ServiceError> {
         let me = responder.role();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let (links_tx, mut links_rx) = mpsc::unbounded_channel();
-        let mut mesh = Mesh::new(tx);
-        let endpoint = self.endpoint.clone();
-        tokio::spawn(async move {
-            while let Ok(link) = endpoint.accept().await {
-                if links_tx.send(link).is_err() {
-                    return;
-                }
-            }
-        });
+        let (mut hub, links) = Hub::new(me);
+        Hub::accept_from(self.endpoint.clone(), links);
         tracing::info!(party = %me, addr = ?self.endpoint.local_addr().ok(), rows = responder.rows(), "party serving");
         loop {
-            tokio::select! {
-                link = links_rx.recv() => {
-                    let Some(link) = link else { return Err(ServiceError::Stopped("no more links".into())) };
-                    tracing::info!(party = %me, peer = %link.peer(), addr = %link.remote_address(), "link up");
-                    mesh.attach(link);
+            let Event::Frame(peer, f) = hub.next().await? else {
+                continue;
+            };
+            let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
+            let _enter = span.enter();
+            let out = match responder.handle(peer, &f) {
+                Ok(out) => out,
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    let Role::Party(p) = me else { continue };
+                    vec![failure(p, &f, &e)]
                 }
-                ev = rx.recv() => {
-                    let Some(ev) = ev else { return Err(ServiceError::Stopped("inbox closed".into())) };
-                    match ev {
-                        Inbound::Frame(peer, id, f) => {
-                            if !mesh.is_current(peer, id) {
-                                continue;
-                            }
-                            let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
-                            let _enter = span.enter();
-                            let out = match responder.handle(peer, &f) {
-                                Ok(out) => out,
-                                Err(e) => {
-                                    tracing::warn!("{e}");
-                                    let Role::Party(p) = me else { continue };
-                                    vec![failure(p, &f, &e)]
-                                }
-                            };
-                            for o in out {
-                                if !mesh.send(o.to, o.frame) {
-                                    tracing::warn!(to = %o.to, "no link; reply dropped");
-                                }
-                            }
-                        }
-                        Inbound::Down(peer, id, reason) => {
-                            if mesh.down(peer, id) {
-                                tracing::warn!(party = %me, %peer, "link down: {reason}");
-                            }
-                        }
-                    }
+            };
+            for o in out {
+                if !hub.mesh.send(o.to, o.frame) {
+                    tracing::warn!(to = %o.to, "no link; reply dropped");
                 }
             }
         }
