@@ -11,7 +11,8 @@ pub(crate) struct Results {
     pub(crate) date_utc: String,
     /// `git describe`-like id of the source tree measured (`<commit>` or `<commit>-dirty`).
     pub(crate) source: String,
-    /// CPU model, cores and load average at the start (from `vtwin bench`'s JSON).
+    /// CPU model, cores, OS and architecture of the host (`machine` in main.rs, the same
+    /// description as `vtwin bench`'s; the load averages are in `load`).
     pub(crate) machine: Value,
     /// 1, 5 and 15 minute load averages at the start and at the end of each section.
     pub(crate) load: Vec<LoadSample>,

@@ -144,17 +144,16 @@ impl FeatureMap {
     pub fn new(schema: &Schema, exclude: Option<&str>) -> Result<FeatureMap, FeatureError> {
         let excluded = match exclude {
             None => None,
-            Some(name) => Some(schema.column_index(name).ok_or_else(|| {
-                FeatureError::UnknownColumn {
-                    column: name.to_owned(),
-                    known: schema
-                        .columns
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                }
-            })?),
+            Some(name) => {
+                Some(
+                    schema
+                        .column_index(name)
+                        .ok_or_else(|| FeatureError::UnknownColumn {
+                            column: name.to_owned(),
+                            known: schema.column_list(),
+                        })?,
+                )
+            }
         };
         let mut columns = Vec::new();
         let mut names = Vec::new();

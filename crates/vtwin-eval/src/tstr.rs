@@ -83,12 +83,7 @@ impl Target {
             .column_index(name)
             .ok_or_else(|| TstrError::UnknownColumn {
                 column: name.to_owned(),
-                known: schema
-                    .columns
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: schema.column_list(),
             })?;
         let not_binary = |what: String| TstrError::NotBinary {
             column: name.to_owned(),

@@ -440,6 +440,16 @@ impl Schema {
             .collect()
     }
 
+    /// The column names in order, comma-separated: the "known" list of unknown-column errors.
+    /// Cost O(total name length).
+    pub fn column_list(&self) -> String {
+        self.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Index of the column named `name`, if any.
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)

@@ -272,6 +272,28 @@ pub struct TrainingSettings {
     pub checkpoint_every: u64,
 }
 
+impl Default for TrainingSettings {
+    /// The job `vtwin keygen` writes: demo schema, K = 20, 1000 iterations, epsilon 1 at
+    /// delta 1e-5, batch 100, clip 1, Adam lr 0.01, public seed 0, closed-form
+    /// renormalisation, a checkpoint every 100 iterations.
+    fn default() -> TrainingSettings {
+        TrainingSettings {
+            schema: None,
+            components: 20,
+            iters: 1000,
+            epsilon: Some(1.0),
+            delta: 1e-5,
+            sigma: None,
+            batch: 100,
+            clip: 1.0,
+            lr: 0.01,
+            seed: 0,
+            renormalise: "closed-form".into(),
+            checkpoint_every: 100,
+        }
+    }
+}
+
 /// `vtwin coordinator --config FILE`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -308,9 +308,7 @@ fn spread(v: &[f64]) -> Value {
 }
 
 fn median_of(v: impl Iterator<Item = f64>) -> f64 {
-    let mut s: Vec<f64> = v.collect();
-    s.sort_by(f64::total_cmp);
-    quantile(&s, 0.5)
+    super::train::median(&mut v.collect::<Vec<_>>())
 }
 
 /// Medians over the timed iterations of the protocol's costs.
@@ -590,15 +588,15 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let mut entries: Vec<Value> = Vec::new();
     let mut not_measured = Vec::new();
     for &b in &backends {
+        eprintln!(
+            "bench {}: {} {} + {} warm-up iterations",
+            loaded.name,
+            b.name(),
+            a.iters,
+            a.warmup
+        );
         match b {
             BenchBackend::MpcQuic => {
-                eprintln!(
-                    "bench {}: {} {} + {} warm-up iterations",
-                    loaded.name,
-                    b.name(),
-                    a.iters,
-                    a.warmup
-                );
                 match run_loopback(&a, &config, &loaded.schema, &layout, &loaded.table) {
                     Ok(mut e) => {
                         // Same protocol as the in-memory mpc backend: same rounds.
@@ -615,13 +613,6 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
                 }
             }
             _ => {
-                eprintln!(
-                    "bench {}: {} {} + {} warm-up iterations",
-                    loaded.name,
-                    b.name(),
-                    a.iters,
-                    a.warmup
-                );
                 entries.push(run_in_process(b, &a, &config, &layout, &loaded.table)?);
             }
         }

@@ -170,14 +170,17 @@ impl Driver {
                 b.set_message(format!("eps {epsilon:.3}"));
             }
             // The coordinator holds no noise generator: nothing to record about the noise.
-            write_outputs(
-                &self.out,
-                trainer,
-                None,
-                &self.schema,
-                &self.history,
-                settings,
-            )?;
+            // The last iteration's files are written once, by `finish`.
+            if t < self.training.iters {
+                write_outputs(
+                    &self.out,
+                    trainer,
+                    None,
+                    &self.schema,
+                    &self.history,
+                    settings,
+                )?;
+            }
         }
         if let Some(b) = &self.bar {
             b.set_position(t);

@@ -62,18 +62,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         .map(|name| PartyData::from_demo(&layout, name, DEMO_ROWS, 1))
         .collect::<Result<Vec<_>, _>>()?;
     let training = TrainingSettings {
-        schema: None,
         components: COMPONENTS,
         iters: a.iters,
-        epsilon: Some(1.0),
-        delta: 1e-5,
-        sigma: None,
-        batch: 100,
-        clip: 1.0,
-        lr: 0.01,
         seed: a.seed,
-        renormalise: "closed-form".into(),
-        checkpoint_every: 100,
+        ..TrainingSettings::default()
     };
     let settings = LoopbackSettings {
         schema: schema.clone(),

@@ -45,20 +45,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         parties: args.parties,
         nodes: args.nodes,
         base_port: args.base_port,
-        training: TrainingSettings {
-            schema: None,
-            components: 20,
-            iters: 1000,
-            epsilon: Some(1.0),
-            delta: 1e-5,
-            sigma: None,
-            batch: 100,
-            clip: 1.0,
-            lr: 0.01,
-            seed: 0,
-            renormalise: "closed-form".into(),
-            checkpoint_every: 100,
-        },
+        training: TrainingSettings::default(),
         insecure: None,
     };
     let written = keygen(&args.out, &spec)?;

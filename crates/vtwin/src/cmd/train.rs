@@ -486,7 +486,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             }
             history.push(row);
         }
-        if t % a.checkpoint_every == 0 || t == a.iters {
+        // The last iteration's files are written once, after the loop.
+        if t % a.checkpoint_every == 0 && t < a.iters {
             write_outputs(
                 &a.out,
                 dpvi.trainer(),
