@@ -1,32 +1,55 @@
-//! The clipping factor `min(1, C / sqrt(x))` of DP-SGD, with `x = |g|^2`.
+//! The clipping factor `min(1, C / sqrt(x))` of DP-SGD, with `x = |g|^2`, rounded so that it
+//! never exceeds the exact factor by more than a relative [`CLIP_REL_EXCESS`].
 //!
 //! Computed as the MPC does: `over = [x > C^2]` (one comparison: the sign bit of
 //! `floor(C_raw^2 / 2^32) - x`, public threshold), `s = C / sqrt(x)` by
-//! [`InvSqrt::mul`](crate::InvSqrt::mul), then `1 + over * (s - 1)` (one multiplication by a
-//! bit, no truncation). For x = 0 the normalisation is all zeros, `s` is garbage and `over`
-//! is 0, so the factor is exactly 1.
+//! [`InvSqrt::mul`](crate::InvSqrt::mul), then `1 + over * (s - gamma - 1)` (one
+//! multiplication by a bit, no truncation), with the public `gamma` of [`clip_rounding_slack`].
+//! For x = 0 the normalisation is all zeros, `s` is garbage and `over` is 0, so the factor
+//! is exactly 1.
 //!
 //! Comparison: `x > floor(C_raw^2 / 2^32)` on integers is exactly `x > C^2` on the encoded
 //! reals, so the factor is exactly 1 whenever |g| <= C.
 //!
-//! Error: when x > C^2 the factor is C/sqrt(x) with relative error below 2^-20 while
-//! C/sqrt(x) >= 2^-11 (measured max in protocols/arithmetic.md). The clipped norm
-//! `factor * sqrt(x)` can exceed C by that relative error: a DP layer that needs a hard
-//! bound uses sensitivity `C (1 + 2^-20)` or passes `C (1 - 2^-20)` here.
+//! Why `gamma`: `s` is `C y 2^(-s/2)` with the mantissa `y` (relative error below 2^-22) and
+//! two roundings of one ulp each, the first one scaled by `2^(j)` with `2^j <= 1/C` when
+//! `x > C^2`. So `s <= (C/sqrt(x)) (1 + 2^-22) + (1 + 1/C) 2^-32`; subtracting
+//! `gamma >= (1 + 1/C) 2^-32` leaves only the relative excess. For a tiny factor (x near
+//! 2^48, C/sqrt(x) ~ 2^-24) the absolute rounding is a large relative error, and without
+//! `gamma` the clipped norm `factor * sqrt(x)` could exceed C by ~2^-7; with it the factor
+//! rounds down there instead (over-clipping, which is safe). Bound used by
+//! `clip_bound`: `factor <= max(1 [x <= C^2], (1 + 2^-21) C / sqrt(x))`, tested over every
+//! exponent branch of the inverse square root (`tests/clip.rs`).
 //!
 //! MPC cost ([`crate::cost::CLIP_FACTOR`]): the 80-bit normalisation, 13 multiplications
 //! (normalise 1, Newton-Raphson 9, scale-back 2, select 1; `C * y` is local because C is
-//! public), 13 truncations, 1 comparison in parallel; 14 arithmetic rounds.
+//! public), 13 truncations, 1 comparison in parallel; 14 arithmetic rounds. `gamma` is a
+//! local public subtraction.
 
 use crate::domain::{check, DomainError};
 use crate::inv_sqrt::InvSqrt;
 use crate::trunc::Truncator;
-use crate::value::{Fx, FRAC_BITS};
+use crate::value::{Fx, FRAC_BITS, ONE_RAW};
 
 /// Largest accepted x (exclusive): 2^48.
 pub const CLIP_X_LIMIT: f64 = 281_474_976_710_656.0;
 
-/// `min(1, c / sqrt(x))` for x in [0, 2^48) and c in (0, 2^22).
+/// Relative excess the factor may have over `C / sqrt(x)` when it clips (2^-21): the
+/// mantissa's 2^-22 with room to spare; enforced by tests over the whole domain.
+pub const CLIP_REL_EXCESS: f64 = 1.0 / 2_097_152.0;
+
+/// The public rounding slack `gamma` (raw ulps) subtracted from `C / sqrt(x)` (a factor below
+/// `gamma` ulps can come out negative, still within the bound in absolute value):
+/// `1 + ceil(1 / C)` ulps, which covers the two truncations of the scale-back for every
+/// `x > C^2` (module docs). 2 ulps for C >= 1. `c` must be positive.
+pub fn clip_rounding_slack(c: Fx) -> u128 {
+    let c_raw = c.raw().max(1);
+    // (1/C) 2^-32 as a real is 1/C ulps = 2^32 / c_raw ulps.
+    1 + ONE_RAW.div_ceil(c_raw)
+}
+
+/// `min(1, c / sqrt(x))` for x in [0, 2^48) and c in (0, 2^22), rounded down as in the
+/// module docs.
 pub fn clip_factor<T: Truncator + ?Sized>(x: Fx, c: Fx, t: &mut T) -> Result<Fx, DomainError> {
     check(
         x.signed() >= 0 && x.signed() < 1i128 << 80,
@@ -50,5 +73,6 @@ pub fn clip_factor_unchecked<T: Truncator + ?Sized>(x: Fx, c: Fx, t: &mut T) -> 
     let threshold = Fx((c.0.wrapping_mul(c.0) as i128 >> FRAC_BITS) as u128);
     let over = (threshold - x).is_negative();
     let s = InvSqrt::new_unchecked(x, t).mul(c, t);
-    Fx::ONE + (s - Fx::ONE).mul_int(i128::from(over))
+    let slack = Fx(clip_rounding_slack(c));
+    Fx::ONE + (s - slack - Fx::ONE).mul_int(i128::from(over))
 }

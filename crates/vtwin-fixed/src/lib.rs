@@ -39,6 +39,7 @@
 //! inputs outside the domain with a [`DomainError`] naming the function and argument.
 
 pub mod clip;
+pub mod clip_bound;
 pub mod compare;
 pub mod cost;
 pub mod domain;

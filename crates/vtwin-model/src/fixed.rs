@@ -5,10 +5,12 @@
 //! [`fixed_gradient`]).
 //!
 //! Party p (plaintext, its own data, f64 then encoded at 2^32):
-//! 1. l_p[n][k] and q_p[n][k] from the local kernels ([`crate::kernels`]);
+//! 1. l_p[n][k] from the local kernels ([`crate::kernels`]);
 //! 2. renormalise each record ([`Renormalise`]): add a per-record constant c_n^p to
 //!    l_p[n][.], which cancels in r;
-//! 3. mat_p[n][k] = encode(exp(l_p[n][k] + c_n^p)); encode q_p and T_p.
+//! 3. mat_p[n][k] = encode(exp(l_p[n][k] + c_n^p)); encode T_p; the score root
+//!    u_p[n][k] >= 2^-L |s_p[n][k]| from the encoded maps and T_p, rounded up
+//!    ([`vtwin_fixed::clip_bound::score_root_raw`]).
 //!
 //! Noise: before the data phase every party samples its share of Z, d exact discrete
 //! Gaussians N_Z(0, (sigma C 2^32)^2 / P) ([`vtwin_dp::DiscreteGaussian::share_of`]).
@@ -16,16 +18,20 @@
 //! Nodes (here in the clear, every product truncated once, in this order):
 //! 4. mat = prod_p mat_p; pm[n][k] = pi_k mat[n][k]; den[n] = sum_k pm[n][k];
 //! 5. one normalised reciprocal of den per record ([`Reciprocal`]); r = pm / den;
-//! 6. |g_n|^2 = sum_k (r - pi)^2 + sum_k r^2 sum_p q_p (two inner products);
-//! 7. c_n = min(1, C'/|g_n|) ([`clip_factor_unchecked`]) with C' = C (1 - 2^-20), so that
-//!    the clip factor's relative error (< 2^-20) never lets a clipped norm exceed C;
+//! 6. |g_n|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2) (two inner
+//!    products; L = [`vtwin_fixed::clip_bound::NORM_SCALE_BITS`]);
+//! 7. c_n = min(1, C'/|g_n|) ([`clip_factor_unchecked`], rounded down) with the circuit clip
+//!    C' of [`vtwin_fixed::clip_bound::effective_clip`]: every record's released contribution,
+//!    and the distance between neighbouring released sums, is then at most C after every
+//!    rounding (`protocols/clip-bound.md`);
 //! 8. w = c r; M_p = W^T T_p (one truncation per element); sw = sum_n w; sc = sum_n c;
 //! 9. G = [sw - pi sc ; A_k M_p[k] + b_k sw[k]] + sum_p Z_p (A, b the public affine score
 //!    maps; each element one truncation); decode.
 //!
 //! Fixed-point bounds (checked; a violation is an error naming the party and quantity):
-//! mat_p < 2^31, q_p <= 2^40 ([`Q_MAX`]), |T| <= 14 (from the codec),
-//! and the public maps satisfy B (14 |A| + |b|) < 2^22.
+//! mat_p <= [`mat_max`] (1 with closed-form renormalisation), u_p <= 2^7, |T| <= 14 (from the
+//! codec), and the public maps satisfy B (14 |A| + |b|) < 2^22 and, per party and component,
+//! sum_j (14 |A| + |b|)^2 <= 2^36 (so an honest party's score roots are always in range).
 //!
 //! With [`Renormalise::Off`], a record whose mat_p[n][k] all truncate to 0 for one party
 //! gets den = 0, the reciprocal of 0 is 0 (normalisation finds no bit), so r = 0: its
@@ -37,6 +43,7 @@ use std::time::Instant;
 
 use candle_core::Device;
 use rand_chacha::ChaCha20Rng;
+use vtwin_fixed::clip_bound::{score_root_raw, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX};
 use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
 
 use crate::backend::{
@@ -77,24 +84,23 @@ impl std::str::FromStr for Renormalise {
     }
 }
 
-/// Largest q_p accepted (2^40). A component far from a record (Beta with a large shape
-/// parameter, a value near the public bound) has a huge score norm but a tiny
-/// responsibility, so q itself cannot be bounded tightly; what the arithmetic needs is
-/// that the inner product sum_k r_k^2 Q_k (Q = sum_p q_p) does not wrap, which holds for
-/// q <= 2^40 and K, P <= 2^8 (raw terms below 2^32 * 2^80). Under floor truncation the
-/// result is then exact; under the MPC's probabilistic truncation the failure probability
-/// is below 2^-40 only when sum_k r_k^2 Q_k < 2^23 (vtwin-fixed's product bound).
-pub const Q_MAX: f64 = 1_099_511_627_776.0;
-/// Largest mat_p accepted (2^31, so products of up to 4 parties stay below the bound after renormalisation).
-pub const MAT_MAX: f64 = 2_147_483_648.0;
+/// Largest mat_p accepted: 1 with [`Renormalise::ClosedForm`] (the record's largest value is
+/// exactly e^0), else 2^floor(15 / P), so that the product over the P parties, and so den,
+/// stays below 2^15, inside the reciprocal's accurate range, with small truncated values.
+pub fn mat_max(renormalise: Renormalise, parties: usize) -> f64 {
+    match renormalise {
+        Renormalise::ClosedForm => 1.0,
+        _ => 2f64.powi(15 / parties.max(1) as i32),
+    }
+}
 
 /// One party's encoded upload for one batch: mat_p (B x K), q_p (B x K), T_p (B x |T_p|).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartyUpload {
     /// exp(l_p + c_n), B x K.
     pub mat: Vec<Fx>,
-    /// |s|^2, B x K.
-    pub q: Vec<Fx>,
+    /// Score roots u = 2^-L |s| rounded up, B x K.
+    pub root: Vec<Fx>,
     /// T_p, B x |T_p|.
     pub stats: Vec<Fx>,
 }
@@ -240,6 +246,7 @@ pub fn party_upload_batch(
         value,
         range,
     };
+    let mat_limit = mat_max(renormalise, layout.n_parties());
     let mut mat = Vec::with_capacity(t.log_density.len());
     for row in t.log_density.chunks_exact(k_n) {
         let c = shift(renormalise, row, layout.n_parties()).map_err(|e| BackendError::Range {
@@ -253,23 +260,12 @@ pub fn party_upload_batch(
         })?;
         for &l in row {
             let v = (l + c).exp();
-            if v.is_nan() || v >= MAT_MAX {
-                return Err(range("mat", v, "[0, 2^31)"));
+            if v.is_nan() || v > mat_limit {
+                return Err(range("mat", v, "[0, mat_max]"));
             }
-            mat.push(Fx::from_f64(v).map_err(|_| range("mat", v, "[0, 2^31)"))?);
+            mat.push(Fx::from_f64(v).map_err(|_| range("mat", v, "[0, mat_max]"))?);
         }
     }
-    let q = t
-        .score_sq
-        .iter()
-        .map(|&v| {
-            if v <= Q_MAX {
-                Fx::from_f64(v).map_err(|_| range("q", v, "[0, 2^40]"))
-            } else {
-                Err(range("q", v, "[0, 2^40]"))
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let stats = batch
         .stats
         .iter()
@@ -281,23 +277,40 @@ pub fn party_upload_batch(
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(PartyUpload { mat, q, stats })
+    let map = crate::mpc::encoded_party_map(&maps, layout.stat_width(party))?;
+    let wd = map.width;
+    let mut root = Vec::with_capacity(batch.rows * k_n);
+    for n in 0..batch.rows {
+        let t_n = &stats[n * wd..(n + 1) * wd];
+        for k in 0..k_n {
+            let cols = k * wd..(k + 1) * wd;
+            let u = score_root_raw(&map.scale[cols.clone()], t_n, &map.offset[cols])
+                // Unreachable for |T| <= 14 once the public map check has passed.
+                .ok_or_else(|| range("score norm^2", f64::NAN, "[0, 2^36]"))?;
+            root.push(u);
+        }
+    }
+    Ok(PartyUpload { mat, root, stats })
 }
 
-/// The range check both fixed-point backends make on one party's public score maps before
-/// encoding them: B * b_rows < 2^22 with B = max (14 |A| + |b|) over the maps, for a batch
-/// of `b_rows` rows. On failure `BackendError::Range` names `party`. Cost O(maps length).
+/// The range checks both fixed-point backends make on one party's public score maps before
+/// encoding them: B * b_rows < 2^22 with B = max (14 |A| + |b|) over the maps, for a batch of
+/// `b_rows` rows (the released sums stay small), and per component
+/// sum_j (14 |A_kj| + |b_kj|)^2 <= 2^36 ([`SCORE_NORM2_MAX`]: every score norm the parties can
+/// produce is within the clip bound's range). Both are on public values only. On failure
+/// `BackendError::Range` names `party`. Cost O(maps length).
 pub(crate) fn check_score_map_bound(
     maps: &PartyMaps,
     b_rows: usize,
     party: &str,
 ) -> Result<(), BackendError> {
-    let bound = maps
+    let per_coord: Vec<f64> = maps
         .scale
         .iter()
         .zip(&maps.offset)
-        .map(|(a, o)| 14.0 * a.abs() + o.abs())
-        .fold(0.0, f64::max);
+        .map(|(a, o)| STAT_ABS_MAX * a.abs() + o.abs())
+        .collect();
+    let bound = per_coord.iter().copied().fold(0.0, f64::max);
     if bound * (b_rows as f64) >= 4_194_304.0 {
         return Err(BackendError::Range {
             party: party.to_string(),
@@ -305,6 +318,22 @@ pub(crate) fn check_score_map_bound(
             value: bound * b_rows as f64,
             range: "[0, 2^22)",
         });
+    }
+    if maps.width > 0 {
+        // Encoding moves A and b by at most 2^-33 each: inflate the f64 sum for it.
+        let slack = (STAT_ABS_MAX + 1.0) * 2f64.powi(-33);
+        for row in per_coord.chunks_exact(maps.width) {
+            let s2: f64 = row.iter().map(|v| (v + slack) * (v + slack)).sum::<f64>()
+                * (1.0 + 2f64.powi(-40));
+            if !(s2 <= SCORE_NORM2_MAX) {
+                return Err(BackendError::Range {
+                    party: party.to_string(),
+                    what: "public score map sum_j (14 |A| + |b|)^2",
+                    value: s2,
+                    range: "[0, 2^36]",
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -321,16 +350,10 @@ pub fn fixed_gradient<T: Truncator>(
     let b = input.validate()?;
     let layout = input.layout;
     let (k_n, d) = (layout.components, layout.dim());
-    let enc = |v: f64, what: &str| {
-        Fx::from_f64(v).map_err(|e| BackendError::Config(format!("public {what}: {e}")))
-    };
-    let pi: Vec<Fx> = input
-        .weights()
-        .iter()
-        .map(|&p| enc(p, "weight"))
-        .collect::<Result<_, _>>()?;
+    // The public side exactly as the circuit gets it: pi, the circuit clip C', the maps.
+    let public = crate::mpc::circuit_public(input, b)?;
+    let pi = &public.pi;
     let mul = |a: Fx, c: Fx, t: &mut T| Fx(t.trunc(a.0.wrapping_mul(c.0), FRAC_BITS));
-    let clip = enc(input.clip * (1.0 - 2f64.powi(-20)), "clip")?;
 
     let mut diag = Diagnostics {
         records: b,
@@ -360,18 +383,22 @@ pub fn fixed_gradient<T: Truncator>(
         for k in 0..k_n {
             r[k] = recip.divide(pm[k], t);
         }
-        // |g|^2 = sum_k (r - pi)^2 + sum_k r^2 Q, Q = sum_p q_p: two inner products.
-        let mut acc_a = 0u128;
+        // |g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2).
         let mut acc_b = 0u128;
-        for k in 0..k_n {
-            let e = r[k] - pi[k];
-            acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
-            let r2 = mul(r[k], r[k], t);
-            let q = uploads.iter().fold(Fx::ZERO, |s, up| s + up.q[n * k_n + k]);
-            acc_b = acc_b.wrapping_add(r2.0.wrapping_mul(q.0));
+        for up in uploads {
+            for k in 0..k_n {
+                let y = mul(r[k], up.root[n * k_n + k], t);
+                acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
+            }
         }
-        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(t.trunc(acc_b, FRAC_BITS));
-        let c = clip_factor_unchecked(norm2, clip, t);
+        let acc_a = (0..k_n).fold(0u128, |acc, k| {
+            let e = r[k] - pi[k];
+            acc.wrapping_add(e.0.wrapping_mul(e.0))
+        });
+        let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
+        let norm_b = Fx(t.trunc(acc_b, FRAC_BITS));
+        let norm2 = norm_a + Fx(norm_b.0.wrapping_mul(1u128 << (2 * NORM_SCALE_BITS)));
+        let c = clip_factor_unchecked(norm2, public.clip, t);
         if c != Fx::ONE {
             diag.clipped += 1;
         }
@@ -388,10 +415,8 @@ pub fn fixed_gradient<T: Truncator>(
         g[layout.weight_index(k)] = sw[k] - mul(pi[k], sc, t);
     }
     let idx = crate::float::param_indices(layout);
-    for (p, up) in uploads.iter().enumerate() {
-        let wd = layout.stat_width(p);
-        let maps = PartyMaps::new(input.theta, layout, p);
-        check_score_map_bound(&maps, b, &layout.parties[p])?;
+    for (p, (up, map)) in uploads.iter().zip(&public.parties).enumerate() {
+        let wd = map.width;
         for k in 0..k_n {
             for j in 0..wd {
                 // M_p[k][j] = sum_n w[n][k] T_p[n][j], truncated once.
@@ -400,8 +425,7 @@ pub fn fixed_gradient<T: Truncator>(
                     acc = acc.wrapping_add(w[n * k_n + k].0.wrapping_mul(up.stats[n * wd + j].0));
                 }
                 let m = Fx(t.trunc(acc, FRAC_BITS));
-                let a = enc(maps.scale[k * wd + j], "score scale")?;
-                let o = enc(maps.offset[k * wd + j], "score offset")?;
+                let (a, o) = (map.scale[k * wd + j], map.offset[k * wd + j]);
                 let raw =
                     a.0.wrapping_mul(m.0)
                         .wrapping_add(o.0.wrapping_mul(sw[k].0));

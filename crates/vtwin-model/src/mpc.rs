@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use candle_core::Device;
-use vtwin_fixed::{Fx, FRAC_BITS};
+use vtwin_fixed::Fx;
 use vtwin_mpc::gradient::{iteration_node, CircuitPublic, InputBounds, PartyMap, PlainUpload};
 use vtwin_mpc::input::InputError;
 use vtwin_mpc::sim::run_nodes;
@@ -145,12 +145,15 @@ impl MpcBackend {
     }
 }
 
-/// The public ranges every party checks before sharing: mat in [0, 2^31) (the largest
-/// value below 2^31), q in [0, 2^40] ([`crate::fixed::Q_MAX`]), T in [-14, 14] ([`crate::fixed`]'s bounds).
-pub fn input_bounds() -> InputBounds {
+/// The public ranges every party checks before sharing: mat in [0, [`crate::fixed::mat_max`]],
+/// score roots in [0, [`vtwin_fixed::clip_bound::score_root_max`]] (2^7 plus 2 ulp), T in
+/// [-14, 14] ([`crate::fixed`]'s bounds).
+pub fn input_bounds(renormalise: Renormalise, parties: usize) -> InputBounds {
+    let mat_max = Fx::from_f64(crate::fixed::mat_max(renormalise, parties))
+        .expect("a power of two below 2^16 encodes");
     InputBounds {
-        mat: (Fx::ZERO, Fx::from_raw((1u128 << (31 + FRAC_BITS)) - 1)),
-        q: (Fx::ZERO, Fx::from_int(crate::fixed::Q_MAX as i64)),
+        mat: (Fx::ZERO, mat_max),
+        root: (Fx::ZERO, vtwin_fixed::clip_bound::score_root_max()),
         stats: (Fx::from_int(-14), Fx::from_int(14)),
     }
 }
@@ -159,7 +162,7 @@ pub fn input_bounds() -> InputBounds {
 pub fn plain_upload(up: &PartyUpload) -> PlainUpload {
     PlainUpload {
         mat: up.mat.clone(),
-        q: up.q.clone(),
+        root: up.root.clone(),
         stats: up.stats.clone(),
     }
 }
@@ -171,9 +174,11 @@ pub fn circuit_public(input: &GradientInput<'_>, b: usize) -> Result<CircuitPubl
 }
 
 /// The circuit's public side for a batch of `b` rows, from public values only (the
-/// coordinator needs no party data): pi = softmax(theta[0..K]), C (1 - 2^-20) and every
-/// party's score maps, encoded exactly as [`crate::fixed::fixed_gradient`] encodes them, with
-/// its check B (14 |A| + |b|) < 2^22 on the maps ([`BackendError::Range`] naming the party);
+/// coordinator needs no party data): pi = softmax(theta[0..K]), the circuit clip C' of
+/// [`vtwin_fixed::clip_bound::effective_clip`] for the nominal `clip` (the largest C' for which
+/// the released sums provably move by at most `clip`), and every party's score maps encoded
+/// ([`encoded_party_map`]), with the public map checks of
+/// [`crate::fixed::check_score_map_bound`] ([`BackendError::Range`] naming the party);
 /// P noise contributors (each party inputs its own share). Errors also on theta of the wrong
 /// length or not finite, and C not positive and finite. Cost O(d).
 pub fn circuit_public_for(
@@ -204,24 +209,12 @@ pub fn circuit_public_for(
         .iter()
         .map(|&p| enc(p, "weight"))
         .collect::<Result<Vec<_>, _>>()?;
-    let clip = enc(clip * (1.0 - 2f64.powi(-20)), "clip")?;
+    let clip = circuit_clip(layout, clip)?.circuit;
     let mut parties = Vec::with_capacity(layout.n_parties());
     for p in 0..layout.n_parties() {
         let maps = PartyMaps::new(theta, layout, p);
         crate::fixed::check_score_map_bound(&maps, b, &layout.parties[p])?;
-        parties.push(PartyMap {
-            width: layout.stat_width(p),
-            scale: maps
-                .scale
-                .iter()
-                .map(|&a| enc(a, "score scale"))
-                .collect::<Result<_, _>>()?,
-            offset: maps
-                .offset
-                .iter()
-                .map(|&o| enc(o, "score offset"))
-                .collect::<Result<_, _>>()?,
-        });
+        parties.push(encoded_party_map(&maps, layout.stat_width(p))?);
     }
     Ok(CircuitPublic {
         batch: b,
@@ -231,6 +224,34 @@ pub fn circuit_public_for(
         parties,
         // Every party contributes its own noise share (ARCHITECTURE step 3), as its own client.
         noise_contributors: layout.n_parties(),
+    })
+}
+
+/// The circuit clip for a nominal clip C and this layout's shape, with its derivation
+/// ([`vtwin_fixed::clip_bound::effective_clip`]). Errors on C outside [1/16, 1024].
+pub fn circuit_clip(
+    layout: &Layout,
+    clip: f64,
+) -> Result<vtwin_fixed::clip_bound::ClipBound, BackendError> {
+    let shape = vtwin_fixed::clip_bound::ClipShape {
+        components: layout.components,
+        parties: layout.n_parties(),
+        dim: layout.dim(),
+    };
+    vtwin_fixed::clip_bound::effective_clip(clip, shape)
+        .map_err(|e| BackendError::Config(e.to_string()))
+}
+
+/// One party's public score maps encoded at scale 2^32 (what the circuit and the party's
+/// score roots use). Cost O(K w_p).
+pub fn encoded_party_map(maps: &PartyMaps, width: usize) -> Result<PartyMap, BackendError> {
+    let enc = |v: &f64| {
+        Fx::from_f64(*v).map_err(|e| BackendError::Config(format!("public score map: {e}")))
+    };
+    Ok(PartyMap {
+        width,
+        scale: maps.scale.iter().map(enc).collect::<Result<_, _>>()?,
+        offset: maps.offset.iter().map(enc).collect::<Result<_, _>>()?,
     })
 }
 

@@ -13,7 +13,7 @@
 //! 3. draws from `client_rng`, in this order, the two 32-byte PRG seeds of client p (its
 //!    data) and the two of client P + p (its noise contribution)
 //!    ([`vtwin_mpc::InputClient::new`]);
-//! 4. shares `[mat | q | T]` as client p's input 1 and its noise share, in the circuit's
+//! 4. shares `[mat | root | T]` as client p's input 1 and its noise share, in the circuit's
 //!    canonical order ([`crate::mpc::noise_to_canonical`]), as client P + p's input 1.
 //!
 //! Messages by addressee node: node 0 and node 1 get the two setup messages (client p, then
@@ -134,7 +134,8 @@ pub fn party_messages(
         task.renormalise,
     )?);
     let (mut data_client, data_setup) = InputClient::new(p as u16, task.session, client_rng);
-    let data_input = upload_messages(&mut data_client, &upload, input_bounds())
+    let bounds = input_bounds(task.renormalise, parties);
+    let data_input = upload_messages(&mut data_client, &upload, bounds)
         .map_err(|e| input_error(layout, task.batch.rows, p, &e))?;
     // 3-4. The noise contributor's seeds come after the data client's.
     let (mut noise_client, noise_setup) =

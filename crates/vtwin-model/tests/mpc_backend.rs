@@ -53,7 +53,7 @@ fn run_recorded(
     for (p, up) in uploads.iter().enumerate() {
         let (mut c, setup) = InputClient::new(p as u16, SESSION, &mut rng);
         msgs.extend(setup);
-        msgs.extend(upload_messages(&mut c, up, input_bounds()).expect("in range"));
+        msgs.extend(upload_messages(&mut c, up, input_bounds(Renormalise::ClosedForm, parties)).expect("in range"));
     }
     let (mut nc, setup) = InputClient::new(parties as u16, SESSION, &mut rng);
     msgs.extend(setup);
@@ -283,25 +283,28 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
 
     // The circuit's own check (the public bounds every party applies to its encoded
     // upload) refuses the first encoding past each bound.
-    let bounds = input_bounds();
-    let up = |mat: Fx, q: Fx, t: Fx| PlainUpload {
+    let bounds = input_bounds(Renormalise::ClosedForm, 2);
+    let up = |mat: Fx, root: Fx, t: Fx| PlainUpload {
         mat: vec![mat],
-        q: vec![q],
+        root: vec![root],
         stats: vec![t],
     };
-    let ok = up(bounds.mat.1, bounds.q.1, bounds.stats.0);
+    let ok = up(bounds.mat.1, bounds.root.1, bounds.stats.0);
     let (mut c, _) = InputClient::new(0, SESSION, &mut ChaCha20Rng::seed_from_u64(1));
     assert!(upload_messages(&mut c, &ok, bounds).is_ok());
     let ulp = Fx::from_raw(1);
     for bad in [
-        up(bounds.mat.1 + ulp, bounds.q.1, Fx::ZERO),
+        up(bounds.mat.1 + ulp, bounds.root.1, Fx::ZERO),
         up(Fx::ZERO - ulp, Fx::ZERO, Fx::ZERO),
-        up(Fx::ZERO, bounds.q.1 + ulp, Fx::ZERO),
+        up(Fx::ZERO, bounds.root.1 + ulp, Fx::ZERO),
         up(Fx::ZERO, Fx::ZERO, bounds.stats.0 - ulp),
     ] {
         assert!(upload_messages(&mut c, &bad, bounds).is_err());
     }
-    assert_eq!(bounds.mat.1.to_f64(), 2f64.powi(31) - 2f64.powi(-32));
+    // Closed-form renormalisation puts every record's largest mat_p at exactly 1.
+    assert_eq!(bounds.mat.1, Fx::ONE);
+    let paper = input_bounds(Renormalise::Paper, 2);
+    assert_eq!(paper.mat.1.to_f64(), 128.0);
 }
 
 /// The settings the seeded-run tests share.

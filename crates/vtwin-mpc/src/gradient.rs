@@ -3,7 +3,8 @@
 //!
 //! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
 //! caller as the fixed backend does), per party the public score maps `scale`/`offset`
-//! (K x w_p, row-major); shared per party `mat_p` and `q_p` (B x K) and `T_p` (B x w_p); the
+//! (K x w_p, row-major); shared per party `mat_p` and the score roots `u_p` (B x K) and
+//! `T_p` (B x w_p); the
 //! shared noise `Z` in the canonical output order. Output, in canonical order:
 //! `[G_weights (K); for each party p: G_p (K x w_p, row-major)]`, shared.
 //!
@@ -12,8 +13,11 @@
 //! 1. `mat = prod_p mat_p` (P - 1 layers of B K); `pm = trunc(pi_k mat)` (B K);
 //!    `den[n] = sum_k pm` (local);
 //! 2. normalised reciprocal of den (7 layers of B), `r = pm / den` (2 layers of B K);
-//! 3. `r2 = trunc(r r)` (B K); `|g|^2 = trunc(sum_k (r - pi)^2) + trunc(sum_k r2 Q)`,
-//!    Q = sum_p q_p (one inner-product layer of 2 B: the first sums, then the second);
+//! 3. `y = trunc(r_k u_pk)` (P B K, record-major `[n][p][k]`);
+//!    `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
+//!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
+//!    first sums, then the second); every truncated value stays small, see
+//!    `protocols/clip-bound.md`;
 //! 4. clip factor c (13 layers of B); `w = trunc(c r)` (B K);
 //! 5. `sw = sum_n w`, `sc = sum_n c` (local);
 //! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
@@ -25,6 +29,7 @@
 //! 2P + 91.
 
 use rand_core::{CryptoRng, RngCore};
+use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
 
 use crate::counters::Counters;
@@ -33,7 +38,7 @@ use crate::input::{accept_client, input_many, reveal_to, InputClient, InputError
 use crate::inv_sqrt::clip_factor;
 use crate::keys::{simulated_seeds, PairSeeds};
 use crate::message::{Message, NodeId, SessionId};
-use crate::multiply::{inner_products, mul_trunc, truncate};
+use crate::multiply::{inner_products_many, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
 use crate::runtime::{Ctx, Node};
 use crate::share::Shared;
@@ -74,8 +79,8 @@ pub struct PartyMap {
 pub struct SharedUpload {
     /// mat_p, B x K.
     pub mat: Shared,
-    /// q_p, B x K.
-    pub q: Shared,
+    /// The score roots u_p, B x K (`vtwin_fixed::clip_bound::score_root_raw`).
+    pub root: Shared,
     /// T_p, B x w_p.
     pub stats: Shared,
 }
@@ -112,7 +117,7 @@ impl CircuitPublic {
         for (u, p) in uploads.iter().zip(&self.parties) {
             for (got, want) in [
                 (u.mat.len(), b * k),
-                (u.q.len(), b * k),
+                (u.root.len(), b * k),
                 (u.stats.len(), b * p.width),
                 (p.scale.len(), k * p.width),
                 (p.offset.len(), k * p.width),
@@ -164,6 +169,11 @@ fn column_sums(x: &Shared, k_n: usize) -> Shared {
     x.map_linear(sum)
 }
 
+/// `out[i] = x[idx[i]]` (local).
+fn gather(x: &Shared, idx: &[usize]) -> Shared {
+    x.map_linear(|v| idx.iter().map(|&i| v[i]).collect())
+}
+
 /// Element-wise product with public values, then nothing (local, untruncated).
 fn mul_public_each(x: &Shared, c: &[u128]) -> Shared {
     x.map_linear(|v| v.iter().zip(c).map(|(a, b)| a.wrapping_mul(*b)).collect())
@@ -198,23 +208,26 @@ pub async fn gradient(
     };
     let r = wide.divide(ctx, &pm).await?;
 
-    // 3. |g|^2.
-    let r2 = mul_trunc(ctx, &r, &r, FRAC_BITS).await?;
+    // 3. |g|^2, with every truncated value small (vtwin_fixed::clip_bound): y = trunc(r u)
+    //    per (record, party, component) from the parties' score roots u (scaled by 2^-L),
+    //    then norm2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2).
+    let p_n = uploads.len();
+    let roots = Shared::concat(&uploads.iter().map(|u| &u.root).collect::<Vec<_>>());
+    // Record-major [n][p][k] so that each record's second sum is one inner product.
+    let by_record: Vec<usize> = (0..b)
+        .flat_map(|n| (0..p_n).flat_map(move |p| (0..k_n).map(move |k| (p * b + n) * k_n + k)))
+        .collect();
+    let r_rep: Vec<usize> = (0..b)
+        .flat_map(|n| (0..p_n).flat_map(move |_| (0..k_n).map(move |k| n * k_n + k)))
+        .collect();
+    let y = mul_trunc(ctx, &gather(&r, &r_rep), &gather(&roots, &by_record), FRAC_BITS).await?;
     let pi_shared = Shared::public(me, &pi_bk);
     let e = r.sub(&pi_shared)?;
-    let mut q = uploads[0].q.clone();
-    for u in &uploads[1..] {
-        q = q.add(&u.q)?;
-    }
-    // Both inner products in one layer: [sum_k e^2 (B) ; sum_k r2 Q (B)].
-    let acc = inner_products(
-        ctx,
-        &Shared::concat(&[&e, &r2]),
-        &Shared::concat(&[&e, &q]),
-        k_n,
-    )
-    .await?;
-    let norm2 = acc.slice(0..b).add(&acc.slice(b..2 * b))?;
+    // Both inner products in one layer: [sum_k e^2 (B) ; sum_(p,k) y^2 (B)].
+    let acc = inner_products_many(ctx, &[(&e, &e, k_n), (&y, &y, p_n * k_n)]).await?;
+    let norm2 = acc
+        .slice(0..b)
+        .add(&acc.slice(b..2 * b).mul_public(1u128 << (2 * NORM_SCALE_BITS)))?;
 
     // 4. clip factor, w.
     let c = clip_factor(ctx, &norm2, public.clip).await?;
@@ -295,20 +308,20 @@ pub async fn gradient(
 pub struct PlainUpload {
     /// mat_p, B x K.
     pub mat: Vec<Fx>,
-    /// q_p, B x K.
-    pub q: Vec<Fx>,
+    /// The score roots u_p = 2^-L sqrt(|s|^2) rounded up, B x K.
+    pub root: Vec<Fx>,
     /// T_p, B x w_p.
     pub stats: Vec<Fx>,
 }
 
 /// Public closed ranges every party checks before sharing (from the model's fixed-point
-/// bounds, e.g. mat in [0, 2^31), q in [0, 2^40], T in [-14, 14]).
+/// bounds, e.g. mat in [0, 1], score roots in [0, 2^7], T in [-14, 14]).
 #[derive(Clone, Copy, Debug)]
 pub struct InputBounds {
     /// Range of mat_p.
     pub mat: (Fx, Fx),
-    /// Range of q_p.
-    pub q: (Fx, Fx),
+    /// Range of the score roots.
+    pub root: (Fx, Fx),
     /// Range of T_p.
     pub stats: (Fx, Fx),
 }
@@ -342,7 +355,7 @@ pub struct Iteration {
 }
 
 /// A party's upload as input messages: each segment checked against its public range (an
-/// error names the first bad element; nothing is produced), then `[mat | q | stats]` shared
+/// error names the first bad element; nothing is produced), then `[mat | root | stats]` shared
 /// as one input (number `client.next_seq()`, 1 when fresh).
 pub fn upload_messages(
     client: &mut InputClient,
@@ -362,12 +375,12 @@ pub fn upload_messages(
         None => Ok(()),
     };
     check(&up.mat, bounds.mat, 0)?;
-    check(&up.q, bounds.q, up.mat.len())?;
-    check(&up.stats, bounds.stats, up.mat.len() + up.q.len())?;
+    check(&up.root, bounds.root, up.mat.len())?;
+    check(&up.stats, bounds.stats, up.mat.len() + up.root.len())?;
     let raw: Vec<u128> = up
         .mat
         .iter()
-        .chain(&up.q)
+        .chain(&up.root)
         .chain(&up.stats)
         .map(|v| v.raw())
         .collect();
@@ -408,7 +421,7 @@ pub async fn receive_inputs(
         .iter()
         .map(|u| SharedUpload {
             mat: u.slice(0..b * k_n),
-            q: u.slice(b * k_n..2 * b * k_n),
+            root: u.slice(b * k_n..2 * b * k_n),
             stats: u.slice(2 * b * k_n..u.len()),
         })
         .collect();
@@ -419,7 +432,7 @@ pub async fn receive_inputs(
 /// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
 /// rearranged into the order in which `vtwin_model::fixed::fixed_gradient` calls its
 /// truncator: per record the mat products and pm, the reciprocal, the two divide
-/// truncations per component, r^2, the two norm sums, the clip factor, w; then trunc(pi sc)
+/// truncations per component, the score-root products y (P K, party-major), the two norm sums, the clip factor, w; then trunc(pi sc)
 /// per component; then M and G_p per coordinate. Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
 /// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 27
@@ -434,7 +447,7 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     let pm = take(1)[0];
     let recip = take(7);
     let div = take(2);
-    let r2 = take(1)[0];
+    let y = take(1)[0];
     let acc = take(1)[0];
     let clip = take(13);
     let w = take(1)[0];
@@ -453,7 +466,8 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
             out.push(div[0][n * k_n + k]);
             out.push(div[1][n * k_n + k]);
         }
-        out.extend((0..k_n).map(|k| r2[n * k_n + k]));
+        let pk = parties * k_n;
+        out.extend((0..pk).map(|i| y[n * pk + i]));
         out.extend([acc[n], acc[b + n]]);
         out.extend(clip.iter().map(|l| l[n]));
         out.extend((0..k_n).map(|k| w[n * k_n + k]));

@@ -131,14 +131,17 @@ pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     inv_sqrt_normalised(ctx, x).await?.value(ctx).await
 }
 
-/// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22) (twin
-/// of `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 46 rounds.
+/// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22), rounded
+/// down by the public slack of `vtwin_fixed::clip::clip_rounding_slack` (twin of
+/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 46 rounds.
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;
     let diff = x.public_minus(me, threshold);
     let (r, over) = normalised(ctx, x, Some(&diff)).await?;
     let s = r.mul_public(ctx, c).await?;
-    let s_minus_one = s.add_public(me, ONE_RAW.wrapping_neg());
+    // s - gamma - 1: the public slack is a local subtraction.
+    let slack = vtwin_fixed::clip::clip_rounding_slack(c);
+    let s_minus_one = s.add_public(me, ONE_RAW.wrapping_add(slack).wrapping_neg());
     Ok(mul(ctx, &over, &s_minus_one).await?.add_public(me, ONE_RAW))
 }

@@ -244,6 +244,21 @@ pub async fn inner_products(
     .1)
 }
 
+/// Several [`inner_products`] with their own group lengths in one layer (one reshare per
+/// output, 2 rounds for all): `parts[i] = (x, y, len)`; outputs concatenated in order.
+pub async fn inner_products_many(
+    ctx: &Ctx,
+    parts: &[(&Shared, &Shared, usize)],
+) -> Result<Shared, MpcError> {
+    let mut dots = Vec::new();
+    for &(x, y, len) in parts {
+        check_groups("inner_products_many", x, y, len)?;
+        ctx.count(|c| c.mults += x.len() as u64);
+        dots.extend(local_dots(x, y, len));
+    }
+    Ok(layer(ctx, Vec::new(), dots, vtwin_fixed::FRAC_BITS).await?.1)
+}
+
 /// Inner products without truncation (integer coefficients, one-hot selections). 1 round,
 /// one reshare per output.
 pub async fn inner_products_int(

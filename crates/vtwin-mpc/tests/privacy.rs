@@ -257,8 +257,8 @@ fn gradient_views_do_not_depend_on_inputs() {
     for s in &mut b.stats {
         s.iter_mut().for_each(|v| *v = gradient_ref::enc(13.0));
     }
-    for q in &mut b.q {
-        q.iter_mut().for_each(|v| *v = gradient_ref::enc(1000.0));
+    for root in &mut b.root {
+        root.iter_mut().for_each(|v| *v = gradient_ref::enc(100.0));
     }
     let va = gradient_view(&a, 31);
     let vb = gradient_view(&b, 32);

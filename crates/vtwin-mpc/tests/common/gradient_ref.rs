@@ -6,6 +6,7 @@
 
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{clip_factor_unchecked, Fx, Reciprocal, Truncator, FRAC_BITS};
 use vtwin_mpc::gradient::{
     gradient, receive_inputs, upload_messages, CircuitPublic, InputBounds, PartyMap, PlainUpload,
@@ -20,7 +21,7 @@ const SESSION: SessionId = SessionId(*b"vtwin-mpc-gradnt");
 pub struct Instance {
     pub public: CircuitPublic,
     pub mat: Vec<Vec<Fx>>,
-    pub q: Vec<Vec<Fx>>,
+    pub root: Vec<Vec<Fx>>,
     pub stats: Vec<Vec<Fx>>,
     pub noise: Vec<i128>,
 }
@@ -52,16 +53,20 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
         for k in 0..k_n {
             r[k] = recip.divide(pm[k], t);
         }
-        let mut acc_a = 0u128;
         let mut acc_b = 0u128;
+        for root in &inst.root {
+            for k in 0..k_n {
+                let y = mul(r[k], root[n * k_n + k], t);
+                acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
+            }
+        }
+        let mut acc_a = 0u128;
         for k in 0..k_n {
             let e = r[k] - pi[k];
             acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
-            let r2 = mul(r[k], r[k], t);
-            let q = inst.q.iter().fold(Fx::ZERO, |s, up| s + up[n * k_n + k]);
-            acc_b = acc_b.wrapping_add(r2.0.wrapping_mul(q.0));
         }
-        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(t.trunc(acc_b, FRAC_BITS));
+        let norm_b = Fx(t.trunc(acc_b, FRAC_BITS)).0;
+        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(norm_b << (2 * NORM_SCALE_BITS));
         let c = clip_factor_unchecked(norm2, p.clip, t);
         sc += c;
         for k in 0..k_n {
@@ -119,9 +124,9 @@ pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
         .iter()
         .map(|_| (0..b * k_n).map(|_| enc(u())).collect())
         .collect();
-    let q = widths
+    let root = widths
         .iter()
-        .map(|_| (0..b * k_n).map(|_| enc(8.0 * u())).collect())
+        .map(|_| (0..b * k_n).map(|_| enc(0.01 * u())).collect())
         .collect();
     let stats = widths
         .iter()
@@ -146,7 +151,7 @@ pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
     Instance {
         public,
         mat,
-        q,
+        root,
         stats,
         noise,
     }
@@ -194,7 +199,7 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
 pub fn bounds() -> InputBounds {
     InputBounds {
         mat: (enc(0.0), enc(2f64.powi(31) - 1.0)),
-        q: (enc(0.0), enc(2f64.powi(20))),
+        root: (enc(0.0), vtwin_fixed::clip_bound::score_root_max()),
         stats: (enc(-14.0), enc(14.0)),
     }
 }
@@ -203,7 +208,7 @@ pub fn bounds() -> InputBounds {
 pub fn plain(inst: &Instance, p: usize) -> PlainUpload {
     PlainUpload {
         mat: inst.mat[p].clone(),
-        q: inst.q[p].clone(),
+        root: inst.root[p].clone(),
         stats: inst.stats[p].clone(),
     }
 }

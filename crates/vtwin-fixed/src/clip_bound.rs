@@ -1,0 +1,199 @@
+//! The clip that provably holds: the largest circuit clip `C'` for which every record's
+//! revealed contribution has L2 norm at most the nominal `C`, after every fixed-point error
+//! of the gradient circuit (derivation: `protocols/clip-bound.md`).
+//!
+//! One record's released contribution (exact, from the circuit's fixed-point values) is
+//! `u = [w_k - pi_k c ; w_k s_kj]` with `w_k = trunc(c r_k)`, `c` the clip factor and
+//! `s_kj = A_kj T_j + b_kj` the record's score from the encoded public maps and its encoded
+//! statistics. The circuit clips on
+//! `norm2 = trunc(sum_k (r_k - pi_k)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2)` with
+//! `y_pk = trunc(r_k u_pk)` and the party's `u_pk >= 2^-L sqrt(sum_j s_pkj^2)` (rounded up,
+//! [`score_root_raw`]); `L` = [`NORM_SCALE_BITS`] keeps every truncated value small (so the
+//! probabilistic truncation's failure probability stays small) at an absolute error of
+//! `2^(2L-32)` on `norm2`.
+//!
+//! With `V^2 = sum (r - pi)^2 + sum_k r_k^2 S_k` (the exact norm the clip should see):
+//! `norm2 >= V^2 - a V - b0`, `a = 2^(L-31) sqrt(P K)`, `b0 = 2^(2L-32) + 2^-32`. Whether or
+//! not it clips, `c V <= (1 + 2^-21) (C' + kappa a + kappa b0 / (2 C'))` with
+//! `kappa = C' / sqrt(C'^2 - 2^-32)` ([`crate::clip`]'s one-sided factor). The rounding of
+//! `w` adds `|delta| <= 2^-32 sqrt(K (1 + P Qmax))`, and the batch-level truncations of the
+//! released sums (coupled masks) move a neighbouring output by at most
+//! `2^-31 sqrt(K + sum (1 + |A|)^2)`. [`effective_clip`] picks the largest `C'` on the
+//! fixed-point grid whose total is at most `C`.
+//!
+//! Cost: O(1) f64 arithmetic per call.
+
+use crate::value::{Fx, FRAC_BITS};
+
+/// `L`: the score roots are sent scaled by 2^-L, and the second norm sum is scaled back by
+/// 2^(2L) after its truncation (absolute error 2^(2L-32) = 2^-10 on |g|^2).
+pub const NORM_SCALE_BITS: u32 = 11;
+
+/// Largest squared score norm per party and component, `sum_j s_pkj^2 <= 2^36`: enforced on
+/// the public maps (`sum_j (T_MAX |A_kj| + |b_kj|)^2 <= 2^36`), so an honest party never exceeds it.
+pub const SCORE_NORM2_MAX: f64 = 68_719_476_736.0;
+
+/// Largest |T| of an encoded sufficient statistic (the codec's bound).
+pub const STAT_ABS_MAX: f64 = 14.0;
+
+/// Largest responsibility `r_k` the divide can return for numerators `0 <= pm_k <= den`
+/// (1.5 + 2^-20: a denominator of one ulp rounds the scaled numerator by up to half).
+pub const RESPONSIBILITY_MAX: f64 = 1.5 + 1.0 / 1_048_576.0;
+
+/// Smallest and largest nominal clip accepted.
+pub const CLIP_RANGE: (f64, f64) = (0.0625, 1024.0);
+
+/// Largest score root the party sends: `2^-L sqrt(2^36)` plus rounding (raw ulps added).
+pub fn score_root_max() -> Fx {
+    let raw = (SCORE_NORM2_MAX.sqrt() * f64::from(1u32 << (FRAC_BITS - NORM_SCALE_BITS))) as u128;
+    Fx(raw + 2)
+}
+
+/// The party's score root `u = 2^-L sqrt(S)` for the exact squared norm `S` of the scores
+/// `s_j = A_j T_j + b_j` (raw encoded values, each product at scale 2^64), rounded up so that
+/// `u >= 2^-L sqrt(S)` exactly: S is summed in f64 from the exact i128 scores (relative error
+/// at most (w + 2) 2^-53 for w terms), inflated by 2^-39, and the root rounded up one ulp past
+/// its ceiling. Returns None when S exceeds [`SCORE_NORM2_MAX`] (the public map check makes that
+/// impossible for |T| <= 14) or w > 2^12. Cost O(w).
+pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
+    if scale.len() != stats.len() || offset.len() != stats.len() || stats.len() > 4096 {
+        return None;
+    }
+    let two64 = 2f64.powi(64);
+    let mut sum = 0.0f64;
+    for ((a, t), b) in scale.iter().zip(stats).zip(offset) {
+        // s at scale 2^64: |A| < 2^22, |T| <= 14, |b| < 2^22 keep it far below 2^127.
+        let s = a
+            .signed()
+            .checked_mul(t.signed())?
+            .checked_add(b.signed().checked_mul(1i128 << FRAC_BITS)?)?;
+        let sf = s as f64 / two64;
+        sum += sf * sf;
+    }
+    let s_up = sum * (1.0 + 2f64.powi(-39));
+    if !(s_up <= SCORE_NORM2_MAX) {
+        return None;
+    }
+    let root = s_up.sqrt() * f64::from(1u32 << (FRAC_BITS - NORM_SCALE_BITS));
+    Some(Fx(root.ceil() as u128 + 1))
+}
+
+/// The shape of one iteration's circuit as the clip bound needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClipShape {
+    /// Components K.
+    pub components: usize,
+    /// Parties P.
+    pub parties: usize,
+    /// Output dimension d = K + sum_p K w_p.
+    pub dim: usize,
+}
+
+/// The circuit clip and the terms of its derivation (all absolute, in gradient units).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClipBound {
+    /// The nominal clip C: the sensitivity the accountant uses.
+    pub nominal: f64,
+    /// The clip the circuit compares against, C' (on the fixed-point grid).
+    pub circuit: Fx,
+    /// Upper bound on `c V` (the clipped exact norm), `(1 + 2^-21)(C' + kappa a + kappa b0 / 2C')`.
+    pub clipped_norm: f64,
+    /// Upper bound on the rounding of `w` carried into the released contribution.
+    pub w_rounding: f64,
+    /// Upper bound on what the batch-level truncations add between neighbouring outputs.
+    pub batch_rounding: f64,
+}
+
+impl ClipBound {
+    /// Upper bound on the L2 distance between the released sums of two neighbouring batches
+    /// (add or remove one record): `clipped_norm + w_rounding + batch_rounding <= nominal`.
+    pub fn sensitivity(&self) -> f64 {
+        self.clipped_norm + self.w_rounding + self.batch_rounding
+    }
+
+    /// Upper bound on one record's own released contribution `|u|`.
+    pub fn record_norm(&self) -> f64 {
+        self.clipped_norm + self.w_rounding
+    }
+}
+
+/// Why no circuit clip exists.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClipBoundError {
+    /// The nominal clip is outside [`CLIP_RANGE`] or not finite.
+    #[error("clip {0} is outside [1/16, 1024]")]
+    OutOfRange(f64),
+    /// K, P or d is zero or inconsistent.
+    #[error("circuit shape K = {components}, P = {parties}, d = {dim} is not valid")]
+    Shape {
+        /// K.
+        components: usize,
+        /// P.
+        parties: usize,
+        /// d.
+        dim: usize,
+    },
+}
+
+fn terms(c_prime: f64, shape: ClipShape) -> (f64, f64, f64) {
+    let (k, p, d) = (
+        shape.components as f64,
+        shape.parties as f64,
+        shape.dim as f64,
+    );
+    let ulp = 2f64.powi(-(FRAC_BITS as i32));
+    let l = NORM_SCALE_BITS as i32;
+    let a = 2f64.powi(l - 31) * (p * k).sqrt();
+    let b0 = 2f64.powi(2 * l - 32) + ulp;
+    let kappa = c_prime / (c_prime * c_prime - ulp).sqrt();
+    let clipped =
+        (1.0 + crate::clip::CLIP_REL_EXCESS) * (c_prime + kappa * a + kappa * b0 / (2.0 * c_prime));
+    let w_rounding = ulp * (k * (1.0 + p * SCORE_NORM2_MAX)).sqrt();
+    // sum_(p,k,j) (1 + |A|)^2 <= 2 (d - K) + 2 sum A^2, and per (p, k)
+    // sum_j A^2 <= Qmax / T_MAX^2 (from the public map check).
+    let a2 = p * k * SCORE_NORM2_MAX / (STAT_ABS_MAX * STAT_ABS_MAX);
+    let batch = 2.0 * ulp * (k + 2.0 * (d - k) + 2.0 * a2).sqrt();
+    // f64 rounding in the lines above is far below 2^-40 relative: inflate by that.
+    let up = 1.0 + 2f64.powi(-40);
+    (clipped * up, w_rounding * up, batch * up)
+}
+
+/// The largest circuit clip `C'` (a multiple of 2^-32) whose sensitivity bound is at most
+/// `nominal` for this shape (module docs). Typical margin at C = 1, K = 20, P = 2,
+/// d = 3000: about 8e-4 (C' ~ 0.9992).
+pub fn effective_clip(nominal: f64, shape: ClipShape) -> Result<ClipBound, ClipBoundError> {
+    if !(nominal >= CLIP_RANGE.0 && nominal <= CLIP_RANGE.1) {
+        return Err(ClipBoundError::OutOfRange(nominal));
+    }
+    if shape.components == 0 || shape.parties == 0 || shape.dim < shape.components {
+        return Err(ClipBoundError::Shape {
+            components: shape.components,
+            parties: shape.parties,
+            dim: shape.dim,
+        });
+    }
+    let bound_for = |c_raw: u128| {
+        let c = Fx(c_raw).to_f64();
+        let (clipped_norm, w_rounding, batch_rounding) = terms(c, shape);
+        ClipBound {
+            nominal,
+            circuit: Fx(c_raw),
+            clipped_norm,
+            w_rounding,
+            batch_rounding,
+        }
+    };
+    // A first guess from the linearised bound, then step down until the exact bound holds.
+    let (clipped, w, b) = terms(nominal, shape);
+    let guess = nominal - (clipped - nominal) - w - b;
+    let mut raw = (guess * 2f64.powi(FRAC_BITS as i32)).floor() as u128;
+    loop {
+        let bound = bound_for(raw);
+        if bound.sensitivity() <= nominal {
+            return Ok(bound);
+        }
+        // Each step removes a relative 2^-24; the guess is within a few steps.
+        raw -= (raw >> 24).max(1);
+    }
+}

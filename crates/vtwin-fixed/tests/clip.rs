@@ -1,0 +1,66 @@
+//! The clip factor's one-sided bound, checked exactly (big integers) over every exponent
+//! branch of the inverse square root: for x > C^2 the factor c satisfies
+//! c sqrt(x) <= (1 + 2^-21) C, and for x <= C^2 it is exactly 1. This is the inequality
+//! `vtwin_fixed::clip_bound` builds the provable clip on.
+
+use num_bigint::BigUint;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use vtwin_fixed::clip::CLIP_REL_EXCESS;
+use vtwin_fixed::{clip_factor, probabilistic_from_rng, Floor, Fx, Truncator};
+
+/// c^2 x <= (1 + 2^-21)^2 C^2 on raw values: c^2 x 2^42 <= (2^21 + 1)^2 C^2 2^32.
+fn within(c: Fx, x: Fx, clip: Fx) -> bool {
+    assert_eq!(CLIP_REL_EXCESS, 2f64.powi(-21));
+    let big = |v: u128| BigUint::from(v);
+    let c_abs = c.signed().unsigned_abs();
+    let lhs = big(c_abs) * big(c_abs) * big(x.raw()) << 42u32;
+    let rhs = (big((1u128 << 21) + 1) * big((1u128 << 21) + 1)) * big(clip.raw()) * big(clip.raw())
+        << 32u32;
+    lhs <= rhs
+}
+
+fn check(x: Fx, clip: Fx, t: &mut dyn Truncator) {
+    let c = clip_factor(x, clip, t).expect("domain");
+    let threshold = (clip.raw() * clip.raw()) >> 32;
+    if x.raw() <= threshold {
+        assert_eq!(c, Fx::ONE, "x {x:?} C {clip:?}");
+    } else {
+        assert!(within(c, x, clip), "x {x:?} C {clip:?}: |c| {c:?} too large");
+        // Rounding down by the slack can only make a factor below ~(slack) ulps negative;
+        // the gradient circuit's norms (< 2^42) keep C / sqrt(x) above 2^-25 (128 ulps).
+        if clip.to_f64() / x.to_f64().sqrt() >= 2f64.powi(-25) {
+            assert!(c.signed() > 0, "x {x:?} C {clip:?}: c {c:?} not positive");
+        }
+    }
+}
+
+#[test]
+fn clip_factor_never_exceeds_its_bound_on_any_exponent() {
+    let clips = [0.0625, 0.1, 0.37, 0.5, 0.999, 1.0, 1.7, 3.0, 64.5, 1000.0, 1024.0];
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    let mut cases = 0u64;
+    for clip in clips.map(|c| Fx::from_f64(c).unwrap()) {
+        // Every raw exponent of x in the 80-bit window (x from 2^-32 to 2^48), with the
+        // mantissa's edges and random mantissas, under floor and probabilistic truncation.
+        for e in 0..80u32 {
+            let lo = 1u128 << e;
+            let mut xs = vec![lo, (lo << 1) - 1, lo + (lo >> 1)];
+            for _ in 0..6 {
+                xs.push(lo + (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) % lo.max(1));
+            }
+            for x in xs.into_iter().map(Fx) {
+                check(x, clip, &mut Floor);
+                let mut t = probabilistic_from_rng(ChaCha20Rng::seed_from_u64(rng.next_u64()));
+                check(x, clip, &mut t);
+                cases += 2;
+            }
+        }
+        // Just above the threshold, where the factor is closest to 1.
+        let thr = (clip.raw() * clip.raw()) >> 32;
+        for dx in [0u128, 1, 2, 3, 1000, 1 << 20] {
+            check(Fx(thr + dx), clip, &mut Floor);
+        }
+    }
+    assert!(cases > 1000);
+}
