@@ -61,14 +61,15 @@ fn adult_scale_costs() {
     // Between nodes: input forwarding (one element per input value) plus the circuit.
     let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + d) as u64;
     let circuit = total.elements - inputs;
-    // Per (record, component): mat products 3 + pm 3 + divide 9 + r^2 3 + w 3 = 21;
+    // Per (record, component): mat products 3 (P - 1) + pm 3 + divide 9 + score-root
+    // products 3 P + w 3 = 12 + 6 P;
     // per record: normalised reciprocal 180 + two norm inner products 6 + clip factor 279;
     // per component: pi sc 3; per gradient coordinate of the parties: M and G_p, 6.
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
-    assert_eq!(circuit, 21 * bk + 465 * bb + 3 * kk + 6 * dd);
+    assert_eq!(circuit, (12 + 6 * p) * bk + 465 * bb + 3 * kk + 6 * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} input forwarding + circuit 21 B K + 465 B + 3 K + 6 (d - K) \
+         ({} elements = {inputs} input forwarding + circuit (12 + 6 P) B K + 465 B + 3 K + 6 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers",
         total.rounds,
         total.messages,
@@ -103,7 +104,9 @@ fn simulate_iteration_is_close_to_the_floor_reference() {
     .expect("iteration");
     let worst = max_abs_diff(&it.gradient, &reference(&inst, &mut vtwin_fixed::Floor));
     println!("max |mpc - floor| = {worst:e}");
-    assert!(worst < 2f64.powi(-20), "{worst}");
+    // The second norm sum is resolved at 2^(2L - 32) = 2^-10 on |g|^2, so a clipped
+    // record's factor may differ between the two rounding rules by ~2^-11 relative.
+    assert!(worst < 2f64.powi(-16), "{worst}");
     assert!(it.client_bytes > 0);
 }
 
@@ -152,7 +155,7 @@ fn simulate_iteration_adds_every_noise_contribution() {
     )
     .expect("iteration");
     let worst = max_abs_diff(&it.gradient, &reference(&inst, &mut vtwin_fixed::Floor));
-    assert!(worst < 2f64.powi(-20), "{worst}");
+    assert!(worst < 2f64.powi(-16), "{worst}");
 
     // The number of contributions must match the public count.
     let err = vtwin_mpc::gradient::simulate_iteration(

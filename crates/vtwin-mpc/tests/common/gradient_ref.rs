@@ -65,8 +65,9 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
             let e = r[k] - pi[k];
             acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
         }
+        let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
         let norm_b = Fx(t.trunc(acc_b, FRAC_BITS)).0;
-        let norm2 = Fx(t.trunc(acc_a, FRAC_BITS)) + Fx(norm_b << (2 * NORM_SCALE_BITS));
+        let norm2 = norm_a + Fx(norm_b << (2 * NORM_SCALE_BITS));
         let c = clip_factor_unchecked(norm2, p.clip, t);
         sc += c;
         for k in 0..k_n {
