@@ -26,7 +26,10 @@ fn check(x: Fx, clip: Fx, t: &mut dyn Truncator) {
     if x.raw() <= threshold {
         assert_eq!(c, Fx::ONE, "x {x:?} C {clip:?}");
     } else {
-        assert!(within(c, x, clip), "x {x:?} C {clip:?}: |c| {c:?} too large");
+        assert!(
+            within(c, x, clip),
+            "x {x:?} C {clip:?}: |c| {c:?} too large"
+        );
         // Rounding down by the slack can only make a factor below ~(slack) ulps negative;
         // the gradient circuit's norms (< 2^42) keep C / sqrt(x) above 2^-25 (128 ulps).
         if clip.to_f64() / x.to_f64().sqrt() >= 2f64.powi(-25) {
@@ -37,7 +40,9 @@ fn check(x: Fx, clip: Fx, t: &mut dyn Truncator) {
 
 #[test]
 fn clip_factor_never_exceeds_its_bound_on_any_exponent() {
-    let clips = [0.0625, 0.1, 0.37, 0.5, 0.999, 1.0, 1.7, 3.0, 64.5, 1000.0, 1024.0];
+    let clips = [
+        0.0625, 0.1, 0.37, 0.5, 0.999, 1.0, 1.7, 3.0, 64.5, 1000.0, 1024.0,
+    ];
     let mut rng = ChaCha20Rng::seed_from_u64(11);
     let mut cases = 0u64;
     for clip in clips.map(|c| Fx::from_f64(c).unwrap()) {
@@ -47,7 +52,10 @@ fn clip_factor_never_exceeds_its_bound_on_any_exponent() {
             let lo = 1u128 << e;
             let mut xs = vec![lo, (lo << 1) - 1, lo + (lo >> 1)];
             for _ in 0..6 {
-                xs.push(lo + (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) % lo.max(1));
+                xs.push(
+                    lo + (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()))
+                        % lo.max(1),
+                );
             }
             for x in xs.into_iter().map(Fx) {
                 check(x, clip, &mut Floor);

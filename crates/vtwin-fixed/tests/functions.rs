@@ -239,7 +239,10 @@ fn clip_factor_matches_min_one_c_over_sqrt() {
             let want = cf / xf.sqrt();
             let slack = vtwin_fixed::clip::clip_rounding_slack(c) as f64 * p2(-32.0);
             let (g, rel) = (got.to_f64(), (got.to_f64() / want - 1.0).abs());
-            prop_assert!(g <= want * (1.0 + p2(-21.0)), "x={x:?} c={c:?} got={got:?} want={want}");
+            prop_assert!(
+                g <= want * (1.0 + p2(-21.0)),
+                "x={x:?} c={c:?} got={got:?} want={want}"
+            );
             prop_assert!(
                 g >= want * (1.0 - p2(-20.0)) - slack,
                 "x={x:?} c={c:?} got={got:?} want={want}"

@@ -323,8 +323,8 @@ pub(crate) fn check_score_map_bound(
         // Encoding moves A and b by at most 2^-33 each: inflate the f64 sum for it.
         let slack = (STAT_ABS_MAX + 1.0) * 2f64.powi(-33);
         for row in per_coord.chunks_exact(maps.width) {
-            let s2: f64 = row.iter().map(|v| (v + slack) * (v + slack)).sum::<f64>()
-                * (1.0 + 2f64.powi(-40));
+            let s2: f64 =
+                row.iter().map(|v| (v + slack) * (v + slack)).sum::<f64>() * (1.0 + 2f64.powi(-40));
             if !(s2 <= SCORE_NORM2_MAX) {
                 return Err(BackendError::Range {
                     party: party.to_string(),

@@ -53,7 +53,10 @@ fn run_recorded(
     for (p, up) in uploads.iter().enumerate() {
         let (mut c, setup) = InputClient::new(p as u16, SESSION, &mut rng);
         msgs.extend(setup);
-        msgs.extend(upload_messages(&mut c, up, input_bounds(Renormalise::ClosedForm, parties)).expect("in range"));
+        msgs.extend(
+            upload_messages(&mut c, up, input_bounds(Renormalise::ClosedForm, parties))
+                .expect("in range"),
+        );
     }
     let (mut nc, setup) = InputClient::new(parties as u16, SESSION, &mut rng);
     msgs.extend(setup);

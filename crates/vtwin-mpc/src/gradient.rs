@@ -220,14 +220,21 @@ pub async fn gradient(
     let r_rep: Vec<usize> = (0..b)
         .flat_map(|n| (0..p_n).flat_map(move |_| (0..k_n).map(move |k| n * k_n + k)))
         .collect();
-    let y = mul_trunc(ctx, &gather(&r, &r_rep), &gather(&roots, &by_record), FRAC_BITS).await?;
+    let y = mul_trunc(
+        ctx,
+        &gather(&r, &r_rep),
+        &gather(&roots, &by_record),
+        FRAC_BITS,
+    )
+    .await?;
     let pi_shared = Shared::public(me, &pi_bk);
     let e = r.sub(&pi_shared)?;
     // Both inner products in one layer: [sum_k e^2 (B) ; sum_(p,k) y^2 (B)].
     let acc = inner_products_many(ctx, &[(&e, &e, k_n), (&y, &y, p_n * k_n)]).await?;
-    let norm2 = acc
-        .slice(0..b)
-        .add(&acc.slice(b..2 * b).mul_public(1u128 << (2 * NORM_SCALE_BITS)))?;
+    let norm2 = acc.slice(0..b).add(
+        &acc.slice(b..2 * b)
+            .mul_public(1u128 << (2 * NORM_SCALE_BITS)),
+    )?;
 
     // 4. clip factor, w.
     let c = clip_factor(ctx, &norm2, public.clip).await?;

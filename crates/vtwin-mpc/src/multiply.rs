@@ -256,7 +256,9 @@ pub async fn inner_products_many(
         ctx.count(|c| c.mults += x.len() as u64);
         dots.extend(local_dots(x, y, len));
     }
-    Ok(layer(ctx, Vec::new(), dots, vtwin_fixed::FRAC_BITS).await?.1)
+    Ok(layer(ctx, Vec::new(), dots, vtwin_fixed::FRAC_BITS)
+        .await?
+        .1)
 }
 
 /// Inner products without truncation (integer coefficients, one-hot selections). 1 round,
