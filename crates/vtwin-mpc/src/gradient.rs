@@ -134,6 +134,68 @@ impl CircuitPublic {
     }
 }
 
+impl CircuitPublic {
+    /// Upper bound on the probability that any probabilistic truncation of one run of the
+    /// circuit wraps (a wrap releases a garbage value, so the bound is charged to delta):
+    /// the sum over every truncation of max |X| / 2^128, with max |X| from the public
+    /// parameters and the parties' input `bounds` only (never from data). Per layer, the
+    /// largest pre-truncation value (site by site in `protocols/truncation-failure.md`):
+    /// mat products M^(i+1) and pm M^P (M the mat bound), the reciprocal's normalisation 1
+    /// and Newton-Raphson 4, the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
+    /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
+    /// square root's normalisation 2^16 (a fixed 2^80 raw), its Newton-Raphson 4 and
+    /// scale-back 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and G_p |A| 1.5 B T + |b| 1.5 B per
+    /// coordinate (the maps' actual values). Cost O(d).
+    pub fn truncation_failure_bound(&self, bounds: &InputBounds) -> f64 {
+        let (b, k) = (self.batch as f64, self.components as f64);
+        let p_n = self.parties.len() as i32;
+        let m = bounds.mat.1.to_f64().max(0.0);
+        let t_max = bounds
+            .stats
+            .0
+            .to_f64()
+            .abs()
+            .max(bounds.stats.1.to_f64().abs());
+        let r = vtwin_fixed::clip_bound::RESPONSIBILITY_MAX;
+        let clip = self.clip.to_f64();
+        // Per-(party, component) score-root bound from the public maps.
+        let scale = 2f64.powi(-(NORM_SCALE_BITS as i32));
+        let mut roots2 = 0.0; // sum_(p,k) u_pk,max^2
+        let mut roots1 = 0.0; // sum_(p,k) u_pk,max
+        let mut per_coord = 0.0; // sum over G_p coordinates of |A| 1.5 B T + |b| 1.5 B
+        for map in &self.parties {
+            for row in 0..self.components {
+                let cols = row * map.width..(row + 1) * map.width;
+                let s2: f64 = map.scale[cols.clone()]
+                    .iter()
+                    .zip(&map.offset[cols])
+                    .map(|(a, o)| {
+                        let (a, o) = (a.to_f64().abs(), o.to_f64().abs());
+                        per_coord += a * 1.5 * b * t_max + o * 1.5 * b;
+                        (a * t_max + o).powi(2)
+                    })
+                    .sum();
+                let u = scale * s2.sqrt() + 3.0 * 2f64.powi(-32);
+                roots2 += u * u;
+                roots1 += u;
+            }
+        }
+        let coords = (self.dim() - self.components) as f64;
+        let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
+            + m.powi(p_n) // pm
+            + 2.0 * 2.0 * m.powi(p_n) // divide
+            + 1.5; // w
+        let per_record = 1.0 + 6.0 * 4.0 // reciprocal
+            + k * r * r + r * r * roots2 // the two norm sums
+            + 2f64.powi(16) + 1.22 + 3.0 * (4.0 + 2.0 + 3.0) + 4.0 * clip // clip factor
+            + r * roots1; // score-root products, sum_(p,k) R u_pk
+        let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
+        let total = b * k * per_record_component + b * per_record + batch;
+        // Values are in units of 2^64 raw (a 2^32-scale product), failure |X| / 2^128.
+        total * 2f64.powi(-64) * (1.0 + 2f64.powi(-20))
+    }
+}
+
 /// Repeats each element of `x` `times` times (local).
 fn broadcast(x: &Shared, times: usize) -> Shared {
     let rep = |v: &[u128]| {

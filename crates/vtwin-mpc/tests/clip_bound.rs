@@ -358,3 +358,45 @@ fn the_bound_is_tight_and_the_margin_is_needed() {
         "clipping at C itself never exceeded C: the check lacks power"
     );
 }
+
+/// Floor truncation that also sums |X| / 2^128, the wrap probability of the probabilistic
+/// truncation for the same pre-truncation value.
+struct Recording {
+    wrap: f64,
+}
+
+impl Truncator for Recording {
+    fn trunc(&mut self, x: u128, d: u32) -> u128 {
+        self.wrap += (x as i128).unsigned_abs() as f64 * 2f64.powi(-128);
+        vtwin_fixed::trunc_floor(x, d)
+    }
+}
+
+/// `CircuitPublic::truncation_failure_bound` (charged to delta) covers the actual wrap
+/// probability of every adversarial run, and is not vacuous (within 2^12 of it).
+#[test]
+fn truncation_failure_bound_covers_adversarial_runs() {
+    let bounds = gradient_ref::bounds();
+    let mut worst_ratio = 0.0f64;
+    let mut largest = 0.0f64;
+    for seed in 0..30u64 {
+        let regime = [
+            Regime::Random,
+            Regime::TinyResponsibility,
+            Regime::TinyDenominator,
+        ][seed as usize % 3];
+        let inst = adversarial(seed, 5, 4, &[3, 2], regime, CLIPS[seed as usize % 5], EDGE);
+        let mut t = Recording { wrap: 0.0 };
+        reference(&inst, &mut t);
+        let bound = inst.public.truncation_failure_bound(&bounds);
+        assert!(
+            t.wrap <= bound,
+            "seed {seed}: wrap {} > bound {bound}",
+            t.wrap
+        );
+        worst_ratio = worst_ratio.max(t.wrap / bound);
+        largest = largest.max(bound);
+    }
+    println!("MEASURED actual / bound up to {worst_ratio:.3e}; largest bound {largest:.3e}");
+    assert!(worst_ratio > 2f64.powi(-12), "bound vacuous: {worst_ratio}");
+}

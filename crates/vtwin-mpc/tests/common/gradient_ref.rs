@@ -199,7 +199,7 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
 /// The model's fixed-point input ranges.
 pub fn bounds() -> InputBounds {
     InputBounds {
-        mat: (enc(0.0), enc(2f64.powi(31) - 1.0)),
+        mat: (enc(0.0), enc(1.0)),
         root: (enc(0.0), vtwin_fixed::clip_bound::score_root_max()),
         stats: (enc(-14.0), enc(14.0)),
     }
