@@ -131,9 +131,12 @@ impl GradientInput<'_> {
             )));
         }
         let b = self.parties.first().map_or(0, |p| p.rows);
+        let real = self.parties.first().map_or(0, |p| p.real);
         for (p, batch) in self.parties.iter().enumerate() {
             if batch.party != p
                 || batch.rows != b
+                || batch.real != real
+                || real > b
                 || batch.width != self.layout.stat_width(p)
                 || batch.stats.len() != b * batch.width
             {

@@ -103,6 +103,8 @@ pub struct PartyUpload {
     pub root: Vec<Fx>,
     /// T_p, B x |T_p|.
     pub stats: Vec<Fx>,
+    /// Raw 0/1 per row: 1 for a real record, 0 for padding ([`PartyBatch::flags`]).
+    pub flags: Vec<Fx>,
 }
 
 /// The fixed-point backend (floor truncation).
@@ -239,7 +241,9 @@ pub fn party_upload_batch(
     let name = &layout.parties[party];
     let k_n = layout.components;
     let maps = PartyMaps::new(theta, layout, party);
-    let t = local_terms(device, &maps, &batch.stats, batch.rows, false)?;
+    // Kernels on the real rows only; padding rows get fixed values below.
+    let real_stats = &batch.stats[..batch.real * batch.width];
+    let t = local_terms(device, &maps, real_stats, batch.real, false)?;
     let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
         party: name.clone(),
         what,
@@ -266,6 +270,9 @@ pub fn party_upload_batch(
             mat.push(Fx::from_f64(v).map_err(|_| range("mat", v, "[0, mat_max]"))?);
         }
     }
+    // Padding rows: mat = 1 (den = sum pi, far from the reciprocal's edges), T = 0, root 0;
+    // their flag is 0, so the circuit zeroes their clip factor and they add exactly nothing.
+    mat.resize(batch.rows * k_n, Fx::ONE);
     let stats = batch
         .stats
         .iter()
@@ -280,7 +287,7 @@ pub fn party_upload_batch(
     let map = crate::mpc::encoded_party_map(&maps, layout.stat_width(party))?;
     let wd = map.width;
     let mut root = Vec::with_capacity(batch.rows * k_n);
-    for n in 0..batch.rows {
+    for n in 0..batch.real {
         let t_n = &stats[n * wd..(n + 1) * wd];
         for k in 0..k_n {
             let cols = k * wd..(k + 1) * wd;
@@ -290,7 +297,13 @@ pub fn party_upload_batch(
             root.push(u);
         }
     }
-    Ok(PartyUpload { mat, root, stats })
+    root.resize(batch.rows * k_n, Fx::ZERO);
+    Ok(PartyUpload {
+        mat,
+        root,
+        stats,
+        flags: batch.flags(),
+    })
 }
 
 /// The range checks both fixed-point backends make on one party's public score maps before
@@ -356,7 +369,7 @@ pub fn fixed_gradient<T: Truncator>(
     let mul = |a: Fx, c: Fx, t: &mut T| Fx(t.trunc(a.0.wrapping_mul(c.0), FRAC_BITS));
 
     let mut diag = Diagnostics {
-        records: b,
+        records: input.parties.first().map_or(0, |p| p.real),
         ..Diagnostics::default()
     };
     // Steps 4-8, per record.
@@ -398,8 +411,12 @@ pub fn fixed_gradient<T: Truncator>(
         let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
         let norm_b = Fx(t.trunc(acc_b, FRAC_BITS));
         let norm2 = norm_a + Fx(norm_b.0.wrapping_mul(1u128 << (2 * NORM_SCALE_BITS)));
-        let c = clip_factor_unchecked(norm2, public.clip, t);
-        if c != Fx::ONE {
+        // A padding row's flag (raw 0) zeroes its factor exactly; a real row's (raw 1) keeps it.
+        let flag = uploads[0].flags[n];
+        let c = Fx(clip_factor_unchecked(norm2, public.clip, t)
+            .0
+            .wrapping_mul(flag.0));
+        if flag != Fx::ZERO && c != Fx::ONE {
             diag.clipped += 1;
         }
         sc += c;

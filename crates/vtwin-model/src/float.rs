@@ -137,9 +137,11 @@ impl GradientBackend for FloatBackend {
         let t0 = Instant::now();
         let g = per_example_gradients(&self.device, input)?;
         let d = input.layout.dim();
+        // Padding rows (after the real ones) contribute nothing.
+        let real = input.parties.first().map_or(0, |p| p.real);
         let mut sum = vec![0.0; d];
         let mut clipped = 0;
-        for gn in g.chunks_exact(d) {
+        for gn in g.chunks_exact(d).take(real) {
             let norm = gn.iter().map(|v| v * v).sum::<f64>().sqrt();
             let c = if norm > input.clip {
                 clipped += 1;
@@ -164,7 +166,7 @@ impl GradientBackend for FloatBackend {
         Ok(GradientOutput {
             gradient: sum,
             diagnostics: Diagnostics {
-                records: g.len() / d.max(1),
+                records: real,
                 clipped,
                 den_zero: 0,
                 local_ms,

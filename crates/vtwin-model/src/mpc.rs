@@ -35,7 +35,7 @@
 //! ([`MpcBackend::seeded`]; voids privacy), so that a retried iteration and a network run
 //! with the same seeds redraw exactly the same keys, seeds and session.
 //!
-//! Cost: per iteration 2P + 93 rounds and 21 B K + 465 B + 3 K + 6 (d - K) ring elements
+//! Cost: per iteration 2P + 94 rounds and (12 + 6 P) B K + 468 B + 3 K + 6 (d - K) ring elements
 //! of circuit traffic plus the input forwarding (`protocols/mpc-gradient.md`).
 
 use std::sync::{Arc, Mutex};
@@ -158,12 +158,18 @@ pub fn input_bounds(renormalise: Renormalise, parties: usize) -> InputBounds {
     }
 }
 
-/// A fixed-backend upload as the circuit's plaintext input (same encoded values).
-pub fn plain_upload(up: &PartyUpload) -> PlainUpload {
+/// Party `party`'s fixed-backend upload as the circuit's plaintext input (same encoded
+/// values); party 0 also inputs the padding flags.
+pub fn plain_upload(up: &PartyUpload, party: usize) -> PlainUpload {
     PlainUpload {
         mat: up.mat.clone(),
         root: up.root.clone(),
         stats: up.stats.clone(),
+        flags: if party == 0 {
+            up.flags.clone()
+        } else {
+            Vec::new()
+        },
     }
 }
 

@@ -126,13 +126,10 @@ pub fn party_messages(
     let z = Zeroizing::new(noise_to_canonical(layout, share.as_slice()));
     drop(share);
     // 2. Local kernels, encoding, range checks.
-    let upload = plain_upload(&party_upload_batch(
-        device,
-        layout,
-        task.theta,
-        task.batch,
-        task.renormalise,
-    )?);
+    let upload = plain_upload(
+        &party_upload_batch(device, layout, task.theta, task.batch, task.renormalise)?,
+        p,
+    );
     let (mut data_client, data_setup) = InputClient::new(p as u16, task.session, client_rng);
     let bounds = input_bounds(task.renormalise, parties);
     let data_input = upload_messages(&mut data_client, &upload, bounds)

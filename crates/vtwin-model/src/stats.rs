@@ -57,18 +57,43 @@ pub struct PartyData {
 }
 
 /// One party's input to a gradient backend for one batch: the batch's rows of T_p
-/// (B x |T_p|, row-major). This is all the party-side data a backend may use; theta and the
-/// batch indices are public.
+/// (B x |T_p|, row-major), the real records first, then padding rows. This is all the
+/// party-side data a backend may use; theta is public, the batch indices are known to the
+/// parties and the coordinator only.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartyBatch {
     /// Party index in the layout.
     pub party: usize,
     /// |T_p|.
     pub width: usize,
-    /// B.
+    /// B: the public (padded) batch size.
     pub rows: usize,
+    /// B_t <= B: the real records, rows `0..real`; rows `real..rows` are padding with zero
+    /// statistics, whose contribution the circuit zeroes through a secret-shared flag, so
+    /// that the compute nodes never learn B_t.
+    pub real: usize,
     /// The statistics, B x |T_p|.
     pub stats: Vec<f64>,
+}
+
+impl PartyBatch {
+    /// The flags the circuit multiplies each record's clip factor by: raw integers 1 for
+    /// the real rows, 0 for the padding (not fixed-point 1.0: the product needs no truncation).
+    pub fn flags(&self) -> Vec<vtwin_fixed::Fx> {
+        (0..self.rows)
+            .map(|n| vtwin_fixed::Fx::from_raw(u128::from(n < self.real)))
+            .collect()
+    }
+}
+
+/// A batch larger than its public padded size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a batch of {got} records does not fit the public batch size {padded}")]
+pub struct BatchOverflow {
+    /// The records asked for.
+    pub got: usize,
+    /// The public size.
+    pub padded: usize,
 }
 
 /// Writes one column's statistics into a party's matrix (rows x width, row-major).
@@ -271,8 +296,26 @@ impl PartyData {
             party: self.party,
             width: self.width,
             rows: idx.len(),
+            real: idx.len(),
             stats,
         }
+    }
+
+    /// The records `idx` followed by `padded - idx.len()` padding rows (zero statistics):
+    /// a batch of the public size `padded` whose real size only the flags carry. Errors
+    /// when `idx` has more than `padded` records (the caller trims an overflowing batch
+    /// first). Cost O(padded |T_p|).
+    pub fn padded_batch(&self, idx: &[usize], padded: usize) -> Result<PartyBatch, BatchOverflow> {
+        if idx.len() > padded {
+            return Err(BatchOverflow {
+                got: idx.len(),
+                padded,
+            });
+        }
+        let mut batch = self.batch(idx);
+        batch.stats.resize(padded * self.width, 0.0);
+        batch.rows = padded;
+        Ok(batch)
     }
 
     /// All rows as one batch (for evaluation).
@@ -281,6 +324,7 @@ impl PartyData {
             party: self.party,
             width: self.width,
             rows: self.rows,
+            real: self.rows,
             stats: self.stats.clone(),
         }
     }

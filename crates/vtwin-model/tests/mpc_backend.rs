@@ -108,7 +108,11 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
             .map(|_| rng.random_range(-(1i128 << 36)..(1i128 << 36)))
             .collect();
         let public = circuit_public(&inp, b).unwrap();
-        let plain: Vec<_> = ups.iter().map(plain_upload).collect();
+        let plain: Vec<_> = ups
+            .iter()
+            .enumerate()
+            .map(|(p, up)| plain_upload(up, p))
+            .collect();
         let (opened, masks) = run_recorded(&public, &plain, &noise_to_canonical(&layout, &noise));
         let got = gradient_from_canonical(&layout, &opened);
         let total: usize = masks.iter().map(Vec::len).sum();
@@ -178,7 +182,7 @@ fn mpc_backend_is_close_to_fixed_backend_with_the_same_noise() {
         assert!(spread > 0.5, "noise missing: mean square {spread}");
         let c = costs.snapshot();
         assert_eq!(c.len(), 1);
-        assert_eq!(c[0].rounds, 2 * layout.n_parties() as u64 + 93);
+        assert_eq!(c[0].rounds, 2 * layout.n_parties() as u64 + 94);
         assert!(c[0].bytes_between_nodes > 0 && c[0].mults > 0);
         assert_eq!(c[0].bytes_uploaded_per_party.len(), layout.n_parties());
         // Every client is a party (its data, and its noise share as its noise contributor),
@@ -294,6 +298,7 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
         mat: vec![mat],
         root: vec![root],
         stats: vec![t],
+        flags: vec![Fx::from_raw(1)],
     };
     let ok = up(bounds.mat.1, bounds.root.1, bounds.stats.0);
     let (mut c, _) = InputClient::new(0, SESSION, &mut ChaCha20Rng::seed_from_u64(1));

@@ -18,15 +18,17 @@
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
-//! 4. clip factor c (13 layers of B); `w = trunc(c r)` (B K);
+//! 4. clip factor c (13 layers of B), times party 0's secret-shared 0/1 flag per record (one
+//!    integer product, 1 round: padding rows add exactly nothing, so the public batch size B
+//!    hides the real one); `w = trunc(c r)` (B K);
 //! 5. `sw = sum_n w`, `sc = sum_n c` (local);
 //! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
 //!    all parties in order, sum_p K w_p) followed by `trunc(pi sc)` (K), giving
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 27. Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 2 + 46 + 2 + 2 + 2 =
-//! 2P + 91.
+//! Truncation layers: P + 27. Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 2 + 46 + 1 + 2 + 2 + 2 =
+//! 2P + 92.
 
 use rand_core::{CryptoRng, RngCore};
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
@@ -38,7 +40,7 @@ use crate::input::{accept_client, input_many, reveal_to, InputClient, InputError
 use crate::inv_sqrt::clip_factor;
 use crate::keys::{simulated_seeds, PairSeeds};
 use crate::message::{Message, NodeId, SessionId};
-use crate::multiply::{inner_products_many, mul_trunc, truncate};
+use crate::multiply::{inner_products_many, mul, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
 use crate::runtime::{Ctx, Node};
 use crate::share::Shared;
@@ -83,6 +85,8 @@ pub struct SharedUpload {
     pub root: Shared,
     /// T_p, B x w_p.
     pub stats: Shared,
+    /// Party 0 only (empty for the others): raw 0/1 per record, 0 for a padding row.
+    pub flags: Shared,
 }
 
 impl CircuitPublic {
@@ -114,8 +118,9 @@ impl CircuitPublic {
         if self.pi.len() != k {
             return Err(bad(self.pi.len(), k));
         }
-        for (u, p) in uploads.iter().zip(&self.parties) {
+        for (i, (u, p)) in uploads.iter().zip(&self.parties).enumerate() {
             for (got, want) in [
+                (u.flags.len(), if i == 0 { b } else { 0 }),
                 (u.mat.len(), b * k),
                 (u.root.len(), b * k),
                 (u.stats.len(), b * p.width),
@@ -300,6 +305,9 @@ pub async fn gradient(
 
     // 4. clip factor, w.
     let c = clip_factor(ctx, &norm2, public.clip).await?;
+    // Padding rows: their flag (raw 0) zeroes the factor exactly, so they add nothing and
+    // the nodes never learn the real batch size. An integer product: no truncation.
+    let c = mul(ctx, &c, &uploads[0].flags).await?;
     let w = mul_trunc(ctx, &broadcast(&c, k_n), &r, FRAC_BITS).await?;
 
     // 5. weight gradient.
@@ -381,6 +389,9 @@ pub struct PlainUpload {
     pub root: Vec<Fx>,
     /// T_p, B x w_p.
     pub stats: Vec<Fx>,
+    /// Party 0 only (empty for the others): raw 0/1 per record, 1 for a real record, 0 for
+    /// a padding row (the public batch size hides the real one).
+    pub flags: Vec<Fx>,
 }
 
 /// Public closed ranges every party checks before sharing (from the model's fixed-point
@@ -446,11 +457,18 @@ pub fn upload_messages(
     check(&up.mat, bounds.mat, 0)?;
     check(&up.root, bounds.root, up.mat.len())?;
     check(&up.stats, bounds.stats, up.mat.len() + up.root.len())?;
+    let one = Fx::from_raw(1);
+    check(
+        &up.flags,
+        (Fx::ZERO, one),
+        up.mat.len() + up.root.len() + up.stats.len(),
+    )?;
     let raw: Vec<u128> = up
         .mat
         .iter()
         .chain(&up.root)
         .chain(&up.stats)
+        .chain(&up.flags)
         .map(|v| v.raw())
         .collect();
     Ok(client.share_raw(&raw))
@@ -474,7 +492,8 @@ pub async fn receive_inputs(
         .parties
         .iter()
         .zip(&seeds)
-        .map(|(m, s)| (s, 1, 2 * b * k_n + b * m.width))
+        .enumerate()
+        .map(|(p, (m, s))| (s, 1, 2 * b * k_n + b * m.width + if p == 0 { b } else { 0 }))
         .collect();
     wanted.extend(seeds[parties..].iter().map(|s| (s, 1, public.dim())));
     let mut got = input_many(ctx, &wanted).await?;
@@ -488,10 +507,15 @@ pub async fn receive_inputs(
     let z = contributions.try_fold(first, |acc, c| acc.add(&c))?;
     let uploads = got
         .iter()
-        .map(|u| SharedUpload {
-            mat: u.slice(0..b * k_n),
-            root: u.slice(b * k_n..2 * b * k_n),
-            stats: u.slice(2 * b * k_n..u.len()),
+        .zip(&public.parties)
+        .map(|(u, m)| {
+            let t_end = 2 * b * k_n + b * m.width;
+            SharedUpload {
+                mat: u.slice(0..b * k_n),
+                root: u.slice(b * k_n..2 * b * k_n),
+                stats: u.slice(2 * b * k_n..t_end),
+                flags: u.slice(t_end..u.len()),
+            }
         })
         .collect();
     Ok((uploads, z))

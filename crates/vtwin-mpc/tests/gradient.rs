@@ -56,20 +56,22 @@ fn adult_scale_costs() {
     assert_eq!(got.len(), d);
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
-    // Inputs (all parties and the noise): 1; circuit 2P + 91; reveal 1.
-    assert_eq!(total.rounds, 1 + (2 * p + 91) + 1);
+    // Inputs (all parties and the noise): 1; circuit 2P + 92; reveal 1.
+    assert_eq!(total.rounds, 1 + (2 * p + 92) + 1);
     // Between nodes: input forwarding (one element per input value) plus the circuit.
-    let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + d) as u64;
+    // Party 0 also inputs the B padding flags.
+    let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + b + d) as u64;
     let circuit = total.elements - inputs;
     // Per (record, component): mat products 3 (P - 1) + pm 3 + divide 9 + score-root
     // products 3 P + w 3 = 12 + 6 P;
-    // per record: normalised reciprocal 180 + two norm inner products 6 + clip factor 279;
+    // per record: normalised reciprocal 180 + two norm inner products 6 + clip factor 279
+    // + padding flag 3;
     // per component: pi sc 3; per gradient coordinate of the parties: M and G_p, 6.
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
-    assert_eq!(circuit, (12 + 6 * p) * bk + 465 * bb + 3 * kk + 6 * dd);
+    assert_eq!(circuit, (12 + 6 * p) * bk + 468 * bb + 3 * kk + 6 * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} input forwarding + circuit (12 + 6 P) B K + 465 B + 3 K + 6 (d - K) \
+         ({} elements = {inputs} input forwarding + circuit (12 + 6 P) B K + 468 B + 3 K + 6 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers",
         total.rounds,
         total.messages,

@@ -23,6 +23,8 @@ pub struct Instance {
     pub mat: Vec<Vec<Fx>>,
     pub root: Vec<Vec<Fx>>,
     pub stats: Vec<Vec<Fx>>,
+    /// Party 0's raw 0/1 flags (0: a padding row).
+    pub flags: Vec<Fx>,
     pub noise: Vec<i128>,
 }
 
@@ -68,7 +70,9 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
         let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
         let norm_b = Fx(t.trunc(acc_b, FRAC_BITS)).0;
         let norm2 = norm_a + Fx(norm_b << (2 * NORM_SCALE_BITS));
-        let c = clip_factor_unchecked(norm2, p.clip, t);
+        let c = Fx(clip_factor_unchecked(norm2, p.clip, t)
+            .0
+            .wrapping_mul(inst.flags[n].0));
         sc += c;
         for k in 0..k_n {
             let wk = mul(c, r[k], t);
@@ -154,6 +158,7 @@ pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
         mat,
         root,
         stats,
+        flags: vec![Fx::from_raw(1); b],
         noise,
     }
 }
@@ -211,6 +216,11 @@ pub fn plain(inst: &Instance, p: usize) -> PlainUpload {
         mat: inst.mat[p].clone(),
         root: inst.root[p].clone(),
         stats: inst.stats[p].clone(),
+        flags: if p == 0 {
+            inst.flags.clone()
+        } else {
+            Vec::new()
+        },
     }
 }
 
