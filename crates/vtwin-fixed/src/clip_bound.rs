@@ -197,3 +197,65 @@ pub fn effective_clip(nominal: f64, shape: ClipShape) -> Result<ClipBound, ClipB
         raw -= (raw >> 24).max(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ADULT: ClipShape = ClipShape {
+        components: 20,
+        parties: 2,
+        dim: 3000,
+    };
+
+    #[test]
+    fn the_circuit_clip_is_the_largest_grid_value_whose_bound_holds() {
+        for c in [0.0625, 0.5, 1.0, 3.0, 1024.0] {
+            let b = effective_clip(c, ADULT).unwrap();
+            assert!(b.sensitivity() <= c, "C = {c}: {b:?}");
+            // One step up the grid breaks the bound or is within 2^-20 relative of it.
+            let (up, _, _) = terms(Fx(b.circuit.raw() + (b.circuit.raw() >> 20)).to_f64(), ADULT);
+            assert!(up + b.w_rounding + b.batch_rounding > c * (1.0 - 2f64.powi(-19)));
+            println!(
+                "C = {c}: C' = {:.9} (margin {:.3e}), clipped {:.3e}, w {:.3e}, batch {:.3e}",
+                b.circuit.to_f64(),
+                c - b.circuit.to_f64(),
+                b.clipped_norm,
+                b.w_rounding,
+                b.batch_rounding
+            );
+        }
+        let one = effective_clip(1.0, ADULT).unwrap();
+        assert!(1.0 - one.circuit.to_f64() < 1e-3, "{one:?}");
+    }
+
+    #[test]
+    fn out_of_range_clips_and_shapes_are_refused() {
+        assert!(matches!(
+            effective_clip(0.01, ADULT),
+            Err(ClipBoundError::OutOfRange(_))
+        ));
+        assert!(effective_clip(f64::NAN, ADULT).is_err());
+        assert!(effective_clip(2000.0, ADULT).is_err());
+        let bad = ClipShape {
+            components: 0,
+            ..ADULT
+        };
+        assert!(matches!(
+            effective_clip(1.0, bad),
+            Err(ClipBoundError::Shape { .. })
+        ));
+    }
+
+    #[test]
+    fn score_roots_round_up() {
+        // s = A T + b = 3 * 2 + 4 = 10 and 0 * 1 + 0: |s| = 10, root >= 10 / 2^L.
+        let f = |v: f64| Fx::from_f64(v).unwrap();
+        let root = score_root_raw(&[f(3.0), f(0.0)], &[f(2.0), f(1.0)], &[f(4.0), f(0.0)]).unwrap();
+        let exact = 10.0 / f64::from(1u32 << NORM_SCALE_BITS);
+        assert!(root.to_f64() >= exact && root.to_f64() < exact + 3.0 * 2f64.powi(-32));
+        // Above the public maximum: refused.
+        assert!(score_root_raw(&[f(1e6)], &[f(14.0)], &[f(0.0)]).is_none());
+        assert!(score_root_max().to_f64() >= 2f64.powi(7));
+    }
+}
