@@ -334,6 +334,21 @@ pub fn participation_bound(steps: u64, q: f64, tail: f64) -> u64 {
     lo
 }
 
+/// Per-iteration probability that a Poisson batch exceeds its public padded size
+/// ([`padded_batch_size`]): 2^-40. The overflow is trimmed (the mechanism then differs from
+/// Poisson sampling), so every iteration adds this much to delta.
+pub const BATCH_OVERFLOW_TAIL: f64 = 9.094_947_017_729_282e-13;
+
+/// The public batch size every batch is padded to, for `records` records sampled at rate
+/// `q`: the smallest `b` with `P(Binomial(records, q) > b) <= tail`
+/// ([`binomial_upper_tail`]), at least 1, and the overflow probability it leaves (at most
+/// `tail`). A function of public quantities only, so every party and node derives the same
+/// size. Cost O(records log records).
+pub fn padded_batch_size(records: u64, q: f64, tail: f64) -> (usize, f64) {
+    let b = participation_bound(records, q, tail).max(1);
+    (b as usize, binomial_upper_tail(records, q, b))
+}
+
 /// The smallest noise multiplier (to a relative tolerance of 1e-6 for RDP, 1e-4 for PLD)
 /// whose epsilon at `delta` is at most `target_epsilon`, for `steps` steps at rate
 /// `sample_rate` under `relation`. The returned sigma always satisfies the target (it is the

@@ -55,8 +55,9 @@ pub mod rdp;
 mod report;
 
 pub use accounting::{
-    binomial_upper_tail, calibrate_sigma, epsilon, epsilon_both, participation_bound, Accountant,
-    AccountingError, Composition, Neighbouring, Sampling,
+    binomial_upper_tail, calibrate_sigma, epsilon, epsilon_both, padded_batch_size,
+    participation_bound, Accountant, AccountingError, Composition, Neighbouring, Sampling,
+    BATCH_OVERFLOW_TAIL,
 };
 pub use discrete_gaussian::{DiscreteGaussian, SamplerError};
 pub use distributed::{kls_bound, DistributedBound, DistributedError};

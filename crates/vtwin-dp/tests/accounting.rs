@@ -233,3 +233,18 @@ fn adult_setting() {
         "paper: epsilon = 1"
     );
 }
+
+/// The public padded batch size: the Adult setting (30162 records, q = 100/30162) pads to
+/// the 2^-40 quantile of Binomial(30162, q), and the overflow it leaves is at most the tail
+/// and more than the tail of one record more.
+#[test]
+fn padded_batch_size_is_the_binomial_quantile() {
+    let (n, q) = (30162u64, 100.0 / 30162.0);
+    let (b, overflow) = vtwin_dp::padded_batch_size(n, q, vtwin_dp::BATCH_OVERFLOW_TAIL);
+    assert!(overflow <= vtwin_dp::BATCH_OVERFLOW_TAIL, "{overflow}");
+    assert!(vtwin_dp::binomial_upper_tail(n, q, b as u64 - 1) > vtwin_dp::BATCH_OVERFLOW_TAIL);
+    println!("MEASURED Adult padded batch size {b}, overflow {overflow:.3e}");
+    assert!((150..=200).contains(&b), "{b}");
+    // Tiny data: at least one row.
+    assert_eq!(vtwin_dp::padded_batch_size(5, 1e-9, 1e-12).0, 1);
+}

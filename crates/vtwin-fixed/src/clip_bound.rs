@@ -214,7 +214,10 @@ mod tests {
             let b = effective_clip(c, ADULT).unwrap();
             assert!(b.sensitivity() <= c, "C = {c}: {b:?}");
             // One step up the grid breaks the bound or is within 2^-20 relative of it.
-            let (up, _, _) = terms(Fx(b.circuit.raw() + (b.circuit.raw() >> 20)).to_f64(), ADULT);
+            let (up, _, _) = terms(
+                Fx(b.circuit.raw() + (b.circuit.raw() >> 20)).to_f64(),
+                ADULT,
+            );
             assert!(up + b.w_rounding + b.batch_rounding > c * (1.0 - 2f64.powi(-19)));
             println!(
                 "C = {c}: C' = {:.9} (margin {:.3e}), clipped {:.3e}, w {:.3e}, batch {:.3e}",
