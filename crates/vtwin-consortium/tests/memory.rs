@@ -16,6 +16,7 @@ use vtwin_model::backend::NoiseRngs;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::mpc::MpcBackend;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::{ids_digest, PartyData};
@@ -133,6 +134,7 @@ fn a_run_equals_the_in_memory_mpc_backend_bit_for_bit() {
         data,
         Box::new(backend),
         NoiseRngs::seeded(NOISE_SEED, 2),
+        BatchKey::insecure(MPC_SEED),
     )
     .unwrap();
     for _ in 0..iters {

@@ -53,6 +53,10 @@ pub struct RunSettings {
     pub iters: u64,
     /// delta of the privacy report.
     pub delta: f64,
+    /// The insecure test seeds in use, by kind (`"mpc"`, `"noise"`; empty in production).
+    /// Any one of them voids the privacy guarantee (privacy.json says so); a resume must use
+    /// the same kinds.
+    pub insecure_seeds: Vec<String>,
 }
 
 /// One line of `train.csv`.
