@@ -9,8 +9,8 @@ use vtwin_model::backend::NoiseRngs;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
-use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::mpc::MpcBackend;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::PartyData;
 
 #[test]

@@ -112,15 +112,16 @@ impl OpeningLog {
             source,
         };
         let bytes = std::fs::read(path).map_err(io)?;
-        let complete = bytes
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        let text = std::str::from_utf8(&bytes[..complete]).map_err(|e| OpeningLogError::Corrupt {
-            path: path.into(),
-            line: 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
-            reason: "not UTF-8".into(),
-        })?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let text =
+            std::str::from_utf8(&bytes[..complete]).map_err(|e| OpeningLogError::Corrupt {
+                path: path.into(),
+                line: 1 + bytes[..e.valid_up_to()]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count(),
+                reason: "not UTF-8".into(),
+            })?;
         let corrupt = |line: usize, reason: String| OpeningLogError::Corrupt {
             path: path.into(),
             line,
@@ -136,7 +137,10 @@ impl OpeningLog {
             let line = i + 2;
             let mut parts = l.split(' ');
             let (Some(o), Some(t), None) = (parts.next(), parts.next(), parts.next()) else {
-                return Err(corrupt(line, format!("expected `<opening> <iteration>`, got `{l}`")));
+                return Err(corrupt(
+                    line,
+                    format!("expected `<opening> <iteration>`, got `{l}`"),
+                ));
             };
             let num = |s: &str, what: &str| {
                 s.parse::<u64>()

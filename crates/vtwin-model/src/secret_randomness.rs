@@ -182,8 +182,16 @@ mod tests {
         let word = |mut g: ChaCha20Rng| g.next_u64();
         let k = BatchKey::insecure(7);
         assert_eq!(word(k.rng(3, 3)), word(BatchKey::insecure(7).rng(3, 3)));
-        assert_ne!(word(k.rng(3, 3)), word(k.rng(3, 4)), "the opening must matter");
-        assert_ne!(word(k.rng(3, 3)), word(k.rng(4, 3)), "the iteration must matter");
+        assert_ne!(
+            word(k.rng(3, 3)),
+            word(k.rng(3, 4)),
+            "the opening must matter"
+        );
+        assert_ne!(
+            word(k.rng(3, 3)),
+            word(k.rng(4, 3)),
+            "the iteration must matter"
+        );
         assert_ne!(word(k.rng(3, 3)), word(BatchKey::insecure(8).rng(3, 3)));
         assert_eq!(SecretRandomness::InsecureSeed(7).batch_key(), k);
         let os = SecretRandomness::Os.batch_key();

@@ -329,8 +329,7 @@ fn adult_figure_2_does_not_learn_without_renormalisation() {
 #[test]
 fn trainer_plans_without_side_effects_and_applies_only_its_own_charged_plan() {
     let layout = Layout::from_schema(&demo_schema(), 3).unwrap();
-    let mut t =
-        Trainer::new(config(0.1, 1.0), layout.clone(), 200, BatchKey::insecure(1)).unwrap();
+    let mut t = Trainer::new(config(0.1, 1.0), layout.clone(), 200, BatchKey::insecure(1)).unwrap();
     let before = t.state();
     let plan = t.plan();
     assert_eq!(plan, t.plan());
@@ -375,10 +374,17 @@ fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
     let (pa, pb) = (a.plan(), b.plan());
     assert_eq!(a.mu(), b.mu(), "the public seed fixes the initialisation");
     assert_eq!(pa.eta, pb.eta, "eta must not depend on the batch key");
-    assert_ne!(pa.batch, pb.batch, "the batch must depend on the secret key");
+    assert_ne!(
+        pa.batch, pb.batch,
+        "the batch must depend on the secret key"
+    );
     let c = Trainer::new(cfg.clone(), layout.clone(), 500, BatchKey::insecure(3)).unwrap();
     let d = Trainer::new(cfg, layout.clone(), 500, BatchKey::insecure(3)).unwrap();
-    assert_eq!(c.plan(), d.plan(), "an insecure key must reproduce its batches");
+    assert_eq!(
+        c.plan(),
+        d.plan(),
+        "an insecure key must reproduce its batches"
+    );
 
     // Opening 0 is charged, then its update fails (here: never applied, the process
     // crashed); the resumed trainer learns of it from the opening log.
@@ -392,7 +398,10 @@ fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
     let replay = resumed.plan();
     assert_eq!((replay.iteration, replay.opening), (0, 1));
     assert_eq!(replay.theta, first.theta);
-    assert_ne!(replay.batch, first.batch, "a replayed opening reused its batch");
+    assert_ne!(
+        replay.batch, first.batch,
+        "a replayed opening reused its batch"
+    );
     resumed.charge(&replay).unwrap();
     resumed
         .apply(replay, &vec![0.1; resumed.layout().dim()])

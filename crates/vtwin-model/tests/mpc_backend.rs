@@ -386,7 +386,8 @@ fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
         randomness.batch_key(),
     )
     .unwrap();
-    let mut trainer = Trainer::new(cfg.clone(), layout.clone(), rows, randomness.batch_key()).unwrap();
+    let mut trainer =
+        Trainer::new(cfg.clone(), layout.clone(), rows, randomness.batch_key()).unwrap();
     let device = candle_core::Device::Cpu;
     for _ in 0..3 {
         // Coordinator.

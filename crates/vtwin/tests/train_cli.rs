@@ -253,7 +253,11 @@ fn openings_lost_after_the_checkpoint_are_charged_at_resume() {
     std::fs::write(dir.join("checkpoint.bin"), &ck20).unwrap();
     let ck = vtwin_model::checkpoint::Checkpoint::load(&dir.join("checkpoint.bin")).unwrap();
     let out = vtwin(&args("50", true));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let want = logged + (50 - ck.state.iteration);
     assert!(logged > ck.state.openings, "nothing was lost: {logged}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -272,13 +276,20 @@ fn openings_lost_after_the_checkpoint_are_charged_at_resume() {
     assert_eq!(log.len() as u64, want);
     assert!(log.iter().enumerate().all(|(i, &(o, _))| o == i as u64));
     // The replayed iterations appear twice, under different openings.
-    let replayed = log.iter().filter(|&&(_, t)| t == ck.state.iteration).count();
+    let replayed = log
+        .iter()
+        .filter(|&&(_, t)| t == ck.state.iteration)
+        .count();
     assert_eq!(replayed, 2);
     let end = vtwin_model::checkpoint::Checkpoint::load(&dir.join("checkpoint.bin")).unwrap();
     assert_eq!(end.state.ledger.as_ref().map(|l| l.steps()), Some(want));
     // Without its log a checkpoint does not resume (it would under-count).
-    std::fs::write(dir.join("openings.log"), "vtwin opening log v1
-").unwrap();
+    std::fs::write(
+        dir.join("openings.log"),
+        "vtwin opening log v1
+",
+    )
+    .unwrap();
     let out = vtwin(&args("60", true));
     assert!(!out.status.success());
     assert!(

@@ -44,10 +44,10 @@ use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
 use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
-use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::mpc::{CostLog, IterationCost, MpcBackend};
 use vtwin_model::params::{ColumnParams, MixtureParams};
 use vtwin_model::schema::{ColumnKind, ColumnSpec, CsvDialect, Missing};
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::{OwnPartyData, PartyData};
 use vtwin_model::{Schema, Table};
 

@@ -147,8 +147,7 @@ impl Driver {
         let mut trainer = if self.resume {
             let ck = Checkpoint::load(&ck_path).context("--resume")?;
             check_resume(&ck, &settings, &ck_path)?;
-            if self.randomness.is_insecure() && ck.state.batch_key != self.randomness.batch_key()
-            {
+            if self.randomness.is_insecure() && ck.state.batch_key != self.randomness.batch_key() {
                 bail!(
                     "--resume: {}: its batches were not drawn from this [insecure] seed",
                     ck_path.display()
