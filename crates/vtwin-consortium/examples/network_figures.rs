@@ -24,6 +24,7 @@ use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc::MpcBackend;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::PartyData;
 use vtwin_model::{Schema, Table};
 
@@ -66,6 +67,7 @@ fn in_memory(
         data,
         backend,
         NoiseRngs::seeded(1, layout.n_parties()),
+        BatchKey::insecure(1),
     )?;
     let mut ms = Vec::new();
     for i in 0..WARMUP + iters {

@@ -5,19 +5,24 @@
 //!    rows and the same id digest as party 0 (same individuals, same order), else the job
 //!    fails naming the party. Then [`JobEvent::Agreed`]; the driver builds the
 //!    [`Trainer`] for that N (fresh or from a checkpoint) and calls [`CoordinatorJob::begin`].
-//! 2. Iteration t: `plan = trainer.plan()`, session `s_t = randomness.session(t)` and a fresh
+//! 2. Iteration t: `plan = trainer.plan()` (the batch of opening o from the secret batch
+//!    key, [`Trainer`]), session `s_t = randomness.session(t)` and a fresh
 //!    random attempt id (public; it tells this attempt's frames from those of an earlier
 //!    attempt at the same session id, which a resumed job with insecure seeds reuses), public
 //!    circuit parameters from theta ([`circuit_public_for`]). `Start` to the three nodes,
 //!    `Request` to every party; each party's `Upload` is relayed blob by blob to the nodes
 //!    (`Relay`); the three opening shares (`Mpc` from each node, addressed to client P + m) are
-//!    collected in a [`vtwin_mpc::Opening`]; with all three, G + Z is decoded
-//!    ([`gradient_from_canonical`]) and applied ([`Trainer::apply`]: Adam, ledger charge), then
-//!    [`JobEvent::Applied`] and the next iteration starts.
+//!    collected in a [`vtwin_mpc::Opening`]. With all three, before combining them, the job
+//!    asks for the opening to be charged durably ([`JobEvent::ChargeDue`]: the driver appends
+//!    it to its opening log and syncs it) and waits; [`CoordinatorJob::charged`] then charges
+//!    the trainer's ledger ([`Trainer::charge`]), combines the shares, decodes G + Z
+//!    ([`gradient_from_canonical`]) and applies it ([`Trainer::apply`]), then
+//!    [`JobEvent::Applied`] and the next iteration starts. An apply that fails after the
+//!    opening leaves it charged.
 //! 3. Failure: a `Refused` or `Failed` frame, a frame that does not check, a lost link
 //!    ([`CoordinatorJob::peer_lost`]) or the deadline ([`Timeouts::iteration`], checked by
-//!    [`CoordinatorJob::tick`]) aborts: `Abort` to every node and party, nothing applied or
-//!    charged, [`JobEvent::Aborted`] with a [`JobError`] naming the peer; the job is then
+//!    [`CoordinatorJob::tick`]) aborts: `Abort` to every node and party, nothing applied
+//!    (and nothing charged unless the opening was already recorded), [`JobEvent::Aborted`] with a [`JobError`] naming the peer; the job is then
 //!    stopped (the driver exits; `--resume` continues from the last checkpoint).
 //!
 //! The coordinator never sees a party's value: uploads are sealed to the nodes, and the only
@@ -27,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use vtwin_model::dpvi::DpviError;
 use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical};
+use vtwin_model::opening_log::OpeningRecord;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::{IterationPlan, Trainer};
 use vtwin_mpc::gradient::CircuitPublic;
@@ -119,9 +125,19 @@ pub enum JobError {
         /// Why.
         reason: String,
     },
-    /// The update failed (e.g. divergence).
+    /// The update failed (e.g. divergence); the opening stays charged.
     #[error(transparent)]
     Apply(#[from] DpviError),
+    /// The opening could not be recorded durably, so its shares were never combined.
+    #[error("iteration {iteration}: opening {opening} not recorded: {reason}")]
+    Charge {
+        /// The iteration.
+        iteration: u64,
+        /// The opening.
+        opening: u64,
+        /// Why.
+        reason: String,
+    },
 }
 
 fn names(roles: &[Role]) -> String {
@@ -143,6 +159,10 @@ pub enum JobEvent {
         /// The parties' common id digest.
         ids_digest: [u8; 32],
     },
+    /// All three opening shares of this opening are in, not combined: record it durably
+    /// (append and sync the opening log), then call [`CoordinatorJob::charged`], or
+    /// [`CoordinatorJob::charge_failed`] if it could not be recorded.
+    ChargeDue(OpeningRecord),
     /// Iteration `iteration` (0-based) was applied; the trainer now has `iteration + 1`
     /// completed iterations.
     Applied {
@@ -174,6 +194,8 @@ struct Running {
     opening: Opening,
     uploads: Vec<bool>,
     shares: [bool; 3],
+    /// All shares are in and [`JobEvent::ChargeDue`] was emitted.
+    charge_due: bool,
     started: Instant,
     deadline: Instant,
 }
@@ -391,6 +413,7 @@ impl CoordinatorJob {
             opening: Opening::new(session, coordinator_client, dim),
             uploads: vec![false; self.parties],
             shares: [false; 3],
+            charge_due: false,
             started: now,
             deadline: now + self.timeouts.iteration,
         }));
@@ -426,9 +449,11 @@ impl CoordinatorJob {
     }
 
     /// Handles one frame from `from` (the TLS-authenticated role).
-    pub fn handle(&mut self, from: Role, f: Frame, now: Instant) -> JobOutput {
+    /// (`_now` is kept for the interface: since the write-ahead charge, the iteration
+    /// completes in [`CoordinatorJob::charged`], which takes the time.)
+    pub fn handle(&mut self, from: Role, f: Frame, _now: Instant) -> JobOutput {
         let mut out = JobOutput::default();
-        if let Err(e) = self.dispatch(from, f, now, &mut out) {
+        if let Err(e) = self.dispatch(from, f, &mut out) {
             self.stop(e, &mut out);
         }
         out
@@ -492,13 +517,7 @@ impl CoordinatorJob {
         out
     }
 
-    fn dispatch(
-        &mut self,
-        from: Role,
-        f: Frame,
-        now: Instant,
-        out: &mut JobOutput,
-    ) -> Result<(), JobError> {
+    fn dispatch(&mut self, from: Role, f: Frame, out: &mut JobOutput) -> Result<(), JobError> {
         let t = self.current_iteration();
         let kind = body_kind(&f.body);
         let (at, iteration) = (Attempt::of(&f), f.iteration);
@@ -599,8 +618,13 @@ impl CoordinatorJob {
                 }
                 r.opening.handle(m).map_err(|e| protocol(e.to_string()))?;
                 r.shares[usize::from(i)] = true;
-                if let Some(opened) = r.opening.result() {
-                    self.finish_iteration(&opened, now, out)?;
+                if r.shares.iter().all(|&s| s) {
+                    // Write-ahead: not combined until the driver has recorded the opening.
+                    r.charge_due = true;
+                    out.events.push(JobEvent::ChargeDue(OpeningRecord {
+                        opening: r.plan.opening,
+                        iteration: r.plan.iteration,
+                    }));
                 }
                 Ok(())
             }
@@ -613,17 +637,47 @@ impl CoordinatorJob {
         }
     }
 
-    fn finish_iteration(
-        &mut self,
-        opened: &[u128],
-        now: Instant,
-        out: &mut JobOutput,
-    ) -> Result<(), JobError> {
+    /// The driver recorded the opening of [`JobEvent::ChargeDue`] durably: charge it,
+    /// combine the shares, apply G + Z and start the next iteration. Does nothing unless a
+    /// charge is due. A failed update stops the job with the opening charged.
+    pub fn charged(&mut self, now: Instant) -> JobOutput {
+        let mut out = JobOutput::default();
+        if let Err(e) = self.finish_iteration(now, &mut out) {
+            self.stop(e, &mut out);
+        }
+        out
+    }
+
+    /// The driver could not record the opening of [`JobEvent::ChargeDue`]: the shares are
+    /// dropped uncombined and the job stops (`Abort` to every peer).
+    pub fn charge_failed(&mut self, reason: &str) -> JobOutput {
+        let mut out = JobOutput::default();
+        if let Phase::Running(r) = &self.phase {
+            if r.charge_due {
+                let e = JobError::Charge {
+                    iteration: r.plan.iteration,
+                    opening: r.plan.opening,
+                    reason: reason.to_owned(),
+                };
+                self.stop(e, &mut out);
+            }
+        }
+        out
+    }
+
+    fn finish_iteration(&mut self, now: Instant, out: &mut JobOutput) -> Result<(), JobError> {
         let (Phase::Running(r), Some(trainer)) = (&self.phase, self.trainer.as_mut()) else {
             return Ok(());
         };
-        let g = gradient_from_canonical(trainer.layout(), opened);
-        // On error nothing changes and nothing is charged; the caller aborts.
+        if !r.charge_due {
+            return Ok(());
+        }
+        trainer.charge(&r.plan)?;
+        let Some(opened) = r.opening.result() else {
+            return Ok(());
+        };
+        let g = gradient_from_canonical(trainer.layout(), &opened);
+        // On error nothing changes but the charge; the caller aborts.
         trainer.apply(r.plan.clone(), &g)?;
         let (t, b) = (r.plan.iteration, r.plan.batch.len());
         let elapsed = now.saturating_duration_since(r.started);

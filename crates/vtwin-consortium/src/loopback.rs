@@ -16,6 +16,7 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
+use vtwin_model::opening_log::OpeningRecord;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::OwnPartyData;
 use vtwin_model::trainer::Trainer;
@@ -48,7 +49,8 @@ pub struct LoopbackSettings {
     pub iters: u64,
     /// Renormalisation of the parties' local log-densities.
     pub renormalise: Renormalise,
-    /// Insecure MPC seed (tests and benchmarks; `None`: OS randomness).
+    /// Insecure MPC seed (tests and benchmarks; `None`: OS randomness). It also seeds the
+    /// batch key of the trainer that [`run`] builds ([`SecretRandomness::batch_key`]).
     pub mpc_seed: Option<u64>,
     /// Insecure noise seed (tests and benchmarks; `None`: OS randomness).
     pub noise_seed: Option<u64>,
@@ -87,6 +89,7 @@ pub enum LoopbackError {
 #[derive(Debug)]
 struct Recorder {
     config: DpviConfig,
+    randomness: SecretRandomness,
     layout: Layout,
     started: Instant,
     agreed_at: Option<Instant>,
@@ -96,13 +99,30 @@ struct Recorder {
 impl CoordinatorHooks for Recorder {
     fn agreed(&mut self, rows: u64) -> Result<Trainer, String> {
         self.agreed_at = Some(Instant::now());
-        Trainer::new(self.config.clone(), self.layout.clone(), rows as usize)
-            .map_err(|e| e.to_string())
+        Trainer::new(
+            self.config.clone(),
+            self.layout.clone(),
+            rows as usize,
+            self.randomness.batch_key(),
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    fn charge(&mut self, _: OpeningRecord) -> Result<(), String> {
+        // No files and no resume: the trainer's in-memory ledger is the whole record.
+        Ok(())
     }
 
     fn applied(&mut self, _: &Trainer, _: u64, elapsed: Duration) -> Result<(), String> {
         self.iteration_ms.push(elapsed.as_secs_f64() * 1e3);
         Ok(())
+    }
+}
+
+fn randomness_of(settings: &LoopbackSettings) -> SecretRandomness {
+    match settings.mpc_seed {
+        Some(s) => SecretRandomness::InsecureSeed(s),
+        None => SecretRandomness::Os,
     }
 }
 
@@ -112,6 +132,7 @@ pub fn run(settings: LoopbackSettings) -> Result<LoopbackReport, LoopbackError> 
         .map_err(|e| LoopbackError::Setup(e.to_string()))?;
     let mut hooks = Recorder {
         config: settings.config.clone(),
+        randomness: randomness_of(&settings),
         layout,
         started: Instant::now(),
         agreed_at: None,
@@ -147,10 +168,7 @@ pub async fn run_with_hooks(
     hooks: &mut dyn CoordinatorHooks,
 ) -> Result<Trainer, LoopbackError> {
     let ca = Ca::generate().map_err(|e| LoopbackError::Setup(e.to_string()))?;
-    let randomness = match settings.mpc_seed {
-        Some(s) => SecretRandomness::InsecureSeed(s),
-        None => SecretRandomness::Os,
-    };
+    let randomness = randomness_of(settings);
     let transport = TransportOptions {
         receive_delay: settings.receive_delay,
         ..TransportOptions::default()

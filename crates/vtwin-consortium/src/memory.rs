@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::Instant;
 
+use vtwin_model::opening_log::OpeningRecord;
 use vtwin_net::frame::{decode, encode, LENGTH_PREFIX_BYTES};
 use vtwin_net::{Frame, Role};
 
@@ -21,6 +22,9 @@ use crate::party::{failure, PartyResponder};
 
 /// A test hook on every delivered frame: (sender, receiver, frame); false drops it.
 pub type Intercept = Box<dyn FnMut(Role, Role, &mut Frame) -> bool>;
+
+/// A test hook on every opening to charge (the driver's durable record); an error refuses it.
+pub type ChargeHook = Box<dyn FnMut(OpeningRecord) -> Result<(), String>>;
 
 /// The wired consortium.
 pub struct MemoryConsortium {
@@ -39,6 +43,7 @@ pub struct MemoryConsortium {
     /// Every coordinator event so far.
     pub events: Vec<JobEvent>,
     intercept: Option<Intercept>,
+    on_charge: Option<ChargeHook>,
 }
 
 impl std::fmt::Debug for MemoryConsortium {
@@ -68,6 +73,7 @@ impl MemoryConsortium {
             frames: BTreeMap::new(),
             events: Vec::new(),
             intercept: None,
+            on_charge: None,
         };
         c.post(Role::Coordinator, hello);
         c
@@ -81,6 +87,12 @@ impl MemoryConsortium {
     /// Calls `f` on every frame before it is delivered (tests: tamper with or drop frames).
     pub fn intercept(&mut self, f: Intercept) {
         self.intercept = Some(f);
+    }
+
+    /// Calls `f` on every opening due for charging (tests: record the openings, or refuse
+    /// one); without a hook every opening is confirmed at once (recorded in memory only).
+    pub fn on_charge(&mut self, f: ChargeHook) {
+        self.on_charge = Some(f);
     }
 
     /// Clears the byte and frame counts.
@@ -119,8 +131,7 @@ impl MemoryConsortium {
         let out = match to {
             Role::Coordinator => {
                 let o = self.job.handle(from, f, now);
-                self.events.extend(o.events);
-                o.send
+                self.coordinator_events(o, now)
             }
             Role::Node(i) => {
                 let o = self.nodes[usize::from(i)].handle(from, f);
@@ -143,9 +154,32 @@ impl MemoryConsortium {
         while self.step(now) {}
     }
 
+    /// Records the coordinator's events, answering each [`JobEvent::ChargeDue`] (through the
+    /// charge hook); returns every frame to send.
+    fn coordinator_events(
+        &mut self,
+        o: crate::coordinator::JobOutput,
+        now: Instant,
+    ) -> Vec<Outgoing> {
+        let mut send = o.send;
+        let mut events = std::collections::VecDeque::from(o.events);
+        while let Some(ev) = events.pop_front() {
+            if let JobEvent::ChargeDue(record) = &ev {
+                let answer = match self.on_charge.as_mut().map_or(Ok(()), |f| f(*record)) {
+                    Ok(()) => self.job.charged(now),
+                    Err(reason) => self.job.charge_failed(&reason),
+                };
+                send.extend(answer.send);
+                events.extend(answer.events);
+            }
+            self.events.push(ev);
+        }
+        send
+    }
+
     /// Sends the coordinator's frames of `begin`/`tick` and records its events.
     pub fn coordinator_output(&mut self, o: crate::coordinator::JobOutput) {
-        self.events.extend(o.events);
-        self.post(Role::Coordinator, o.send);
+        let send = self.coordinator_events(o, Instant::now());
+        self.post(Role::Coordinator, send);
     }
 }

@@ -10,6 +10,7 @@ use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc::MpcBackend;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::PartyData;
 
 #[test]
@@ -53,6 +54,7 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
         data,
         Box::new(backend),
         NoiseRngs::seeded(22, 2),
+        BatchKey::insecure(21),
     )
     .unwrap();
     for _ in 0..iters {

@@ -17,6 +17,7 @@ use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc::MpcBackend;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
@@ -103,7 +104,13 @@ fn begin(c: &mut MemoryConsortium, w: &World, now: Instant) {
         "{:?}",
         c.events
     );
-    let trainer = Trainer::new(w.config.clone(), w.layout.clone(), ROWS).unwrap();
+    let trainer = Trainer::new(
+        w.config.clone(),
+        w.layout.clone(),
+        ROWS,
+        BatchKey::insecure(MPC_SEED),
+    )
+    .unwrap();
     let o = c.job.begin(trainer, now);
     c.coordinator_output(o);
 }
@@ -133,6 +140,7 @@ fn a_run_equals_the_in_memory_mpc_backend_bit_for_bit() {
         data,
         Box::new(backend),
         NoiseRngs::seeded(NOISE_SEED, 2),
+        BatchKey::insecure(MPC_SEED),
     )
     .unwrap();
     for _ in 0..iters {
@@ -464,7 +472,13 @@ fn one_iteration_sends_the_documented_frames() {
     let mut c = consortium(&w, 1, now, None);
     c.run(now);
     c.reset_counts();
-    let trainer = Trainer::new(w.config.clone(), w.layout.clone(), ROWS).unwrap();
+    let trainer = Trainer::new(
+        w.config.clone(),
+        w.layout.clone(),
+        ROWS,
+        BatchKey::insecure(MPC_SEED),
+    )
+    .unwrap();
     let o = c.job.begin(trainer, now);
     c.coordinator_output(o);
     c.run(now);
@@ -494,4 +508,131 @@ fn one_iteration_sends_the_documented_frames() {
     for ((a, b), bytes) in rows {
         eprintln!("{a} -> {b}: {} frames, {bytes} bytes", frames(*a, *b));
     }
+}
+
+/// Steps `c` until `done` holds for one of its events.
+fn step_until(c: &mut MemoryConsortium, now: Instant, done: impl Fn(&JobEvent) -> bool) {
+    while !c.events.iter().any(&done) {
+        assert!(c.step(now), "ran out of frames: {:?}", c.events);
+    }
+}
+
+/// Write-ahead charging: every opening reaches the driver's record before its shares are
+/// combined. The coordinator "crashes" after opening 4 with its checkpoint at iteration 2;
+/// the resumed job charges the two lost openings from the record, replays iterations 2..4
+/// with fresh openings (fresh batches: the result differs from an uninterrupted run), and
+/// the ledger counts every opening: the 5 recorded before the crash plus one per iteration
+/// after the checkpoint.
+#[test]
+fn openings_lost_with_a_crash_are_charged_at_resume_and_replayed_with_fresh_batches() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use vtwin_model::opening_log::OpeningRecord;
+
+    let w = world();
+    let now = Instant::now();
+    let iters = 6;
+    let mut reference = consortium(&w, iters, now, None);
+    begin(&mut reference, &w, now);
+    reference.run(now);
+    let uninterrupted = reference.job.trainer().unwrap().state();
+
+    let log: Rc<RefCell<Vec<OpeningRecord>>> = Rc::default();
+    let mut c = consortium(&w, iters, now, None);
+    let record = log.clone();
+    c.on_charge(Box::new(move |r| {
+        record.borrow_mut().push(r);
+        Ok(())
+    }));
+    begin(&mut c, &w, now);
+    step_until(&mut c, now, |e| {
+        matches!(e, JobEvent::Applied { iteration: 1, .. })
+    });
+    let checkpoint = c.job.trainer().unwrap().state();
+    assert_eq!((checkpoint.iteration, checkpoint.openings), (2, 2));
+    step_until(&mut c, now, |e| {
+        matches!(e, JobEvent::Applied { iteration: 4, .. })
+    });
+    let before_crash = log.borrow().len() as u64;
+    assert_eq!(before_crash, 5);
+    assert!(log
+        .borrow()
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.opening == i as u64 && r.iteration == i as u64));
+
+    // Crash: the job and its in-memory trainer are gone; the checkpoint and the log remain.
+    // The frames of its iteration in flight die with it.
+    c.intercept(Box::new(|_, to, _| to != Role::Coordinator));
+    c.run(now);
+    c.intercept(Box::new(|_, _, _| true));
+    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
+    let (job, hello) = CoordinatorJob::new(2, iters, timeouts(), randomness, now);
+    c.job = job;
+    c.events.clear();
+    c.post(Role::Coordinator, hello);
+    c.run(now);
+    let mut trainer =
+        Trainer::resume(w.config.clone(), w.layout.clone(), ROWS, checkpoint.clone()).unwrap();
+    let lost = trainer.charge_recorded(log.borrow().iter().map(|r| r.opening));
+    assert_eq!(lost, before_crash - checkpoint.openings);
+    let o = c.job.begin(trainer, now);
+    c.coordinator_output(o);
+    c.run(now);
+    assert!(c.job.is_done(), "{:?}", c.events);
+    let t = c.job.trainer().unwrap();
+    let want = before_crash + (iters - checkpoint.iteration);
+    assert_eq!(t.iteration(), iters);
+    assert_eq!(t.openings(), want);
+    assert_eq!(t.ledger().unwrap().steps(), want);
+    // The replays were recorded under fresh opening numbers, iteration by iteration.
+    let after: Vec<(u64, u64)> = log.borrow()[before_crash as usize..]
+        .iter()
+        .map(|r| (r.opening, r.iteration))
+        .collect();
+    let expect: Vec<(u64, u64)> = (checkpoint.iteration..iters)
+        .map(|t| (before_crash + t - checkpoint.iteration, t))
+        .collect();
+    assert_eq!(after, expect);
+    assert_ne!(
+        t.mu(),
+        &uninterrupted.mu[..],
+        "replayed iterations reused their batches"
+    );
+}
+
+/// An opening the driver cannot record is never combined: the job stops naming the
+/// opening, nothing is applied, and the trainer charges nothing for it.
+#[test]
+fn an_opening_that_cannot_be_recorded_is_not_combined() {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium(&w, 3, now, None);
+    c.on_charge(Box::new(|r| {
+        if r.opening == 1 {
+            Err("disk full".into())
+        } else {
+            Ok(())
+        }
+    }));
+    begin(&mut c, &w, now);
+    c.run(now);
+    assert!(c.job.is_stopped());
+    let applied = c
+        .events
+        .iter()
+        .filter(|e| matches!(e, JobEvent::Applied { .. }))
+        .count();
+    assert_eq!(applied, 1);
+    match c.events.last() {
+        Some(JobEvent::Aborted(JobError::Charge {
+            iteration: 1,
+            opening: 1,
+            reason,
+        })) => assert_eq!(reason, "disk full"),
+        other => panic!("{other:?}"),
+    }
+    let t = c.job.trainer().unwrap();
+    assert_eq!((t.iteration(), t.openings()), (1, 1));
+    assert_eq!(t.ledger().unwrap().steps(), 1);
 }

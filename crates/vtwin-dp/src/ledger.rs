@@ -1,4 +1,5 @@
-//! The privacy ledger: which iterations have been charged, surviving checkpoint and resume.
+//! The privacy ledger: which openings (released noised gradient sums) have been charged,
+//! surviving checkpoint and resume.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,13 +22,15 @@ pub enum LedgerError {
     NoBatches,
 }
 
-/// Records the iterations whose noised gradient has been released.
+/// Records the openings whose noised gradient has been released.
 ///
-/// The training loop calls [`PrivacyLedger::charge`] with the iteration index after each
-/// release. Charging is idempotent per index, so a run resumed from a checkpoint that replays
-/// an iteration never counts it twice; the ledger is `Serialize`/`Deserialize` and belongs in
-/// the checkpoint. Charged indices are stored as sorted disjoint half-open ranges (one range
-/// for an ordinary run), so the checkpoint stays small.
+/// The training loop calls [`PrivacyLedger::charge`] with the opening number of each release
+/// (0, 1, 2, ... over the whole run; an iteration replayed after a crash or a failed update
+/// is a new opening with a fresh batch, so it is charged again). Charging is idempotent per
+/// opening, so an opening recorded both in a checkpoint and in the driver's write-ahead log
+/// counts once; the ledger is `Serialize`/`Deserialize` and belongs in the checkpoint.
+/// Charged openings are stored as sorted disjoint half-open ranges (one range for an
+/// ordinary run), so the checkpoint stays small.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrivacyLedger {
     noise_multiplier: f64,
@@ -57,7 +60,8 @@ impl PrivacyLedger {
         })
     }
 
-    /// Charges `iteration`; returns `true` if it was not charged before. O(log ranges).
+    /// Charges opening `iteration` (the opening number); returns `true` if it was not
+    /// charged before. O(log ranges).
     pub fn charge(&mut self, iteration: u64) -> bool {
         // First range whose end is >= iteration.
         let i = self.charged.partition_point(|&(_, end)| end < iteration);
@@ -92,7 +96,7 @@ impl PrivacyLedger {
             .is_some_and(|&(s, e)| s <= iteration && iteration < e)
     }
 
-    /// Number of distinct iterations charged.
+    /// Number of distinct openings charged (the composed steps).
     pub fn steps(&self) -> u64 {
         self.charged.iter().map(|(s, e)| e - s).sum()
     }

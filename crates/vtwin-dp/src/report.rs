@@ -149,7 +149,8 @@ pub struct PrivacyReport {
     pub sample_rate: f64,
     /// Batch sampling mode.
     pub sampling: Sampling,
-    /// Iterations.
+    /// Composed steps: the released openings of G + Z (an iteration replayed after a crash or
+    /// a failed update is a fresh, independently subsampled opening and counts again).
     pub steps: u64,
     /// Delta of every figure.
     pub delta: f64,

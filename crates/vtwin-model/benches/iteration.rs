@@ -13,6 +13,7 @@ use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::PartyData;
 use vtwin_model::{Schema, Table};
 
@@ -55,6 +56,7 @@ fn bench_workload(c: &mut Criterion, name: &str, schema: &Schema, table: &Table)
             data.clone(),
             b,
             NoiseRngs::seeded(1, 2),
+            BatchKey::from_os(),
         )
         .unwrap();
         c.bench_function(&format!("iteration/{name}/{backend}"), |bench| {

@@ -1,15 +1,17 @@
 //! Checkpoints: everything a resumed run needs to continue bit for bit, written atomically.
 //!
 //! Contents: the run's public settings (to refuse resuming a different run), the DPVI
-//! state (mu, log_sigma, both Adam states, the public generator's exact position), the
-//! privacy ledger, the training history, and the noise generators' states only when they
+//! state (mu, log_sigma, both Adam states, the public generator's exact position, the
+//! **secret batch key** and the number of openings charged), the privacy ledger, the
+//! training history, and the noise generators' states only when they
 //! were seeded from a number (OS-seeded secret generators are never written: a resumed
 //! production run draws fresh noise, see [`crate::backend::NoiseRngs`]).
 //!
 //! Encoding: `MAGIC (8 bytes, with the format version) || postcard(Checkpoint) ||
 //! SHA-256(MAGIC || body)`. postcard stores f64 values exactly (JSON would not guarantee it);
 //! the digest makes a damaged file (a flipped bit, a truncated copy, trailing bytes) fail to
-//! load with a clear error instead of resuming from silently wrong parameters. Writes are
+//! load with a clear error instead of resuming from silently wrong parameters. The file is
+//! private to whoever runs the trainer (it holds the batch key): never publish it. Writes are
 //! atomic ([`write_atomic`]), so a crash never leaves a half-written checkpoint. Cost: one
 //! SHA-256 pass over the file per save and per load.
 
@@ -23,8 +25,9 @@ use crate::dpvi::{DpviConfig, DpviState};
 use crate::layout::Layout;
 use crate::rng_state::RngState;
 
-/// File magic; the last byte is the format version (2: with the trailing digest).
-pub const MAGIC: &[u8; 8] = b"VTWINCK\x02";
+/// File magic; the last byte is the format version (2: with the trailing digest; 3: with
+/// the batch key and the opening count).
+pub const MAGIC: &[u8; 8] = b"VTWINCK\x03";
 
 /// Bytes of the trailing SHA-256 digest.
 const DIGEST_BYTES: usize = 32;
@@ -50,6 +53,10 @@ pub struct RunSettings {
     pub iters: u64,
     /// delta of the privacy report.
     pub delta: f64,
+    /// The insecure test seeds in use, by kind (`"mpc"`, `"noise"`; empty in production).
+    /// Any one of them voids the privacy guarantee (privacy.json says so); a resume must use
+    /// the same kinds.
+    pub insecure_seeds: Vec<String>,
 }
 
 /// One line of `train.csv`.

@@ -2,19 +2,22 @@
 //! [`GradientBackend`] holding every party's data (the consortium runs the same trainer with
 //! the parties and nodes as separate processes).
 //!
-//! One iteration t:
-//! 1. Poisson-sample the batch: each of the N records independently with probability q
-//!    (public ChaCha20 stream, seeded by `seed`);
-//! 2. draw eta ~ N(0, I_d) from the same public stream; theta = mu + exp(log_sigma) eta;
-//! 3. G = backend gradient (clipped, noised data term; the only private step);
-//! 4. data gradient estimate G / q (unbiased for the full-data sum under Poisson sampling,
+//! One iteration t (see [`Trainer`] for the details):
+//! 1. Poisson-sample the batch: each of the N records independently with probability q,
+//!    from the secret batch key's generator for (t, opening);
+//! 2. draw eta ~ N(0, I_d) from the public stream (seeded by `seed`); theta = mu +
+//!    exp(log_sigma) eta;
+//! 3. G = backend gradient (clipped, noised data term; the opening);
+//! 4. charge the opening: first to the durable opening log when one is attached
+//!    ([`Dpvi::set_opening_log`]), then to the privacy ledger;
+//! 5. data gradient estimate G / q (unbiased for the full-data sum under Poisson sampling,
 //!    and independent of the secret batch size); add the public prior gradient and the
 //!    entropy term ([`crate::prior::elbo_gradients`]); one Adam ascent step on mu and on
-//!    log_sigma;
-//! 5. the iteration is complete: charge the privacy ledger once.
+//!    log_sigma.
 //!
-//! Same seed, same noise generators and same inputs give the same run, bit for bit; the
-//! whole state ([`DpviState`]) is serialisable, so a resumed run continues identically.
+//! Same seed, same batch key, same noise generators and same inputs give the same run, bit
+//! for bit; the whole state ([`DpviState`]) is serialisable, so a resumed run continues
+//! identically.
 
 use std::time::Instant;
 
@@ -25,7 +28,9 @@ use crate::backend::{
     BackendError, Diagnostics, GradientBackend, GradientInput, NoiseConfig, NoiseRngs,
 };
 use crate::layout::Layout;
+use crate::opening_log::{OpeningLog, OpeningRecord};
 use crate::rng_state::RngState;
+use crate::secret_randomness::BatchKey;
 use crate::stats::PartyData;
 use crate::trainer::Trainer;
 use vtwin_dp::PrivacyLedger;
@@ -46,7 +51,8 @@ pub struct DpviConfig {
     pub sigma: f64,
     /// Adam.
     pub adam: AdamConfig,
-    /// Seed of the public randomness (initialisation, batches, eta).
+    /// Seed of the public randomness (initialisation and eta; synthesis uses it too). The
+    /// batches come from the secret [`BatchKey`], never from this seed.
     pub seed: u64,
 }
 
@@ -63,6 +69,9 @@ pub enum DpviError {
     /// The optimisation diverged (non-finite parameters).
     #[error("iteration {0}: parameters became non-finite (lower --lr?)")]
     Diverged(u64),
+    /// The opening could not be recorded durably (it was not used).
+    #[error(transparent)]
+    OpeningLog(#[from] crate::opening_log::OpeningLogError),
 }
 
 /// Everything that evolves during training.
@@ -80,7 +89,11 @@ pub struct DpviState {
     pub adam_log_sigma: Adam,
     /// The public generator, positioned after the last completed iteration.
     pub public_rng: RngState,
-    /// The privacy ledger (None when sigma = 0: no noise, no privacy to account).
+    /// The secret key of the batch sampler (private checkpoint only).
+    pub batch_key: BatchKey,
+    /// Openings charged so far (each a released G + Z; >= `iteration`).
+    pub openings: u64,
+    /// The privacy ledger over openings (None when sigma = 0: no noise, no privacy to account).
     #[serde(with = "ledger_as_json")]
     pub ledger: Option<PrivacyLedger>,
 }
@@ -109,6 +122,7 @@ pub struct Dpvi {
     data: Vec<PartyData>,
     backend: Box<dyn GradientBackend>,
     noise: NoiseRngs,
+    log: Option<OpeningLog>,
 }
 
 impl std::fmt::Debug for Dpvi {
@@ -122,16 +136,17 @@ impl std::fmt::Debug for Dpvi {
 }
 
 impl Dpvi {
-    /// A fresh run ([`Trainer::new`] over the parties' N records).
+    /// A fresh run ([`Trainer::new`] over the parties' N records with the secret batch key).
     pub fn new(
         config: DpviConfig,
         layout: Layout,
         data: Vec<PartyData>,
         backend: Box<dyn GradientBackend>,
         noise: NoiseRngs,
+        batch_key: BatchKey,
     ) -> Result<Dpvi, DpviError> {
         let rows = data.first().map_or(0, |p| p.rows);
-        let trainer = Trainer::new(config, layout, rows)?;
+        let trainer = Trainer::new(config, layout, rows, batch_key)?;
         Dpvi::with_trainer(trainer, data, backend, noise)
     }
 
@@ -176,7 +191,20 @@ impl Dpvi {
             data,
             backend,
             noise,
+            log: None,
         })
+    }
+
+    /// Attaches the durable opening log: every later opening is appended (and synced) to
+    /// it before it is charged and used. Without one, openings are charged in memory only
+    /// (benchmarks, tests).
+    pub fn set_opening_log(&mut self, log: OpeningLog) {
+        self.log = Some(log);
+    }
+
+    /// The trainer, mutably (to charge the openings of the log at resume).
+    pub fn trainer_mut(&mut self) -> &mut Trainer {
+        &mut self.trainer
     }
 
     /// The public trainer.
@@ -236,9 +264,10 @@ impl Dpvi {
     }
 
     /// Runs one iteration: plan, gather the parties' batches, the backend's gradient with
-    /// the noise generators positioned at the iteration ([`NoiseRngs::seek`]), apply. On
-    /// error nothing is updated, and the iteration is not counted (the caller must not
-    /// release anything from it); seeded secrets and noise are redrawn identically by a retry.
+    /// the noise generators positioned at the iteration ([`NoiseRngs::seek`]), charge the
+    /// opening (log first), apply. On a backend error nothing is charged or updated and a
+    /// retry redraws seeded secrets and noise identically; once charged, an opening stays
+    /// charged even if the update fails, and a retry takes a fresh batch.
     pub fn step(&mut self) -> Result<StepReport, DpviError> {
         let t0 = Instant::now();
         let plan = self.trainer.plan();
@@ -265,6 +294,13 @@ impl Dpvi {
         let backend_ms = t2.elapsed().as_secs_f64() * 1e3;
 
         let t3 = Instant::now();
+        if let Some(log) = &mut self.log {
+            log.append(OpeningRecord {
+                opening: plan.opening,
+                iteration: plan.iteration,
+            })?;
+        }
+        self.trainer.charge(&plan)?;
         self.trainer.apply(plan, &out.gradient)?;
         let update_ms = t3.elapsed().as_secs_f64() * 1e3;
         Ok(StepReport {

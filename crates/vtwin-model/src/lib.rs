@@ -28,6 +28,7 @@ pub mod kernels;
 pub mod layout;
 pub mod model_file;
 pub mod mpc;
+pub mod opening_log;
 pub mod party_upload;
 pub mod prior;
 pub mod rng_state;

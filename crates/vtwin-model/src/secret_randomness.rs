@@ -17,12 +17,21 @@
 //! insecure seed can recompute every share, key and noise value derived from it, so the
 //! privacy guarantee is void**: never use one on real data.
 //!
+//! Batch membership ([`BatchKey`]) is secret too: whoever runs the trainer (the coordinator,
+//! or `vtwin train`) holds a 32-byte key from the OS CSPRNG, kept only in its private
+//! checkpoint, and the batch of opening `o` at iteration `t` is a ChaCha20 stream keyed by
+//! `SHA-256("vtwin/v1 batch" || 0x00 || key || t || o)` (8-byte little-endian numbers). Under an
+//! insecure seed the key itself is `derive("batch", seed, 0, 0)` (below), so the batches are
+//! reproducible and known to whoever knows the seed.
+//!
 //! Cost: one SHA-256 of 64 bytes per generator (seeded), or one OS read (production).
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use vtwin_mpc::SessionId;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// Domain label of every derived key (versioned: changing the derivation changes the label).
 const LABEL: &[u8] = b"vtwin/v1 secret-randomness";
@@ -38,6 +47,50 @@ fn derive(role: &str, seed: u64, index: u64, t: u64) -> [u8; 32] {
     h.update(index.to_le_bytes());
     h.update(t.to_le_bytes());
     h.finalize().into()
+}
+
+/// Domain label of the per-opening batch generators (module docs).
+const BATCH_LABEL: &[u8] = b"vtwin/v1 batch";
+
+/// The secret key of the batch sampler (module docs): 32 bytes, zeroized on drop, never
+/// printed (`Debug` shows nothing of it). Serialisable only so that the trainer's private
+/// checkpoint can carry it; it must never reach model.json, synthetic.csv, privacy.json or a
+/// log.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Zeroize, ZeroizeOnDrop)]
+pub struct BatchKey([u8; 32]);
+
+impl std::fmt::Debug for BatchKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BatchKey(..)")
+    }
+}
+
+impl BatchKey {
+    /// A fresh key from the OS CSPRNG (production). Cost: one OS read.
+    pub fn from_os() -> BatchKey {
+        let mut key = [0u8; 32];
+        ChaCha20Rng::from_os_rng().fill_bytes(&mut key);
+        BatchKey(key)
+    }
+
+    /// The key derived from an insecure test seed (reproducible batches; voids privacy).
+    pub fn insecure(seed: u64) -> BatchKey {
+        BatchKey(derive("batch", seed, 0, 0))
+    }
+
+    /// The generator of the batch of opening `opening` at iteration `iteration`: a pure
+    /// function of (key, iteration, opening), domain-separated from every other generator.
+    /// Cost: one SHA-256 of 62 bytes.
+    pub fn rng(&self, iteration: u64, opening: u64) -> ChaCha20Rng {
+        let mut h = Sha256::new();
+        h.update(BATCH_LABEL);
+        h.update([0u8]);
+        h.update(self.0);
+        h.update(iteration.to_le_bytes());
+        h.update(opening.to_le_bytes());
+        let seed = Zeroizing::new(<[u8; 32]>::from(h.finalize()));
+        ChaCha20Rng::from_seed(*seed)
+    }
 }
 
 /// The source of the MPC's per-iteration secrets (module docs).
@@ -61,6 +114,14 @@ impl SecretRandomness {
             SecretRandomness::InsecureSeed(seed) => {
                 ChaCha20Rng::from_seed(derive(role, seed, index, t))
             }
+        }
+    }
+
+    /// The batch key of a fresh run: from the OS, or [`BatchKey::insecure`] of the seed.
+    pub fn batch_key(&self) -> BatchKey {
+        match *self {
+            SecretRandomness::Os => BatchKey::from_os(),
+            SecretRandomness::InsecureSeed(seed) => BatchKey::insecure(seed),
         }
     }
 
@@ -114,6 +175,28 @@ mod tests {
             word(seeded_noise_rng(7, 1, 2)),
             word(seeded_noise_rng(7, 1, 2))
         );
+    }
+
+    #[test]
+    fn batch_generators_are_keyed_pure_and_separated() {
+        let word = |mut g: ChaCha20Rng| g.next_u64();
+        let k = BatchKey::insecure(7);
+        assert_eq!(word(k.rng(3, 3)), word(BatchKey::insecure(7).rng(3, 3)));
+        assert_ne!(
+            word(k.rng(3, 3)),
+            word(k.rng(3, 4)),
+            "the opening must matter"
+        );
+        assert_ne!(
+            word(k.rng(3, 3)),
+            word(k.rng(4, 3)),
+            "the iteration must matter"
+        );
+        assert_ne!(word(k.rng(3, 3)), word(BatchKey::insecure(8).rng(3, 3)));
+        assert_eq!(SecretRandomness::InsecureSeed(7).batch_key(), k);
+        let os = SecretRandomness::Os.batch_key();
+        assert_ne!(os, BatchKey::from_os());
+        assert_eq!(format!("{os:?}"), "BatchKey(..)");
     }
 
     #[test]

@@ -1,22 +1,31 @@
 //! The public half of the DPVI loop (paper Algorithm 1): everything the coordinator holds.
-//! No data, no backend, no secret.
+//! No data and no backend; one secret, the batch key.
 //!
-//! One iteration t is [`Trainer::plan`] then [`Trainer::apply`]:
+//! One iteration t is [`Trainer::plan`], [`Trainer::charge`], then [`Trainer::apply`]:
 //! 1. `plan` Poisson-samples the batch (each of the N records independently with probability
-//!    q) and draws eta ~ N(0, I_d), both from the public ChaCha20 stream seeded by
-//!    [`DpviConfig::seed`], and sets theta = mu + exp(log_sigma) eta, with every Beta
-//!    log-parameter capped at ln 1000 ([`Layout::cap_beta_params`]). It changes nothing: a
-//!    plan can be dropped (an aborted iteration) and planned again, identically;
+//!    q) from the secret [`BatchKey`]'s generator for (t, o), where o is the number of openings
+//!    charged so far (the opening this plan leads to), draws eta ~ N(0, I_d) from the public
+//!    ChaCha20 stream seeded by [`DpviConfig::seed`] (independent of the batch), and sets
+//!    theta = mu + exp(log_sigma) eta, with every Beta log-parameter capped at ln 1000
+//!    ([`Layout::cap_beta_params`]). It changes nothing: a plan can be dropped (an aborted
+//!    iteration, nothing opened) and planned again, identically;
 //! 2. someone computes G = sum_n c_n g_n + Z for the plan's batch and theta (a
 //!    [`crate::backend::GradientBackend`] in memory, or the consortium over the network);
-//! 3. `apply` forms the data gradient estimate G / q (unbiased for the full-data sum under
+//! 3. `charge` records the opening o in the privacy ledger, before G is used (the caller
+//!    first makes it durable, [`crate::opening_log`]); from then on o is spent, whatever
+//!    happens next. A retry of iteration t after a charged opening plans opening o + 1: a
+//!    fresh Poisson batch (and fresh noise), so every opening is an independent subsampled
+//!    Gaussian step and the accountants compose over openings, not iterations. With no
+//!    crash and no failed update, o = t;
+//! 4. `apply` forms the data gradient estimate G / q (unbiased for the full-data sum under
 //!    Poisson sampling, independent of the secret batch size), adds the public prior gradient
 //!    and the entropy term ([`crate::prior::elbo_gradients`]), takes one Adam ascent step on
-//!    mu and on log_sigma, charges the privacy ledger once, and moves the public stream past
-//!    the plan's draws. On error nothing changes and nothing is charged.
+//!    mu and on log_sigma, and moves the public stream past the plan's eta. On error nothing
+//!    changes (the charge stays).
 //!
-//! Same seed and same gradients give the same run, bit for bit; the whole state
-//! ([`DpviState`]) is serialisable, so a resumed run continues identically.
+//! Same seed, same batch key and same gradients give the same run, bit for bit; the whole
+//! state ([`DpviState`], with the batch key) is serialisable, so a resumed run continues
+//! identically.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -27,6 +36,7 @@ use crate::dpvi::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q}
 use crate::layout::Layout;
 use crate::prior::elbo_gradients;
 use crate::rng_state::RngState;
+use crate::secret_randomness::BatchKey;
 use vtwin_dp::{PrivacyLedger, Sampling};
 
 /// The public inputs of one iteration (what [`Trainer::plan`] drew).
@@ -34,7 +44,11 @@ use vtwin_dp::{PrivacyLedger, Sampling};
 pub struct IterationPlan {
     /// The iteration t (= completed iterations when planned).
     pub iteration: u64,
-    /// The sampled record indices (ascending, each < N; may be empty).
+    /// The opening o this plan leads to (= openings charged when planned; = t unless an
+    /// earlier opening was charged and not applied).
+    pub opening: u64,
+    /// The sampled record indices (ascending, each < N; may be empty). Secret: derived from
+    /// the batch key.
     pub batch: Vec<usize>,
     /// theta_t = mu + sigma_q eta with Beta log-parameters capped ([`Layout::cap_beta_params`]), length d.
     pub theta: Vec<f64>,
@@ -42,7 +56,7 @@ pub struct IterationPlan {
     pub eta: Vec<f64>,
     /// sigma_q = exp(log_sigma), length d.
     sigma_q: Vec<f64>,
-    /// The public generator after this plan's draws.
+    /// The public generator after this plan's eta.
     rng_after: RngState,
 }
 
@@ -85,9 +99,15 @@ fn check_config(config: &DpviConfig) -> Result<(), DpviError> {
 }
 
 impl Trainer {
-    /// A fresh run over `rows` records: mu ~ N(0, 0.1^2) and log_sigma = ln 0.1 from the
-    /// public stream; the ledger exists when sigma > 0. Cost O(d).
-    pub fn new(config: DpviConfig, layout: Layout, rows: usize) -> Result<Trainer, DpviError> {
+    /// A fresh run over `rows` records with the secret `batch_key` ([`BatchKey::from_os`] in
+    /// production): mu ~ N(0, 0.1^2) and log_sigma = ln 0.1 from the public stream; the
+    /// ledger exists when sigma > 0. Cost O(d).
+    pub fn new(
+        config: DpviConfig,
+        layout: Layout,
+        rows: usize,
+        batch_key: BatchKey,
+    ) -> Result<Trainer, DpviError> {
         check_config(&config)?;
         let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
         let d = layout.dim();
@@ -101,6 +121,8 @@ impl Trainer {
             adam_mu: Adam::new(config.adam, d),
             adam_log_sigma: Adam::new(config.adam, d),
             public_rng: RngState::of(&rng),
+            batch_key,
+            openings: 0,
             ledger: if config.sigma > 0.0 {
                 Some(
                     PrivacyLedger::new(
@@ -118,7 +140,8 @@ impl Trainer {
         Trainer::resume(config, layout, rows, state)
     }
 
-    /// Continues from a saved state (checked against the layout). Cost O(d).
+    /// Continues from a saved state (checked against the layout; it carries the batch key).
+    /// Cost O(d).
     pub fn resume(
         config: DpviConfig,
         layout: Layout,
@@ -146,12 +169,14 @@ impl Trainer {
         })
     }
 
-    /// The public inputs of the next iteration (module docs, step 1). Does not advance
-    /// anything: planning twice gives the same plan. Cost O(N + d) draws.
+    /// The inputs of the next iteration (module docs, step 1). Does not advance anything:
+    /// planning twice gives the same plan. Cost O(N + d) draws.
     pub fn plan(&self) -> IterationPlan {
         let q = self.config.sample_rate;
+        let (t, o) = (self.state.iteration, self.state.openings);
+        let mut secret = self.state.batch_key.rng(t, o);
+        let batch: Vec<usize> = (0..self.rows).filter(|_| secret.random_bool(q)).collect();
         let mut rng = self.rng.clone();
-        let batch: Vec<usize> = (0..self.rows).filter(|_| rng.random_bool(q)).collect();
         let d = self.layout.dim();
         let eta: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
         let sigma_q: Vec<f64> = self.state.log_sigma.iter().map(|l| l.exp()).collect();
@@ -160,7 +185,8 @@ impl Trainer {
             .collect();
         self.layout.cap_beta_params(&mut theta);
         IterationPlan {
-            iteration: self.state.iteration,
+            iteration: t,
+            opening: o,
             batch,
             theta,
             eta,
@@ -169,16 +195,58 @@ impl Trainer {
         }
     }
 
+    /// Charges the plan's opening (module docs, step 3): call it once G exists and before it
+    /// is used, after recording the opening durably. Errors, charging nothing: a plan of
+    /// another iteration, or of an opening already charged (a stale plan). Cost O(log r) for
+    /// r ranges in the ledger.
+    pub fn charge(&mut self, plan: &IterationPlan) -> Result<(), DpviError> {
+        if plan.iteration != self.state.iteration || plan.opening != self.state.openings {
+            return Err(DpviError::Config(format!(
+                "a plan for iteration {} (opening {}) cannot be charged at iteration {} (next opening {})",
+                plan.iteration, plan.opening, self.state.iteration, self.state.openings
+            )));
+        }
+        if let Some(ledger) = &mut self.state.ledger {
+            ledger.charge(plan.opening);
+        }
+        self.state.openings += 1;
+        Ok(())
+    }
+
+    /// Charges openings recorded durably elsewhere (the opening log read at resume: openings
+    /// after the checkpoint whose iterations were lost with a crash). Each is charged once
+    /// (idempotent), and the next plan takes a fresh opening number above all of them.
+    /// Returns how many were not charged before. Cost O(k log r).
+    pub fn charge_recorded(&mut self, openings: impl IntoIterator<Item = u64>) -> u64 {
+        let mut new = 0;
+        for o in openings {
+            let fresh = match &mut self.state.ledger {
+                Some(ledger) => ledger.charge(o),
+                None => o >= self.state.openings,
+            };
+            new += u64::from(fresh);
+            self.state.openings = self.state.openings.max(o + 1);
+        }
+        new
+    }
+
     /// Completes the planned iteration with its gradient G (length d, layout order; module
-    /// docs, step 3). Errors, changing nothing and charging nothing: a plan of another
-    /// iteration (stale or foreign), a gradient of the wrong length, non-finite parameters
-    /// after the step ([`DpviError::Diverged`]). Cost O(d).
+    /// docs, step 4); the plan's opening must have been charged ([`Trainer::charge`]).
+    /// Errors, changing nothing: a plan of another iteration (stale or foreign) or an
+    /// uncharged opening, a gradient of the wrong length, non-finite parameters after the
+    /// step ([`DpviError::Diverged`]). Cost O(d).
     pub fn apply(&mut self, plan: IterationPlan, gradient: &[f64]) -> Result<(), DpviError> {
         let d = self.layout.dim();
         if plan.iteration != self.state.iteration {
             return Err(DpviError::Config(format!(
                 "a plan for iteration {} cannot be applied at iteration {}",
                 plan.iteration, self.state.iteration
+            )));
+        }
+        if plan.opening + 1 != self.state.openings {
+            return Err(DpviError::Config(format!(
+                "iteration {}: opening {} was not charged (next opening {}): charge before applying",
+                plan.iteration, plan.opening, self.state.openings
             )));
         }
         if gradient.len() != d || plan.theta.len() != d {
@@ -203,10 +271,6 @@ impl Trainer {
         self.state.log_sigma = ls;
         self.state.adam_mu = adam_mu;
         self.state.adam_log_sigma = adam_ls;
-        // The iteration is complete: charge it (idempotent per index).
-        if let Some(ledger) = &mut self.state.ledger {
-            ledger.charge(self.state.iteration);
-        }
         self.state.iteration += 1;
         self.rng = plan.rng_after.restore();
         Ok(())
@@ -222,6 +286,11 @@ impl Trainer {
     /// Completed iterations (= the next plan's iteration).
     pub fn iteration(&self) -> u64 {
         self.state.iteration
+    }
+
+    /// Openings charged so far (= the next plan's opening; >= [`Trainer::iteration`]).
+    pub fn openings(&self) -> u64 {
+        self.state.openings
     }
 
     /// Posterior means.
@@ -249,7 +318,7 @@ impl Trainer {
         self.rows
     }
 
-    /// The privacy ledger (None when sigma = 0).
+    /// The privacy ledger over openings (None when sigma = 0).
     pub fn ledger(&self) -> Option<&PrivacyLedger> {
         self.state.ledger.as_ref()
     }

@@ -9,7 +9,9 @@ use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::PartyData;
+use vtwin_model::trainer::Trainer;
 
 fn backend(name: &str) -> Box<dyn GradientBackend> {
     match name {
@@ -35,6 +37,7 @@ fn run(name: &str, layout: &Layout, data: &[PartyData], cfg: &DpviConfig) -> Dpv
         data.to_vec(),
         backend(name),
         NoiseRngs::seeded(5, layout.n_parties()),
+        BatchKey::insecure(5),
     )
     .unwrap()
 }
@@ -64,6 +67,7 @@ fn resumed_run_continues_bit_identically() {
             train_rows: 600,
             iters: 40,
             delta: 1e-5,
+            insecure_seeds: Vec::new(),
         };
         Checkpoint {
             settings,
@@ -152,6 +156,7 @@ fn damaged_checkpoints_are_refused_with_the_reason() {
             train_rows: 100,
             iters: 1,
             delta: 1e-5,
+            insecure_seeds: Vec::new(),
         },
         state: dpvi.state(),
         noise: dpvi.noise_checkpoint(),
@@ -289,6 +294,7 @@ fn adult_figure_2_does_not_learn_without_renormalisation() {
             data.clone(),
             Box::new(FixedBackend::new(mode).unwrap()),
             NoiseRngs::seeded(1, 2),
+            BatchKey::insecure(1),
         )
         .unwrap();
         let start = natural_params(&layout, d.mu()).mean_nll(&test).unwrap();
@@ -317,32 +323,89 @@ fn adult_figure_2_does_not_learn_without_renormalisation() {
     );
 }
 
-/// The public trainer: planning changes nothing (two plans are equal), a plan applies only
-/// at its own iteration and with a gradient of the model's length, and a failed apply
-/// changes nothing and charges nothing.
+/// The trainer: planning changes nothing (two plans are equal), a plan is charged and
+/// applied only at its own iteration and opening, with a gradient of the model's length, and
+/// a failed apply changes nothing but leaves its opening charged.
 #[test]
-fn trainer_plans_without_side_effects_and_applies_only_its_own_plan() {
+fn trainer_plans_without_side_effects_and_applies_only_its_own_charged_plan() {
     let layout = Layout::from_schema(&demo_schema(), 3).unwrap();
-    let mut t = vtwin_model::trainer::Trainer::new(config(0.1, 1.0), layout.clone(), 200).unwrap();
+    let mut t = Trainer::new(config(0.1, 1.0), layout.clone(), 200, BatchKey::insecure(1)).unwrap();
     let before = t.state();
     let plan = t.plan();
     assert_eq!(plan, t.plan());
     assert_eq!(t.state(), before);
-    assert_eq!(plan.iteration, 0);
+    assert_eq!((plan.iteration, plan.opening), (0, 0));
     assert!(plan.batch.iter().all(|&i| i < 200) && !plan.batch.is_empty());
     let g = vec![0.5; layout.dim()];
+    let e = t.apply(plan.clone(), &g).unwrap_err().to_string();
+    assert!(e.contains("not charged"), "{e}");
+    assert_eq!(t.state(), before, "an uncharged apply changed the state");
+    t.charge(&plan).unwrap();
+    assert!(t.charge(&plan).is_err(), "an opening was charged twice");
+    assert_eq!((t.openings(), t.ledger().unwrap().steps()), (1, 1));
+    let charged = t.state();
     assert!(t.apply(plan.clone(), &g[1..]).is_err());
-    assert_eq!(t.state(), before, "a refused gradient changed the state");
+    assert_eq!(t.state(), charged, "a refused gradient changed the state");
     t.apply(plan.clone(), &g).unwrap();
     assert_eq!(t.iteration(), 1);
     assert_eq!(t.ledger().unwrap().steps(), 1);
-    assert_ne!(t.plan().batch, plan.batch, "the public stream did not move");
+    assert_ne!(t.plan().eta, plan.eta, "the public stream did not move");
     let after = t.state();
-    let e = t.apply(plan, &g).unwrap_err().to_string();
+    let e = t.apply(plan.clone(), &g).unwrap_err().to_string();
     assert!(
         e.contains("iteration 0") && e.contains("iteration 1"),
         "{e}"
     );
+    assert!(t.charge(&plan).is_err());
     assert_eq!(t.state(), after, "a stale plan changed the state");
     assert_eq!(t.ledger().unwrap().steps(), 1, "a stale plan was charged");
+}
+
+/// Batches come from the secret key, eta and the initialisation from the public seed: the
+/// same seed with another key gives the same mu and eta but other batches; an opening that
+/// was charged and not applied (a failed update, or one lost with a crash) is replayed with
+/// a fresh batch, the same theta, and charged again.
+#[test]
+fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
+    let layout = Layout::from_schema(&demo_schema(), 3).unwrap();
+    let cfg = config(0.1, 1.0);
+    let a = Trainer::new(cfg.clone(), layout.clone(), 500, BatchKey::from_os()).unwrap();
+    let b = Trainer::new(cfg.clone(), layout.clone(), 500, BatchKey::from_os()).unwrap();
+    let (pa, pb) = (a.plan(), b.plan());
+    assert_eq!(a.mu(), b.mu(), "the public seed fixes the initialisation");
+    assert_eq!(pa.eta, pb.eta, "eta must not depend on the batch key");
+    assert_ne!(
+        pa.batch, pb.batch,
+        "the batch must depend on the secret key"
+    );
+    let c = Trainer::new(cfg.clone(), layout.clone(), 500, BatchKey::insecure(3)).unwrap();
+    let d = Trainer::new(cfg, layout.clone(), 500, BatchKey::insecure(3)).unwrap();
+    assert_eq!(
+        c.plan(),
+        d.plan(),
+        "an insecure key must reproduce its batches"
+    );
+
+    // Opening 0 is charged, then its update fails (here: never applied, the process
+    // crashed); the resumed trainer learns of it from the opening log.
+    let mut t = c;
+    let first = t.plan();
+    let saved = t.state();
+    t.charge(&first).unwrap();
+    let mut resumed = Trainer::resume(t.config().clone(), layout, 500, saved).unwrap();
+    assert_eq!(resumed.charge_recorded([0]), 1);
+    assert_eq!(resumed.charge_recorded([0]), 0, "charged twice");
+    let replay = resumed.plan();
+    assert_eq!((replay.iteration, replay.opening), (0, 1));
+    assert_eq!(replay.theta, first.theta);
+    assert_ne!(
+        replay.batch, first.batch,
+        "a replayed opening reused its batch"
+    );
+    resumed.charge(&replay).unwrap();
+    resumed
+        .apply(replay, &vec![0.1; resumed.layout().dim()])
+        .unwrap();
+    assert_eq!(resumed.ledger().unwrap().steps(), 2);
+    assert_eq!((resumed.iteration(), resumed.openings()), (1, 2));
 }

@@ -17,7 +17,7 @@ use vtwin_model::mpc::{
     plain_upload, MpcBackend,
 };
 use vtwin_model::party_upload::{party_messages, PartyTask};
-use vtwin_model::secret_randomness::{seeded_noise_rng, SecretRandomness};
+use vtwin_model::secret_randomness::{seeded_noise_rng, BatchKey, SecretRandomness};
 use vtwin_model::stats::{PartyBatch, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_mpc::gradient::{
@@ -233,6 +233,7 @@ fn train(name: &str, layout: &Layout, data: &[PartyData], iters: u64) -> Dpvi {
         data.to_vec(),
         backend,
         NoiseRngs::seeded(5, layout.n_parties()),
+        BatchKey::insecure(5),
     )
     .unwrap();
     for _ in 0..iters {
@@ -396,9 +397,11 @@ fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
         PartyData::from_table(&demo_table(rows, data_seed), &layout).unwrap(),
         Box::new(MpcBackend::seeded(Renormalise::ClosedForm, mpc_seed).unwrap()),
         NoiseRngs::seeded(noise_seed, layout.n_parties()),
+        randomness.batch_key(),
     )
     .unwrap();
-    let mut trainer = Trainer::new(cfg.clone(), layout.clone(), rows).unwrap();
+    let mut trainer =
+        Trainer::new(cfg.clone(), layout.clone(), rows, randomness.batch_key()).unwrap();
     let device = candle_core::Device::Cpu;
     for _ in 0..3 {
         // Coordinator.
@@ -472,6 +475,7 @@ fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
             opening.handle(m).unwrap();
         }
         let g = gradient_from_canonical(&layout, &opening.result().unwrap());
+        trainer.charge(&plan).unwrap();
         trainer.apply(plan, &g).unwrap();
         dpvi.step().unwrap();
         assert_eq!(trainer.state(), dpvi.state(), "iteration {t}");
@@ -601,6 +605,7 @@ fn an_aborted_and_retried_iteration_equals_an_uninterrupted_run() {
             data.clone(),
             Box::new(backend),
             NoiseRngs::seeded(6, layout.n_parties()),
+            BatchKey::insecure(6),
         )
         .unwrap();
         while d.iteration() < 4 {

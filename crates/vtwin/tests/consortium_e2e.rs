@@ -4,6 +4,8 @@
 //! - A node killed mid-iteration: the coordinator aborts within its timeout naming the node,
 //!   applies and charges nothing, leaves the last checkpoint byte-identical; after the node
 //!   restarts, `--resume` finishes with the model and checkpoint of an uninterrupted run.
+//! - The coordinator killed between an opening and the next checkpoint: `--resume` charges
+//!   every opening of its log, and privacy.json counts every opening.
 
 mod consortium_support;
 
@@ -159,6 +161,75 @@ fn node_killed_mid_iteration_aborts_cleanly_and_resume_matches_an_uninterrupted_
             "{f} differs from the uninterrupted run"
         );
     }
+}
+
+/// Lines of DIR/openings.log after the header: (opening, iteration).
+fn openings(out: &std::path::Path) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(out.join("openings.log")).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (o, t) = l.split_once(' ')?;
+            Some((o.parse().ok()?, t.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn coordinator_killed_after_an_opening_resumes_with_every_opening_charged() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A 2 ms receive delay on the node links: an iteration takes a few hundred ms, so the
+    // kill lands between two checkpoints.
+    let job = Job {
+        iters: 12,
+        checkpoint_every: 4,
+        ..Job::default()
+    };
+    let c = keygen(&tmp.path().join("keys"), &job, 2);
+    let mut kids = Kids::default();
+    c.start_all(&mut kids);
+    let out = tmp.path().join("run");
+    let cfg = c.coordinator_config("coordinator-run.toml", &out, |_| {});
+    let mut coord = consortium_support::bin()
+        .arg("coordinator")
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Openings 0..=5 recorded: the checkpoint is at 4, the next one comes after opening 7.
+    assert!(
+        wait_until(Duration::from_secs(60), || openings(&out).len() >= 6),
+        "no sixth opening"
+    );
+    coord.kill().unwrap();
+    coord.wait().unwrap();
+    let logged = openings(&out).len() as u64;
+    let ck = Checkpoint::load(&out.join("checkpoint.bin")).unwrap();
+    assert!(
+        logged > ck.state.openings,
+        "the kill landed on a checkpoint ({logged} openings, checkpoint at {})",
+        ck.state.iteration
+    );
+    let (status, stderr, _) = coordinate(&cfg, &["--resume"]);
+    assert!(status.success(), "resume: {stderr}");
+    let want = logged + (job.iters - ck.state.iteration);
+    eprintln!(
+        "killed after {logged} openings, checkpoint at {}: {want} openings charged",
+        ck.state.iteration
+    );
+    let p: serde_json::Value = serde_json::from_slice(&read(&out.join("privacy.json"))).unwrap();
+    assert_eq!(p["steps"], want);
+    // [insecure] seeds: the guarantee is void, and said so.
+    assert_eq!(p["guarantee"], "void");
+    assert_eq!(p["if_seeds_were_secret"]["steps"], want);
+    let end = Checkpoint::load(&out.join("checkpoint.bin")).unwrap();
+    assert_eq!(end.state.iteration, job.iters);
+    assert_eq!(end.state.ledger.as_ref().map(|l| l.steps()), Some(want));
+    let log = openings(&out);
+    assert_eq!(log.len() as u64, want);
+    assert!(log.iter().enumerate().all(|(i, &(o, _))| o == i as u64));
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! `vtwin train` end to end: demo runs with both backends, CLI resume, bad flags, and an
-//! Adult smoke run (skipped when ../shared/data/adult is absent).
+//! `vtwin train` end to end: demo runs with both backends, CLI resume, secret batches,
+//! openings charged write-ahead, void privacy under insecure seeds, bad flags, and an Adult
+//! smoke run (skipped when ../shared/data/adult is absent).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,7 +52,7 @@ fn demo_training_decreases_test_nll_with_both_backends() {
     for backend in ["float", "fixed"] {
         let out = tmp.path().join(backend);
         let o = out.to_str().unwrap();
-        ok(&[
+        let stdout = ok(&[
             "train",
             "--demo",
             "--demo-rows",
@@ -90,7 +91,15 @@ fn demo_training_decreases_test_nll_with_both_backends() {
             serde_json::from_str(&std::fs::read_to_string(out.join("privacy.json")).unwrap())
                 .unwrap();
         assert_eq!(p["steps"], 300);
-        assert!(p["epsilon"]["rdp"]["add_remove"].as_f64().unwrap() > 0.0);
+        // --noise-seed voids the guarantee: said in privacy.json and on stdout, and the
+        // figures are only given as what secret randomness would give.
+        assert_eq!(p["guarantee"], "void");
+        assert!(p["void_reason"].as_str().unwrap().contains("noise"), "{p}");
+        assert_eq!(p["epsilon"], serde_json::json!({}));
+        let would = &p["if_seeds_were_secret"];
+        assert!(would["epsilon"]["rdp"]["add_remove"].as_f64().unwrap() > 0.0);
+        assert!(!stdout.contains("epsilon"), "{stdout}");
+        assert!(stdout.contains("no privacy guarantee"), "{stdout}");
         // The model file is readable by the library.
         vtwin_model::model_file::ModelFile::load(&out.join("model.json")).unwrap();
     }
@@ -152,6 +161,142 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+}
+
+/// Batches come from a secret key, not from the public seed: two runs with the same seed and
+/// no noise give different models.
+#[test]
+fn the_same_public_seed_gives_different_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let dir = tmp.path().join(name);
+        ok(&[
+            "train",
+            "--demo",
+            "--backend",
+            "fixed",
+            "--sigma",
+            "0",
+            "--iters",
+            "30",
+            "--seed",
+            "5",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        dir
+    };
+    let (a, b) = (run("a"), run("b"));
+    assert_ne!(
+        std::fs::read(a.join("model.json")).unwrap(),
+        std::fs::read(b.join("model.json")).unwrap(),
+        "the batches follow the public seed"
+    );
+    // The key is in the private checkpoint, and only there.
+    let ck = vtwin_model::checkpoint::Checkpoint::load(&a.join("checkpoint.bin")).unwrap();
+    let ck_b = vtwin_model::checkpoint::Checkpoint::load(&b.join("checkpoint.bin")).unwrap();
+    assert_ne!(ck.state.batch_key, ck_b.state.batch_key);
+    assert_eq!(ck.state.mu.len(), ck_b.state.mu.len());
+}
+
+/// Openings are charged write-ahead: the state on disk after a crash between opening 32 and
+/// the next checkpoint (a log of 33 openings, the checkpoint at 20) resumes with every logged
+/// opening charged, and iterations 20..32 replayed under fresh opening numbers, so the
+/// ledger counts 33 + (50 - 20) openings. A log that does not cover the checkpoint is refused.
+#[test]
+fn openings_lost_after_the_checkpoint_are_charged_at_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let d = dir.to_str().unwrap();
+    let args = |iters: &'static str, resume: bool| {
+        let mut a = vec![
+            "train",
+            "--demo",
+            "--demo-rows",
+            "400",
+            "--backend",
+            "fixed",
+            "--sigma",
+            "1",
+            "--components",
+            "3",
+            "--batch",
+            "40",
+            "--checkpoint-every",
+            "1000",
+            "--iters",
+            iters,
+            "--out",
+            d,
+        ];
+        if resume {
+            a.push("--resume");
+        }
+        a
+    };
+    let openings = || {
+        let text = std::fs::read_to_string(dir.join("openings.log")).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("vtwin opening log v1"));
+        lines
+            .map(|l| {
+                let (o, t) = l.split_once(' ').unwrap();
+                (o.parse::<u64>().unwrap(), t.parse::<u64>().unwrap())
+            })
+            .collect::<Vec<_>>()
+    };
+    ok(&args("20", false));
+    let ck20 = std::fs::read(dir.join("checkpoint.bin")).unwrap();
+    ok(&args("33", true));
+    let logged = openings().len() as u64;
+    // The crash: the checkpoint written after opening 32 never happened.
+    std::fs::write(dir.join("checkpoint.bin"), &ck20).unwrap();
+    let ck = vtwin_model::checkpoint::Checkpoint::load(&dir.join("checkpoint.bin")).unwrap();
+    let out = vtwin(&args("50", true));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = logged + (50 - ck.state.iteration);
+    assert!(logged > ck.state.openings, "nothing was lost: {logged}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{} opening(s)", logged - ck.state.openings)),
+        "{stderr}"
+    );
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("privacy.json")).unwrap()).unwrap();
+    assert_eq!(p["steps"], want);
+    assert_eq!(p["guarantee"], "differential privacy");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("{want} openings")), "{stdout}");
+    assert!(stdout.contains("epsilon"), "{stdout}");
+    let log = openings();
+    assert_eq!(log.len() as u64, want);
+    assert!(log.iter().enumerate().all(|(i, &(o, _))| o == i as u64));
+    // The replayed iterations appear twice, under different openings.
+    let replayed = log
+        .iter()
+        .filter(|&&(_, t)| t == ck.state.iteration)
+        .count();
+    assert_eq!(replayed, 2);
+    let end = vtwin_model::checkpoint::Checkpoint::load(&dir.join("checkpoint.bin")).unwrap();
+    assert_eq!(end.state.ledger.as_ref().map(|l| l.steps()), Some(want));
+    // Without its log a checkpoint does not resume (it would under-count).
+    std::fs::write(
+        dir.join("openings.log"),
+        "vtwin opening log v1
+",
+    )
+    .unwrap();
+    let out = vtwin(&args("60", true));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("openings.log"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -40,7 +40,10 @@ fn demo_training_with_the_mpc_backend_writes_its_files() {
         String::from_utf8_lossy(&run.stderr)
     );
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(stdout.contains("trained 20 iterations (mpc)"), "{stdout}");
+    assert!(
+        stdout.contains("trained 20 iterations (mpc, 20 openings)"),
+        "{stdout}"
+    );
     for f in [
         "model.json",
         "privacy.json",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
+use vtwin_model::opening_log::OpeningRecord;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::Trainer;
 use vtwin_net::pki::Identity;
@@ -46,6 +47,10 @@ pub trait CoordinatorHooks {
     /// The parties agree on `rows` records: the trainer to run (fresh or resumed). An error
     /// stops the job before any iteration.
     fn agreed(&mut self, rows: u64) -> Result<Trainer, String>;
+    /// Records `opening` durably (append and sync the opening log) before its shares are
+    /// combined; an error stops the job with the shares uncombined. A driver without files
+    /// (an in-memory loopback run, which never resumes) may return `Ok` at once.
+    fn charge(&mut self, opening: OpeningRecord) -> Result<(), String>;
     /// Iteration `iteration` was applied (checkpoint, progress). An error stops the job.
     fn applied(
         &mut self,
@@ -136,6 +141,14 @@ async fn drive(
                         tracing::info!(rows, "parties agree on the records");
                         let trainer = hooks.agreed(rows).map_err(ServiceError::Driver)?;
                         let o = job.begin(trainer, Instant::now());
+                        pending.send.extend(o.send);
+                        pending.events.extend(o.events);
+                    }
+                    JobEvent::ChargeDue(record) => {
+                        let o = match hooks.charge(record) {
+                            Ok(()) => job.charged(Instant::now()),
+                            Err(reason) => job.charge_failed(&reason),
+                        };
                         pending.send.extend(o.send);
                         pending.events.extend(o.events);
                     }

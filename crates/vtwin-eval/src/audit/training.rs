@@ -15,6 +15,7 @@ use vtwin_model::float::FloatBackend;
 use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::model_file::natural_params;
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::{PartyData, StatsError};
 use vtwin_model::{MixtureParams, Table};
 
@@ -91,7 +92,9 @@ pub fn fit_mixture(table: &Table, s: &FitSettings) -> Result<MixtureParams, FitE
         seed: s.seed,
     };
     let noise = NoiseRngs::seeded(s.noise_seed, layout.n_parties());
-    let mut dpvi = Dpvi::new(config, layout.clone(), data, backend, noise)?;
+    // The auditor's own shadow models: reproducible from the noise seed by design.
+    let batches = BatchKey::insecure(s.noise_seed);
+    let mut dpvi = Dpvi::new(config, layout.clone(), data, backend, noise, batches)?;
     while dpvi.iteration() < s.iterations {
         dpvi.step()?;
     }

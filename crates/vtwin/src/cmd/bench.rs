@@ -47,6 +47,7 @@ use vtwin_model::layout::Layout;
 use vtwin_model::mpc::{CostLog, IterationCost, MpcBackend};
 use vtwin_model::params::{ColumnParams, MixtureParams};
 use vtwin_model::schema::{ColumnKind, ColumnSpec, CsvDialect, Missing};
+use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::{OwnPartyData, PartyData};
 use vtwin_model::{Schema, Table};
 
@@ -366,7 +367,14 @@ fn run_in_process(
     };
     let data = PartyData::from_table(table, layout)?;
     let noise = NoiseRngs::from_os(layout.n_parties());
-    let mut dpvi = Dpvi::new(config.clone(), layout.clone(), data, backend, noise)?;
+    let mut dpvi = Dpvi::new(
+        config.clone(),
+        layout.clone(),
+        data,
+        backend,
+        noise,
+        BatchKey::from_os(),
+    )?;
     let mut ms = Vec::new();
     let mut reports: Vec<StepReport> = Vec::new();
     for i in 0..a.warmup + a.iters {

@@ -2,15 +2,19 @@
 //! (INTERFACE.md) and writes what `vtwin train` writes, through the same functions
 //! (`train::write_outputs`, `train::privacy_json`, the same sigma calibration and resume
 //! check): DIR/model.json, DIR/privacy.json, DIR/train.csv (no test NLL: the coordinator
-//! holds no data), DIR/timing.json, DIR/checkpoint.bin (every `checkpoint_every` iterations
-//! and at the end), and DIR/synthetic.csv (N records sampled from the posterior-mean model
-//! with the public seed).
+//! holds no data), DIR/timing.json, DIR/checkpoint.bin (at the start, every
+//! `checkpoint_every` iterations and at the end; private: it holds the secret batch key),
+//! DIR/openings.log (every opening, appended and synced before its shares are combined) and
+//! DIR/synthetic.csv (N records sampled from the posterior-mean model with the public seed).
 //!
 //! On any failure (a peer unreachable at start after the retries, a refused upload, a
 //! failed or lost peer, the iteration deadline) it aborts the iteration (every reachable
 //! peer gets `Abort`), applies and charges nothing, leaves the last checkpoint as it was,
 //! and exits non-zero with one line naming the peer. `--resume` continues from the
-//! checkpoint; with the same insecure seeds the result equals an uninterrupted run.
+//! checkpoint and charges every opening of DIR/openings.log (openings after the checkpoint
+//! were seen: charged, and their iterations replayed with fresh batches); with the same
+//! insecure seeds and no lost opening the result equals an uninterrupted run. `[insecure]`
+//! seeds void the privacy guarantee (privacy.json says so).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -26,6 +30,8 @@ use vtwin_model::checkpoint::{write_atomic, Checkpoint, HistoryRow, RunSettings}
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
+use vtwin_model::opening_log::{OpeningLog, OpeningRecord};
+use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::synth::sample_table;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Schema;
@@ -34,7 +40,8 @@ use vtwin_net::Role;
 
 use super::node::{init_logging, randomness, runtime};
 use super::train::{
-    check_resume, epsilon_now, median, noise_multiplier, privacy_json, write_outputs,
+    check_resume, epsilon_line, epsilon_now, median, noise_multiplier, opening_log, privacy_json,
+    write_outputs,
 };
 
 /// Drive the consortium's training job and write the model.
@@ -55,6 +62,8 @@ pub(crate) struct Driver {
     layout: Layout,
     training: TrainingSettings,
     resume: bool,
+    randomness: SecretRandomness,
+    log: Option<OpeningLog>,
     settings: Option<RunSettings>,
     history: Vec<HistoryRow>,
     iter_ms: Vec<f64>,
@@ -62,13 +71,15 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// A driver writing to `out` (created).
+    /// A driver writing to `out` (created); `randomness` is the job's (the batch key of a
+    /// fresh run comes from it; an insecure seed voids privacy).
     pub(crate) fn new(
         out: &Path,
         schema: Schema,
         layout: Layout,
         training: TrainingSettings,
         resume: bool,
+        randomness: SecretRandomness,
     ) -> anyhow::Result<Driver> {
         if training.renormalise != "closed-form" {
             bail!(
@@ -86,6 +97,8 @@ impl Driver {
             layout,
             training,
             resume,
+            randomness,
+            log: None,
             settings: None,
             history: Vec::new(),
             iter_ms: Vec::new(),
@@ -123,11 +136,23 @@ impl Driver {
             train_rows: n,
             iters: t.iters,
             delta,
+            // The [insecure] table seeds both the MPC and the parties' noise.
+            insecure_seeds: if self.randomness.is_insecure() {
+                vec!["mpc".into(), "noise".into()]
+            } else {
+                Vec::new()
+            },
         };
         let ck_path = self.out.join("checkpoint.bin");
-        let trainer = if self.resume {
+        let mut trainer = if self.resume {
             let ck = Checkpoint::load(&ck_path).context("--resume")?;
             check_resume(&ck, &settings, &ck_path)?;
+            if self.randomness.is_insecure() && ck.state.batch_key != self.randomness.batch_key() {
+                bail!(
+                    "--resume: {}: its batches were not drawn from this [insecure] seed",
+                    ck_path.display()
+                );
+            }
             self.history = ck.history;
             Trainer::resume(config, self.layout.clone(), n, ck.state)?
         } else {
@@ -136,8 +161,20 @@ impl Driver {
                 epsilon: 0.0,
                 test_nll: None,
             }];
-            Trainer::new(config, self.layout.clone(), n)?
+            Trainer::new(config, self.layout.clone(), n, self.randomness.batch_key())?
         };
+        self.log = Some(opening_log(&self.out, self.resume, &mut trainer)?);
+        if !self.resume {
+            // A checkpoint from the start: any crash can be resumed with its openings charged.
+            write_outputs(
+                &self.out,
+                &trainer,
+                None,
+                &self.schema,
+                &self.history,
+                &settings,
+            )?;
+        }
         self.settings = Some(settings);
         self.bar = std::io::stderr().is_terminal().then(|| {
             let b = indicatif::ProgressBar::new(t.iters);
@@ -167,7 +204,7 @@ impl Driver {
                 test_nll: None,
             });
             if let Some(b) = &self.bar {
-                b.set_message(format!("eps {epsilon:.3}"));
+                b.set_message(epsilon_line(settings, epsilon));
             }
             // The coordinator holds no noise generator: nothing to record about the noise.
             // The last iteration's files are written once, by `finish`.
@@ -238,6 +275,11 @@ impl CoordinatorHooks for Driver {
         self.setup(rows).map_err(|e| format!("{e:#}"))
     }
 
+    fn charge(&mut self, opening: OpeningRecord) -> Result<(), String> {
+        let log = self.log.as_mut().ok_or("no opening log")?;
+        log.append(opening).map_err(|e| e.to_string())
+    }
+
     fn applied(&mut self, trainer: &Trainer, _: u64, elapsed: Duration) -> Result<(), String> {
         self.record(trainer, elapsed).map_err(|e| format!("{e:#}"))
     }
@@ -275,7 +317,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         );
     }
     let randomness = randomness(&cfg.insecure, &a.config);
-    let mut driver = Driver::new(&cfg.out, schema, layout, t.clone(), a.resume)?;
+    let mut driver = Driver::new(&cfg.out, schema, layout, t.clone(), a.resume, randomness)?;
     let run = CoordinatorRun {
         identity,
         bind: if cfg.nodes[0].is_ipv6() {
@@ -297,10 +339,15 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let rt = runtime()?;
     let trainer = rt.block_on(run_coordinator(run, &mut driver))?;
     driver.finish(&trainer)?;
+    let epsilon = driver.history.last().map_or(f64::NAN, |r| r.epsilon);
+    let line = match &driver.settings {
+        Some(s) => epsilon_line(s, epsilon),
+        None => format!("epsilon {epsilon}"),
+    };
     println!(
-        "trained {} iterations (mpc over QUIC), epsilon {}; wrote {}",
+        "trained {} iterations (mpc over QUIC, {} openings), {line}; wrote {}",
         trainer.iteration(),
-        driver.history.last().map_or(f64::NAN, |r| r.epsilon),
+        trainer.openings(),
         cfg.out.display()
     );
     Ok(())

@@ -22,6 +22,7 @@ use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
+use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::PartyData;
 use vtwin_model::Table;
 use vtwin_net::config::TrainingSettings;
@@ -90,7 +91,14 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         receive_delay: None,
         iteration_timeout: Duration::from_secs(60),
     };
-    let mut driver = Driver::new(&a.out, schema.clone(), layout, training.clone(), false)?;
+    let mut driver = Driver::new(
+        &a.out,
+        schema.clone(),
+        layout,
+        training.clone(),
+        false,
+        SecretRandomness::Os,
+    )?;
     let rt = runtime()?;
     let trainer = rt.block_on(run_with_hooks(&settings, &mut driver))?;
     driver.finish(&trainer)?;

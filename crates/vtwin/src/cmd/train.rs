@@ -3,9 +3,17 @@
 //! timing.json (with the MPC's rounds, bytes and products per iteration for `mpc`) and a
 //! checkpoint that `--resume` continues from, all atomically.
 //!
+//! Batches come from a secret batch key (OS CSPRNG), kept only in the checkpoint; every
+//! opening is appended to DIR/openings.log and synced before it is used, and `--resume`
+//! charges every opening of the log (`vtwin_model::opening_log`), so openings lost with a
+//! crash after the last checkpoint are charged and their iterations replayed with fresh
+//! batches. privacy.json composes over the openings.
+//!
 //! `--noise-seed` and `--mpc-seed` make every secret of iteration t a pure function of (seed,
 //! role, t) (`vtwin_model::secret_randomness`), so that a run can be reproduced bit for bit,
-//! e.g. by the consortium's processes; they void privacy and print a warning.
+//! e.g. by the consortium's processes; the batch key is then derived from the MPC seed (or,
+//! without one, from the noise seed). They void privacy: a warning is printed, privacy.json
+//! reports `"guarantee": "void"` with the reason, and no epsilon is printed.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -21,8 +29,9 @@ use vtwin_model::float::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
 use vtwin_model::mpc::{CostLog, MpcBackend};
+use vtwin_model::opening_log::OpeningLog;
 use vtwin_model::rng_state::RngState;
-use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_model::secret_randomness::{BatchKey, SecretRandomness};
 use vtwin_model::stats::PartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::{Schema, Table};
@@ -92,16 +101,17 @@ pub(crate) struct Args {
     /// Renormalisation (fixed and mpc backends): closed-form, paper or off.
     #[arg(long, default_value = "closed-form")]
     renormalise: Renormalise,
-    /// Seed of the public randomness (initialisation, batches, eta).
+    /// Seed of the public randomness (initialisation, eta). Batches come from a secret key.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Seed the secret noise generators (reproducible runs and tests only: whoever knows it
-    /// can remove the noise, so the privacy guarantee is void).
+    /// can remove the noise, so the privacy guarantee is void). Without --mpc-seed it also
+    /// seeds the batch key.
     #[arg(long)]
     noise_seed: Option<u64>,
     /// Seed the MPC's secret randomness (session ids, node keys, input-sharing seeds) of the
-    /// mpc backend (reproducible runs and tests only: whoever knows it can reconstruct every
-    /// share, so the privacy guarantee is void).
+    /// mpc backend, and the batch key (reproducible runs and tests only: whoever knows it can
+    /// reconstruct every share and every batch, so the privacy guarantee is void).
     #[arg(long)]
     mpc_seed: Option<u64>,
     /// Continue from DIR/checkpoint.bin.
@@ -216,18 +226,86 @@ pub(crate) fn write_outputs(
     Ok(())
 }
 
-/// privacy.json: vtwin-dp's report for the run so far (or a no-privacy note for sigma = 0).
+/// The journal of openings in `out`: a new one for a fresh run; at resume the existing
+/// one, whose openings are all charged to `trainer` (those after the checkpoint were lost
+/// with a crash or a failed update: charged, and their iterations replayed with fresh
+/// batches). Refuses a log that does not cover the checkpoint's openings. Shared with
+/// `vtwin coordinator`.
+pub(crate) fn opening_log(
+    out: &Path,
+    resume: bool,
+    trainer: &mut Trainer,
+) -> anyhow::Result<OpeningLog> {
+    let path = out.join("openings.log");
+    if !resume {
+        return Ok(OpeningLog::create(&path)?);
+    }
+    let (log, records) = OpeningLog::open(&path).context("--resume")?;
+    let known = trainer.openings();
+    let covered = records.iter().filter(|r| r.opening < known).count() as u64;
+    if covered != known {
+        bail!(
+            "--resume: {} records {covered} of the {known} openings charged in the checkpoint (deleted, truncated or from another run): refusing to under-count",
+            path.display()
+        );
+    }
+    let lost = trainer.charge_recorded(records.iter().map(|r| r.opening));
+    if lost > 0 {
+        eprintln!(
+            "--resume: {lost} opening(s) after the checkpoint at iteration {} were already released: charged; their iterations run again with fresh batches",
+            trainer.iteration()
+        );
+    }
+    Ok(log)
+}
+
+/// Why privacy is void with these insecure seed kinds (`RunSettings::insecure_seeds`).
+pub(crate) fn void_reason(seeds: &[String]) -> String {
+    format!(
+        "insecure test seeds in use ({}): whoever knows them can recompute the batches and the {}, so no differential-privacy guarantee holds; the figures under `if_seeds_were_secret` are what the mechanism would give with secret randomness",
+        seeds.join(", "),
+        if seeds.iter().any(|s| s == "noise") {
+            "noise"
+        } else {
+            "MPC's shares"
+        }
+    )
+}
+
+/// privacy.json: vtwin-dp's report over the openings so far (or a no-privacy note for sigma
+/// = 0); with insecure seeds the guarantee is reported void and the figures are moved under
+/// `if_seeds_were_secret`.
 pub(crate) fn privacy_json(
     settings: &RunSettings,
     trainer: &Trainer,
 ) -> anyhow::Result<serde_json::Value> {
+    let report = privacy_report(settings, trainer)?;
+    if settings.insecure_seeds.is_empty() {
+        return Ok(report);
+    }
+    let c = &settings.config;
+    Ok(serde_json::json!({
+        "guarantee": "void",
+        "void_reason": void_reason(&settings.insecure_seeds),
+        "sigma": report["sigma"],
+        "clip": c.clip,
+        "sample_rate": c.sample_rate,
+        "steps": trainer.openings(),
+        "delta": settings.delta,
+        "epsilon": {},
+        "if_seeds_were_secret": report,
+    }))
+}
+
+fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<serde_json::Value> {
     let c = &settings.config;
     let Some(ledger) = trainer.ledger() else {
         return Ok(serde_json::json!({
+            "guarantee": "none",
             "sigma": 0.0,
             "clip": c.clip,
             "sample_rate": c.sample_rate,
-            "steps": trainer.iteration(),
+            "steps": trainer.openings(),
             "delta": settings.delta,
             "epsilon": {},
             "note": "sigma = 0: no noise, the model is not differentially private",
@@ -242,7 +320,11 @@ pub(crate) fn privacy_json(
     setting.clip = c.clip;
     setting.parties = u32::try_from(settings.layout.n_parties()).unwrap_or(u32::MAX);
     setting.dimension = settings.layout.dim() as u64;
-    Ok(serde_json::to_value(PrivacyReport::build(&setting)?)?)
+    let mut v = serde_json::to_value(PrivacyReport::build(&setting)?)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("guarantee".into(), "differential privacy".into());
+    }
+    Ok(v)
 }
 
 /// Medians over the timed iterations of the MPC costs (rounds, bytes, products).
@@ -318,11 +400,23 @@ pub(crate) fn check_resume(
     want.iters = ck.settings.iters;
     if ck.settings != want {
         bail!(
-            "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, seed or delta)",
+            "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, seed, delta or insecure seeds)",
             path.display()
         );
     }
     Ok(())
+}
+
+/// "epsilon E", or why no epsilon holds (insecure seeds), for the final line of a run.
+pub(crate) fn epsilon_line(settings: &RunSettings, epsilon: f64) -> String {
+    if settings.insecure_seeds.is_empty() {
+        format!("epsilon {epsilon}")
+    } else {
+        format!(
+            "no privacy guarantee (insecure seeds: {})",
+            settings.insecure_seeds.join(", ")
+        )
+    }
 }
 
 /// Epsilon spent so far (RDP, add/remove, outside analyst); infinite without noise.
@@ -372,6 +466,18 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     if a.noise_seed.is_some() {
         eprintln!("warning: --noise-seed: the noise is derived from a known seed, so anyone who knows it can remove it: the result is not differentially private (tests only)");
     }
+    let mut insecure_seeds = Vec::new();
+    if a.mpc_seed.is_some() {
+        insecure_seeds.push("mpc".to_owned());
+    }
+    if a.noise_seed.is_some() {
+        insecure_seeds.push("noise".to_owned());
+    }
+    // The batch key: secret, or derived from an insecure seed (reproducible, void).
+    let batch_key = match a.mpc_seed.or(a.noise_seed) {
+        Some(s) => SecretRandomness::InsecureSeed(s).batch_key(),
+        None => BatchKey::from_os(),
+    };
     let layout = Layout::from_schema(&schema, a.components)?;
     let data = PartyData::from_table(&train, &layout)?;
     let config = DpviConfig {
@@ -411,6 +517,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         train_rows: n,
         iters: a.iters,
         delta,
+        insecure_seeds,
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
     let ck_path = a.out.join("checkpoint.bin");
@@ -425,6 +532,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         noise
             .check_checkpoint(ck.noise.as_deref(), ck.state.iteration)
             .with_context(|| format!("--resume: {}", ck_path.display()))?;
+        if !settings.insecure_seeds.is_empty() && ck.state.batch_key != batch_key {
+            bail!(
+                "--resume: {}: its batches were not drawn from this --mpc-seed/--noise-seed",
+                ck_path.display()
+            );
+        }
         (
             Dpvi::resume(config, layout.clone(), data, backend, noise, ck.state)?,
             ck.history,
@@ -435,10 +548,13 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             None => NoiseRngs::from_os(p_n),
         };
         (
-            Dpvi::new(config, layout.clone(), data, backend, noise)?,
+            Dpvi::new(config, layout.clone(), data, backend, noise, batch_key)?,
             Vec::new(),
         )
     };
+    let log = opening_log(&a.out, a.resume, dpvi.trainer_mut())?;
+    dpvi.set_opening_log(log);
+    let void = !settings.insecure_seeds.is_empty();
 
     let eval = |mu: &[f64]| -> anyhow::Result<Option<f64>> {
         match &test {
@@ -452,6 +568,16 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             epsilon: 0.0,
             test_nll: eval(dpvi.mu())?,
         });
+        // A checkpoint from the start, so that any crash can be resumed (and its openings,
+        // already in the log, charged) instead of restarted uncharged.
+        write_outputs(
+            &a.out,
+            dpvi.trainer(),
+            dpvi.noise_checkpoint(),
+            &schema,
+            &history,
+            &settings,
+        )?;
     }
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new(a.iters);
@@ -479,8 +605,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             };
             if let Some(b) = &bar {
                 b.set_message(format!(
-                    "eps {:.3} nll {}",
-                    row.epsilon,
+                    "{} nll {}",
+                    if void {
+                        "privacy void".to_owned()
+                    } else {
+                        format!("eps {:.3}", row.epsilon)
+                    },
                     row.test_nll.map_or("-".into(), |v| format!("{v:.4}"))
                 ));
             }
@@ -546,10 +676,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     )?;
     let last = history.last();
     println!(
-        "trained {} iterations ({}), epsilon {}, test NLL {}",
+        "trained {} iterations ({}, {} openings), {}, test NLL {}",
         dpvi.iteration(),
         dpvi.backend_name(),
-        last.map_or(f64::NAN, |r| r.epsilon),
+        dpvi.trainer().openings(),
+        epsilon_line(&settings, last.map_or(f64::NAN, |r| r.epsilon)),
         last.and_then(|r| r.test_nll)
             .map_or("-".into(), |v| format!("{v:.4}"))
     );
