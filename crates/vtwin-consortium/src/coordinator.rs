@@ -31,7 +31,7 @@
 use std::time::{Duration, Instant};
 
 use vtwin_model::dpvi::DpviError;
-use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical};
+use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical, input_bounds};
 use vtwin_model::opening_log::OpeningRecord;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::{IterationPlan, Trainer};
@@ -196,6 +196,8 @@ struct Running {
     shares: [bool; 3],
     /// All shares are in and [`JobEvent::ChargeDue`] was emitted.
     charge_due: bool,
+    /// The circuit's truncation-failure bound for this iteration (charged to delta).
+    truncation_failure: f64,
     started: Instant,
     deadline: Instant,
 }
@@ -348,20 +350,26 @@ impl CoordinatorJob {
         let clip = trainer.config().clip;
         let sigma = trainer.config().sigma;
         let layout = trainer.layout();
-        let public: CircuitPublic =
-            match circuit_public_for(layout, &plan.theta, clip, plan.batch.len()) {
-                Ok(p) => p,
-                Err(e) => {
-                    let err = JobError::Public {
-                        iteration: t,
-                        reason: e.to_string(),
-                    };
-                    self.stop(err, out);
-                    return;
-                }
-            };
+        let public: CircuitPublic = match circuit_public_for(layout, &plan.theta, clip, plan.padded)
+        {
+            Ok(p) => p,
+            Err(e) => {
+                let err = JobError::Public {
+                    iteration: t,
+                    reason: e.to_string(),
+                };
+                self.stop(err, out);
+                return;
+            }
+        };
         let dim = public.dim();
         let coordinator_client = public.coordinator();
+        // From public values only: the parties' input ranges are the closed-form ones
+        // (every party renormalises in closed form in the consortium).
+        let truncation_failure = public.truncation_failure_bound(&input_bounds(
+            vtwin_model::fixed::Renormalise::ClosedForm,
+            self.parties,
+        ));
         let wire = match WirePublic::try_from(&public) {
             Ok(w) => w,
             Err(e) => {
@@ -387,7 +395,10 @@ impl CoordinatorJob {
                 ),
             });
         }
-        let batch: Vec<u32> = plan.batch.iter().map(|&i| i as u32).collect();
+        // The real indices, then PADDING_INDEX up to the public size: each party pads its
+        // batch the same way, and the nodes see only the public size.
+        let mut batch: Vec<u32> = plan.batch.iter().map(|&i| i as u32).collect();
+        batch.resize(plan.padded, crate::party::PADDING_INDEX);
         for p in 0..self.parties {
             out.send.push(Outgoing {
                 to: Role::Party(p as u16),
@@ -414,6 +425,7 @@ impl CoordinatorJob {
             uploads: vec![false; self.parties],
             shares: [false; 3],
             charge_due: false,
+            truncation_failure,
             started: now,
             deadline: now + self.timeouts.iteration,
         }));
@@ -624,6 +636,7 @@ impl CoordinatorJob {
                     out.events.push(JobEvent::ChargeDue(OpeningRecord {
                         opening: r.plan.opening,
                         iteration: r.plan.iteration,
+                        truncation_failure: r.truncation_failure,
                     }));
                 }
                 Ok(())
@@ -672,7 +685,7 @@ impl CoordinatorJob {
         if !r.charge_due {
             return Ok(());
         }
-        trainer.charge(&r.plan)?;
+        trainer.charge(&r.plan, r.truncation_failure)?;
         let Some(opened) = r.opening.result() else {
             return Ok(());
         };

@@ -26,6 +26,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed::Renormalise;
+
+/// A `Request` batch entry that stands for a padding row: the coordinator sends the real
+/// record indices (ascending), then this value up to the public batch size.
+pub const PADDING_INDEX: u32 = u32::MAX;
 use vtwin_model::kernels::{compute_device, KernelError};
 use vtwin_model::layout::Layout;
 use vtwin_model::party_upload::{party_messages, PartyTask};
@@ -213,8 +217,13 @@ impl PartyResponder {
             )));
         }
         let rows = self.setup.data.rows;
-        let mut idx = Vec::with_capacity(batch.len());
-        for (i, &r) in batch.iter().enumerate() {
+        // Real indices first, then PADDING_INDEX up to the public batch size.
+        let real = batch.iter().take_while(|&&r| r != PADDING_INDEX).count();
+        if batch[real..].iter().any(|&r| r != PADDING_INDEX) {
+            return Err(bad(format!("batch index after padding at {real}")));
+        }
+        let mut idx = Vec::with_capacity(real);
+        for (i, &r) in batch[..real].iter().enumerate() {
             if r as usize >= rows {
                 return Err(bad(format!(
                     "batch[{i}] = {r} but the party has {rows} rows"
@@ -225,7 +234,11 @@ impl PartyResponder {
             }
             idx.push(r as usize);
         }
-        let part = self.setup.data.batch(&idx);
+        let part = self
+            .setup
+            .data
+            .padded_batch(&idx, batch.len())
+            .map_err(|e| bad(e.to_string()))?;
         let session = SessionId(f.session);
         let task = PartyTask {
             layout,

@@ -574,7 +574,11 @@ fn openings_lost_with_a_crash_are_charged_at_resume_and_replayed_with_fresh_batc
     c.run(now);
     let mut trainer =
         Trainer::resume(w.config.clone(), w.layout.clone(), ROWS, checkpoint.clone()).unwrap();
-    let lost = trainer.charge_recorded(log.borrow().iter().map(|r| r.opening));
+    let lost = trainer.charge_recorded(
+        log.borrow()
+            .iter()
+            .map(|r| (r.opening, r.truncation_failure)),
+    );
     assert_eq!(lost, before_crash - checkpoint.openings);
     let o = c.job.begin(trainer, now);
     c.coordinator_output(o);

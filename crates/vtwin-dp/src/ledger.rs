@@ -36,6 +36,10 @@ pub struct PrivacyLedger {
     noise_multiplier: f64,
     sampling: Sampling,
     charged: Vec<(u64, u64)>,
+    /// Sum over the charged openings of the probability that the mechanism failed outside
+    /// the Gaussian analysis (a truncation wrap, a batch overflow): added to delta.
+    #[serde(default)]
+    failure: f64,
 }
 
 impl PrivacyLedger {
@@ -57,11 +61,33 @@ impl PrivacyLedger {
             noise_multiplier,
             sampling,
             charged: Vec::new(),
+            failure: 0.0,
         })
     }
 
-    /// Charges opening `iteration` (the opening number); returns `true` if it was not
-    /// charged before. O(log ranges).
+    /// Charges opening `opening` with `failure`, the probability that this opening's
+    /// mechanism failed outside the Gaussian analysis (added to delta once, with the opening);
+    /// returns `true` if it was not charged before. A negative or non-finite failure counts as
+    /// 1 (the guarantee is then void). O(log ranges).
+    pub fn charge_with(&mut self, opening: u64, failure: f64) -> bool {
+        let fresh = self.charge(opening);
+        if fresh {
+            self.failure += if failure.is_finite() && failure >= 0.0 {
+                failure
+            } else {
+                1.0
+            };
+        }
+        fresh
+    }
+
+    /// The summed failure probability of the charged openings ([`PrivacyLedger::charge_with`]).
+    pub fn failure(&self) -> f64 {
+        self.failure
+    }
+
+    /// Charges opening `iteration` (the opening number) with no failure term; returns `true`
+    /// if it was not charged before. O(log ranges).
     pub fn charge(&mut self, iteration: u64) -> bool {
         // First range whose end is >= iteration.
         let i = self.charged.partition_point(|&(_, end)| end < iteration);

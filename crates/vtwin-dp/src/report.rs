@@ -64,6 +64,15 @@ pub struct PrivacySetting {
     pub dimension: u64,
     /// Accountants to run.
     pub accountants: Vec<Accountant>,
+    /// Probability that the mechanism failed outside the Gaussian analysis over the run
+    /// (truncation wraps, batch overflows; [`crate::PrivacyLedger::failure`]): part of
+    /// `delta`, so the accountants run at `delta - mechanism_failure`.
+    #[serde(default)]
+    pub mechanism_failure: f64,
+    /// Batches are padded to a public size, so a compute node's view does not depend on the
+    /// batch sizes (it then faces the outside analyst's figure).
+    #[serde(default)]
+    pub padded_batches: bool,
 }
 
 impl PrivacySetting {
@@ -82,6 +91,8 @@ impl PrivacySetting {
             scale_bits: 32,
             dimension: 1,
             accountants: Accountant::ALL.to_vec(),
+            mechanism_failure: 0.0,
+            padded_batches: false,
         }
     }
 }
@@ -107,6 +118,14 @@ pub enum ReportError {
     /// The clipping bound must be positive.
     #[error("clip must be positive and finite, got {0}")]
     Clip(f64),
+    /// The mechanism's own failure probability leaves no delta for the accountants.
+    #[error("the mechanism's failure probability {failure:e} is not below delta {delta:e}")]
+    Failure {
+        /// The failure probability.
+        failure: f64,
+        /// The target delta.
+        delta: f64,
+    },
 }
 
 /// Epsilon under each neighbouring relation; `None` means unbounded (no unknown noise).
@@ -152,8 +171,11 @@ pub struct PrivacyReport {
     /// Composed steps: the released openings of G + Z (an iteration replayed after a crash or
     /// a failed update is a fresh, independently subsampled opening and counts again).
     pub steps: u64,
-    /// Delta of every figure.
+    /// Delta of every figure: the total, `delta_terms` summed.
     pub delta: f64,
+    /// How delta is spent: `accountant` (the Gaussian analysis), `mechanism_failure` (the
+    /// summed probability of truncation wraps and batch overflows of the charged openings).
+    pub delta_terms: BTreeMap<String, f64>,
     /// Epsilon for the outside analyst per accountant ("rdp", "pld").
     pub epsilon: BTreeMap<String, EpsilonPair>,
     /// The neighbouring relations used, by name.
@@ -220,6 +242,14 @@ impl PrivacyReport {
         if !(s.clip > 0.0 && s.clip.is_finite()) {
             return Err(ReportError::Clip(s.clip));
         }
+        // The mechanism's own failures (truncation wraps, batch overflows) come out of delta.
+        let delta = s.delta - s.mechanism_failure;
+        if !(s.mechanism_failure >= 0.0 && delta > 0.0) {
+            return Err(ReportError::Failure {
+                failure: s.mechanism_failure,
+                delta: s.delta,
+            });
+        }
         // Validate the rest once through the accountant.
         let (q_hidden, t_hidden) = s.sampling.for_hidden_batches(s.steps);
         let (q_known, t_known) = s.sampling.for_known_batches(s.steps);
@@ -244,7 +274,7 @@ impl PrivacyReport {
             parties: s.parties,
             nodes: s.nodes,
         })?;
-        let analyst = figures(&s.accountants, analyst_noise, q_hidden, t_hidden, s.delta)?;
+        let analyst = figures(&s.accountants, analyst_noise, q_hidden, t_hidden, delta)?;
 
         let mut per_observer = vec![ObserverReport {
             observer: "outside analyst".into(),
@@ -282,11 +312,11 @@ impl PrivacyReport {
         // 1 - tail a record is in at most k batches (the sampling ignores the data).
         let (t_party, delta_party, participation) = match s.sampling {
             Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
-                let k = participation_bound(s.steps, sample_rate, s.delta / 2.0);
+                let k = participation_bound(s.steps, sample_rate, delta / 2.0);
                 let tail = binomial_upper_tail(s.steps, sample_rate, k);
-                (k, s.delta - tail, Some((k, tail)))
+                (k, delta - tail, Some((k, tail)))
             }
-            _ => (t_known, s.delta, None),
+            _ => (t_known, delta, None),
         };
         let party_fig = figures(&s.accountants, party_noise, q_known, t_party, delta_party)?;
         let participation_text = |reason: String| match participation {
@@ -336,6 +366,15 @@ impl PrivacyReport {
                     )),
                 )
             }
+            NoiseContributors::Parties if s.padded_batches => (
+                analyst_noise,
+                analyst.clone(),
+                "sees uniformly random replicated shares and the public parameters (theta, a \
+                 post-processing of the released sums, and the public padded batch size): its \
+                 view is a post-processing of the outside analyst's plus independent randomness, \
+                 so it faces the analyst's figure (a node run by a party has the party's figure)"
+                    .to_owned(),
+            ),
             NoiseContributors::Parties => (
                 analyst_noise,
                 coordinator_fig.clone(),
@@ -389,6 +428,10 @@ impl PrivacyReport {
             sampling: s.sampling,
             steps: s.steps,
             delta: s.delta,
+            delta_terms: BTreeMap::from([
+                ("accountant".to_owned(), delta),
+                ("mechanism_failure".to_owned(), s.mechanism_failure),
+            ]),
             epsilon: analyst,
             neighbouring,
             noise_by: s.noise_by,

@@ -75,6 +75,10 @@ pub struct GradientOutput {
     pub gradient: Vec<f64>,
     /// Diagnostics.
     pub diagnostics: Diagnostics,
+    /// Upper bound on the probability that a probabilistic truncation of this iteration
+    /// wrapped (`protocols/truncation-failure.md`): 0 for exact arithmetic (float, and the
+    /// fixed backend's floor truncation), charged to delta with the opening.
+    pub truncation_failure: f64,
 }
 
 /// Why a backend could not produce a gradient.

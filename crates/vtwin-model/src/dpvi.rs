@@ -274,7 +274,13 @@ impl Dpvi {
         let sample_ms = t0.elapsed().as_secs_f64() * 1e3;
 
         let t1 = Instant::now();
-        let parties: Vec<_> = self.data.iter().map(|p| p.batch(&plan.batch)).collect();
+        // Padded to the public size (the plan never exceeds it).
+        let parties = self
+            .data
+            .iter()
+            .map(|p| p.padded_batch(&plan.batch, plan.padded))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| DpviError::Config(e.to_string()))?;
         let gather_ms = t1.elapsed().as_secs_f64() * 1e3;
 
         let t2 = Instant::now();
@@ -298,9 +304,10 @@ impl Dpvi {
             log.append(OpeningRecord {
                 opening: plan.opening,
                 iteration: plan.iteration,
+                truncation_failure: out.truncation_failure,
             })?;
         }
-        self.trainer.charge(&plan)?;
+        self.trainer.charge(&plan, out.truncation_failure)?;
         self.trainer.apply(plan, &out.gradient)?;
         let update_ms = t3.elapsed().as_secs_f64() * 1e3;
         Ok(StepReport {

@@ -501,6 +501,8 @@ impl GradientBackend for FixedBackend {
         Ok(GradientOutput {
             gradient,
             diagnostics,
+            // Exact arithmetic: nothing can wrap.
+            truncation_failure: 0.0,
         })
     }
 }

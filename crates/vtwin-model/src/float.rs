@@ -173,6 +173,8 @@ impl GradientBackend for FloatBackend {
                 combine_ms: 0.0,
                 noise_ms: t1.elapsed().as_secs_f64() * 1e3,
             },
+            // Exact arithmetic: nothing can wrap.
+            truncation_failure: 0.0,
         })
     }
 }

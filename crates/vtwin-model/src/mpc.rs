@@ -397,6 +397,7 @@ impl GradientBackend for MpcBackend {
             mults: total.mults,
             truncations: total.truncations,
         });
+        let bounds = input_bounds(self.renormalise, layout.n_parties());
         Ok(GradientOutput {
             gradient,
             diagnostics: Diagnostics {
@@ -405,6 +406,7 @@ impl GradientBackend for MpcBackend {
                 combine_ms,
                 ..Diagnostics::default()
             },
+            truncation_failure: public.truncation_failure_bound(&bounds),
         })
     }
 }

@@ -11,7 +11,9 @@
 //! gets a fresh batch and is charged again.
 //!
 //! Format (text, append-only): the line `vtwin opening log v1`, then one line
-//! `<opening> <iteration>` per opening, decimal, opening numbers strictly increasing. An
+//! `<opening> <iteration> <truncation failure>` per opening (decimal integers, then the
+//! opening's truncation-failure bound as a shortest round-trip float), opening numbers
+//! strictly increasing. An
 //! unterminated last line is an append cut by a crash: it was never synced, so its opening
 //! was never used; [`OpeningLog::open`] drops it. The log holds no secret (opening and
 //! iteration numbers only).
@@ -29,12 +31,15 @@ use crate::checkpoint::write_atomic;
 pub const HEADER: &str = "vtwin opening log v1";
 
 /// One opening.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpeningRecord {
     /// The opening number o (0, 1, 2, ... over the whole job, replays included).
     pub opening: u64,
     /// The iteration t it belonged to.
     pub iteration: u64,
+    /// The bound on the probability that a probabilistic truncation of this opening wrapped
+    /// (`protocols/truncation-failure.md`; 0 for exact arithmetic), charged to delta.
+    pub truncation_failure: f64,
 }
 
 /// The log could not be written or read, naming the file.
@@ -136,19 +141,27 @@ impl OpeningLog {
         for (i, l) in lines.enumerate() {
             let line = i + 2;
             let mut parts = l.split(' ');
-            let (Some(o), Some(t), None) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(o), Some(t), Some(f), None) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
                 return Err(corrupt(
                     line,
-                    format!("expected `<opening> <iteration>`, got `{l}`"),
+                    format!("expected `<opening> <iteration> <truncation failure>`, got `{l}`"),
                 ));
             };
             let num = |s: &str, what: &str| {
                 s.parse::<u64>()
                     .map_err(|e| corrupt(line, format!("{what} `{s}`: {e}")))
             };
+            let truncation_failure = f
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| corrupt(line, format!("truncation failure `{f}`")))?;
             let r = OpeningRecord {
                 opening: num(o, "opening")?,
                 iteration: num(t, "iteration")?,
+                truncation_failure,
             };
             if last.is_some_and(|p| r.opening <= p) {
                 return Err(corrupt(
@@ -194,7 +207,11 @@ impl OpeningLog {
             path: self.path.clone(),
             source,
         };
-        let line = format!("{} {}\n", record.opening, record.iteration);
+        // `{:e}` prints the shortest text that parses back to the same f64.
+        let line = format!(
+            "{} {} {:e}\n",
+            record.opening, record.iteration, record.truncation_failure
+        );
         self.file.write_all(line.as_bytes()).map_err(io)?;
         self.file.sync_data().map_err(io)?;
         self.last = Some(record.opening);
@@ -212,7 +229,12 @@ mod tests {
     use super::*;
 
     fn rec(opening: u64, iteration: u64) -> OpeningRecord {
-        OpeningRecord { opening, iteration }
+        // An awkward float, to check that it survives the text round trip exactly.
+        OpeningRecord {
+            opening,
+            iteration,
+            truncation_failure: 1.0e-13 / 3.0 * (opening + 1) as f64,
+        }
     }
 
     #[test]
@@ -246,9 +268,12 @@ mod tests {
         let path = dir.path().join("openings.log");
         for (text, line) in [
             ("not a log\n", 1),
-            ("vtwin opening log v1\n0 0\nx 1\n", 3),
-            ("vtwin opening log v1\n0 0\n1 1 1\n", 3),
-            ("vtwin opening log v1\n4 0\n4 1\n", 3),
+            ("vtwin opening log v1\n0 0 0\nx 1 0\n", 3),
+            ("vtwin opening log v1\n0 0 0\n1 1 1 1\n", 3),
+            ("vtwin opening log v1\n0 0 0\n1 1\n", 3),
+            ("vtwin opening log v1\n0 0 0\n1 1 -1e-9\n", 3),
+            ("vtwin opening log v1\n0 0 0\n1 1 NaN\n", 3),
+            ("vtwin opening log v1\n4 0 0\n4 1 0\n", 3),
         ] {
             std::fs::write(&path, text).unwrap();
             match OpeningLog::open(&path) {

@@ -47,9 +47,12 @@ pub struct IterationPlan {
     /// The opening o this plan leads to (= openings charged when planned; = t unless an
     /// earlier opening was charged and not applied).
     pub opening: u64,
-    /// The sampled record indices (ascending, each < N; may be empty). Secret: derived from
-    /// the batch key.
+    /// The sampled record indices (ascending, each < N; may be empty; at most
+    /// [`IterationPlan::padded`]). Secret: derived from the batch key.
     pub batch: Vec<usize>,
+    /// The public batch size B every batch is padded to ([`Trainer::padded_batch`]): the
+    /// compute nodes see only this size, never `batch.len()`.
+    pub padded: usize,
     /// theta_t = mu + sigma_q eta with Beta log-parameters capped ([`Layout::cap_beta_params`]), length d.
     pub theta: Vec<f64>,
     /// eta ~ N(0, I_d), length d.
@@ -66,6 +69,9 @@ pub struct Trainer {
     config: DpviConfig,
     layout: Layout,
     rows: usize,
+    /// The public padded batch size and the per-opening probability that a Poisson batch
+    /// exceeds it ([`vtwin_dp::padded_batch_size`]).
+    padded: (usize, f64),
     state: DpviState,
     rng: ChaCha20Rng,
 }
@@ -160,10 +166,16 @@ impl Trainer {
             ));
         }
         let rng = state.public_rng.restore();
+        let padded = vtwin_dp::padded_batch_size(
+            rows as u64,
+            config.sample_rate,
+            vtwin_dp::BATCH_OVERFLOW_TAIL,
+        );
         Ok(Trainer {
             config,
             layout,
             rows,
+            padded,
             state,
             rng,
         })
@@ -175,7 +187,16 @@ impl Trainer {
         let q = self.config.sample_rate;
         let (t, o) = (self.state.iteration, self.state.openings);
         let mut secret = self.state.batch_key.rng(t, o);
-        let batch: Vec<usize> = (0..self.rows).filter(|_| secret.random_bool(q)).collect();
+        let mut batch: Vec<usize> = (0..self.rows).filter(|_| secret.random_bool(q)).collect();
+        let padded = self.padded.0;
+        if batch.len() > padded {
+            // Overflow (probability at most 2^-40 per opening, charged to delta): keep a
+            // uniformly random subset of the public size, drawn from the same secret stream.
+            let keep = rand::seq::index::sample(&mut secret, batch.len(), padded);
+            let mut kept: Vec<usize> = keep.iter().map(|i| batch[i]).collect();
+            kept.sort_unstable();
+            batch = kept;
+        }
         let mut rng = self.rng.clone();
         let d = self.layout.dim();
         let eta: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
@@ -188,6 +209,7 @@ impl Trainer {
             iteration: t,
             opening: o,
             batch,
+            padded,
             theta,
             eta,
             sigma_q,
@@ -197,17 +219,24 @@ impl Trainer {
 
     /// Charges the plan's opening (module docs, step 3): call it once G exists and before it
     /// is used, after recording the opening durably. Errors, charging nothing: a plan of
-    /// another iteration, or of an opening already charged (a stale plan). Cost O(log r) for
-    /// r ranges in the ledger.
-    pub fn charge(&mut self, plan: &IterationPlan) -> Result<(), DpviError> {
+    /// another iteration, or of an opening already charged (a stale plan). The opening's
+    /// failure probability (its batch overflow, plus `truncation_failure` from the backend or
+    /// the circuit's public parameters) is added to delta. Cost O(log r) for r ranges in the
+    /// ledger.
+    pub fn charge(
+        &mut self,
+        plan: &IterationPlan,
+        truncation_failure: f64,
+    ) -> Result<(), DpviError> {
         if plan.iteration != self.state.iteration || plan.opening != self.state.openings {
             return Err(DpviError::Config(format!(
                 "a plan for iteration {} (opening {}) cannot be charged at iteration {} (next opening {})",
                 plan.iteration, plan.opening, self.state.iteration, self.state.openings
             )));
         }
+        let failure = self.opening_failure(truncation_failure);
         if let Some(ledger) = &mut self.state.ledger {
-            ledger.charge(plan.opening);
+            ledger.charge_with(plan.opening, failure);
         }
         self.state.openings += 1;
         Ok(())
@@ -217,17 +246,32 @@ impl Trainer {
     /// after the checkpoint whose iterations were lost with a crash). Each is charged once
     /// (idempotent), and the next plan takes a fresh opening number above all of them.
     /// Returns how many were not charged before. Cost O(k log r).
-    pub fn charge_recorded(&mut self, openings: impl IntoIterator<Item = u64>) -> u64 {
+    pub fn charge_recorded(&mut self, openings: impl IntoIterator<Item = (u64, f64)>) -> u64 {
         let mut new = 0;
-        for o in openings {
+        for (o, truncation_failure) in openings {
+            let failure = self.opening_failure(truncation_failure);
             let fresh = match &mut self.state.ledger {
-                Some(ledger) => ledger.charge(o),
+                Some(ledger) => ledger.charge_with(o, failure),
                 None => o >= self.state.openings,
             };
             new += u64::from(fresh);
             self.state.openings = self.state.openings.max(o + 1);
         }
         new
+    }
+
+    /// The probability that one opening's mechanism failed outside the Gaussian analysis:
+    /// its batch overflowed the public size, or (given by the caller, from the circuit's
+    /// public parameters) a probabilistic truncation wrapped.
+    fn opening_failure(&self, truncation_failure: f64) -> f64 {
+        self.padded.1 + truncation_failure
+    }
+
+    /// The public batch size every batch is padded to, and the per-opening probability that
+    /// a Poisson batch overflows it (charged to delta): the 2^-40 quantile of
+    /// Binomial(N, q). Cost O(1) (computed once).
+    pub fn padded_batch(&self) -> (usize, f64) {
+        self.padded
     }
 
     /// Completes the planned iteration with its gradient G (length d, layout order; module

@@ -340,8 +340,11 @@ fn trainer_plans_without_side_effects_and_applies_only_its_own_charged_plan() {
     let e = t.apply(plan.clone(), &g).unwrap_err().to_string();
     assert!(e.contains("not charged"), "{e}");
     assert_eq!(t.state(), before, "an uncharged apply changed the state");
-    t.charge(&plan).unwrap();
-    assert!(t.charge(&plan).is_err(), "an opening was charged twice");
+    t.charge(&plan, 0.0).unwrap();
+    assert!(
+        t.charge(&plan, 0.0).is_err(),
+        "an opening was charged twice"
+    );
     assert_eq!((t.openings(), t.ledger().unwrap().steps()), (1, 1));
     let charged = t.state();
     assert!(t.apply(plan.clone(), &g[1..]).is_err());
@@ -356,7 +359,7 @@ fn trainer_plans_without_side_effects_and_applies_only_its_own_charged_plan() {
         e.contains("iteration 0") && e.contains("iteration 1"),
         "{e}"
     );
-    assert!(t.charge(&plan).is_err());
+    assert!(t.charge(&plan, 0.0).is_err());
     assert_eq!(t.state(), after, "a stale plan changed the state");
     assert_eq!(t.ledger().unwrap().steps(), 1, "a stale plan was charged");
 }
@@ -391,10 +394,10 @@ fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
     let mut t = c;
     let first = t.plan();
     let saved = t.state();
-    t.charge(&first).unwrap();
+    t.charge(&first, 0.0).unwrap();
     let mut resumed = Trainer::resume(t.config().clone(), layout, 500, saved).unwrap();
-    assert_eq!(resumed.charge_recorded([0]), 1);
-    assert_eq!(resumed.charge_recorded([0]), 0, "charged twice");
+    assert_eq!(resumed.charge_recorded([(0, 0.0)]), 1);
+    assert_eq!(resumed.charge_recorded([(0, 0.0)]), 0, "charged twice");
     let replay = resumed.plan();
     assert_eq!((replay.iteration, replay.opening), (0, 1));
     assert_eq!(replay.theta, first.theta);
@@ -402,7 +405,7 @@ fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
         replay.batch, first.batch,
         "a replayed opening reused its batch"
     );
-    resumed.charge(&replay).unwrap();
+    resumed.charge(&replay, 0.0).unwrap();
     resumed
         .apply(replay, &vec![0.1; resumed.layout().dim()])
         .unwrap();

@@ -408,11 +408,11 @@ fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
         let plan = trainer.plan();
         let t = plan.iteration;
         let session = randomness.session(t);
-        let public = circuit_public_for(&layout, &plan.theta, cfg.clip, plan.batch.len()).unwrap();
+        let public = circuit_public_for(&layout, &plan.theta, cfg.clip, plan.padded).unwrap();
         // Parties: only their own data.
         let mut wire: Vec<(usize, Vec<u8>)> = Vec::new();
         for (p, mine) in own.iter().enumerate() {
-            let batch = mine.data.batch(&plan.batch);
+            let batch = mine.data.padded_batch(&plan.batch, plan.padded).unwrap();
             let task = PartyTask {
                 layout: &layout,
                 party: p,
@@ -475,7 +475,10 @@ fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
             opening.handle(m).unwrap();
         }
         let g = gradient_from_canonical(&layout, &opening.result().unwrap());
-        trainer.charge(&plan).unwrap();
+        let bounds = input_bounds(Renormalise::ClosedForm, layout.n_parties());
+        trainer
+            .charge(&plan, public.truncation_failure_bound(&bounds))
+            .unwrap();
         trainer.apply(plan, &g).unwrap();
         dpvi.step().unwrap();
         assert_eq!(trainer.state(), dpvi.state(), "iteration {t}");

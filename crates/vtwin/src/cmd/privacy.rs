@@ -176,6 +176,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         scale_bits: 32,
         dimension: args.dimension,
         accountants: accs,
+        // Planning figures: every Poisson opening may overflow the public batch size with
+        // probability 2^-40 (vtwin pads batches, so nodes face the analyst's figure); a run's
+        // privacy.json also charges each opening's truncation-failure bound.
+        mechanism_failure: match sampling {
+            Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
+                args.steps as f64 * vtwin_dp::BATCH_OVERFLOW_TAIL
+            }
+            _ => 0.0,
+        },
+        padded_batches: true,
     };
     let report = PrivacyReport::build(&setting).context("computing the privacy report")?;
     if args.json {

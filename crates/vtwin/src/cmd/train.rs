@@ -249,7 +249,7 @@ pub(crate) fn opening_log(
             path.display()
         );
     }
-    let lost = trainer.charge_recorded(records.iter().map(|r| r.opening));
+    let lost = trainer.charge_recorded(records.iter().map(|r| (r.opening, r.truncation_failure)));
     if lost > 0 {
         eprintln!(
             "--resume: {lost} opening(s) after the checkpoint at iteration {} were already released: charged; their iterations run again with fresh batches",
@@ -320,6 +320,10 @@ fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<s
     setting.clip = c.clip;
     setting.parties = u32::try_from(settings.layout.n_parties()).unwrap_or(u32::MAX);
     setting.dimension = settings.layout.dim() as u64;
+    // Truncation wraps and batch overflows of the charged openings come out of delta;
+    // batches are padded to a public size, so the nodes face the analyst's figure.
+    setting.mechanism_failure = ledger.failure();
+    setting.padded_batches = true;
     let mut v = serde_json::to_value(PrivacyReport::build(&setting)?)?;
     if let Some(o) = v.as_object_mut() {
         o.insert("guarantee".into(), "differential privacy".into());
