@@ -136,9 +136,9 @@ fn demo_workload_keys_and_ratios() {
     // The mpc costs: 2P + 94 rounds for P = 2 (protocols/mpc-gradient.md), bytes > 0, one
     // upload figure per party.
     let mpc = entry(&j, "mpc");
-    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(97.0));
+    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(98.0));
     let quic = entry(&j, "mpc-quic");
-    assert_eq!(quic["rounds_per_iteration"].as_f64(), Some(97.0));
+    assert_eq!(quic["rounds_per_iteration"].as_f64(), Some(98.0));
     assert!(quic["note"].as_str().unwrap().contains("not counted"));
     assert!(quic["setup_ms"].as_f64().unwrap() > 0.0);
     assert!(mpc["bytes_between_nodes_per_iteration"].as_f64().unwrap() > 0.0);
