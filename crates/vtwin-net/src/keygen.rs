@@ -618,10 +618,13 @@ pub fn describe(file: &Path) -> Result<Vec<(String, String)>, KeygenError> {
         }
     } else {
         let s = pki::summarise_certificate(&name, &bytes)?;
-        let role = s.role.map_or("none (a CA certificate)".into(), |r| r.to_string());
+        let (role, key) = match s.role {
+            Some(r) => (r.to_string(), "tls key"),
+            None => ("no role (a CA certificate)".into(), "public key"),
+        };
         lines.push(("certificate for".into(), role));
         lines.push(("certificate".into(), s.cert));
-        lines.push(("tls key".into(), s.key));
+        lines.push((key.into(), s.key));
         if let Some(k) = s.seal {
             lines.push(("seal key".into(), k));
         }

@@ -78,7 +78,9 @@ pub enum PkiError {
         cert: String,
     },
     /// A node's seal key is not the one its certificate binds.
-    #[error("{seal}: this seal key ({found}) is not the one the certificate {cert} binds ({bound})")]
+    #[error(
+        "{seal}: this seal key ({found}) is not the one the certificate {cert} binds ({bound})"
+    )]
     SealMismatch {
         /// The seal key file.
         seal: String,
@@ -419,7 +421,9 @@ impl CertRequest {
                 DnType::CommonName if name.is_none() => name = Some(text.to_string()),
                 t if *t == seal_dn_type() && seal.is_none() => {
                     seal = Some(parse_seal_value(text).ok_or_else(|| {
-                        bad(format!("seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"))
+                        bad(format!(
+                            "seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"
+                        ))
                     })?)
                 }
                 _ => {
@@ -463,13 +467,12 @@ impl CertRequest {
 /// The SubjectPublicKeyInfo DER of a certificate. Cost: one DER parse.
 fn spki_of_certificate(file: &str, cert: &CertificateDer<'_>) -> Result<Vec<u8>, PkiError> {
     use x509_parser::prelude::FromDer;
-    let (_, x509) =
-        x509_parser::certificate::X509Certificate::from_der(cert).map_err(|e| {
-            PkiError::Format {
-                file: file.to_string(),
-                reason: format!("unparsable certificate: {e}"),
-            }
-        })?;
+    let (_, x509) = x509_parser::certificate::X509Certificate::from_der(cert).map_err(|e| {
+        PkiError::Format {
+            file: file.to_string(),
+            reason: format!("unparsable certificate: {e}"),
+        }
+    })?;
     Ok(x509.public_key().raw.to_vec())
 }
 
@@ -520,8 +523,11 @@ pub fn seal_public_of_certificate(
         let text = attr
             .as_str()
             .map_err(|e| bad(format!("seal attribute: {e}")))?;
-        let key = parse_seal_value(text)
-            .ok_or_else(|| bad(format!("seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>")))?;
+        let key = parse_seal_value(text).ok_or_else(|| {
+            bad(format!(
+                "seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"
+            ))
+        })?;
         if found.replace(key).is_some() {
             return Err(bad("the certificate binds two seal keys".into()));
         }
@@ -693,12 +699,11 @@ impl Identity {
         verify_leaf(ca_name, &cas[0], cert_name, &chain)?;
         // rustls would refuse a key that is not the certificate's only when the endpoint is
         // built, as "keys may not be consistent"; name both files here instead.
-        let signer = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| {
-            PkiError::Format {
+        let signer =
+            rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| PkiError::Format {
                 file: key_name.to_string(),
                 reason: format!("unusable private key: {e}"),
-            }
-        })?;
+            })?;
         if rustls::sign::CertifiedKey::new(chain.clone(), signer)
             .keys_match()
             .is_err()

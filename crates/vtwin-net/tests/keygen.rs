@@ -9,13 +9,13 @@ use std::path::Path;
 
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateSigningRequestDer;
 use vtwin_net::config::{
     ConfigError, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, TrainingSettings,
 };
 use vtwin_net::keygen::{self, keygen, verify, KeygenError, KeygenSpec, RequestRole};
 use vtwin_net::pki::{check_seal_binding, Ca, CertRequest, Identity, PkiError};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateSigningRequestDer;
 use vtwin_net::seal::{seal, unseal, SealContext, SealKey};
 use vtwin_net::{Backoff, Endpoint, Role, TransportOptions};
 
@@ -374,7 +374,11 @@ fn csr_flow_signs_without_private_keys_and_binds_seal_keys() {
         std::fs::copy(out.join(f), dir.path().join(r).join(f)).unwrap();
     };
     for r in ROLES.iter().chain(&["party-b"]) {
-        for f in ["ca.pem".to_string(), format!("{r}.pem"), format!("{r}.toml")] {
+        for f in [
+            "ca.pem".to_string(),
+            format!("{r}.pem"),
+            format!("{r}.toml"),
+        ] {
             copy(r, &f);
         }
     }
@@ -408,7 +412,10 @@ fn csr_flow_signs_without_private_keys_and_binds_seal_keys() {
     let req = CertRequest::load(&reqs[0]).unwrap();
     assert_eq!(req.key_fingerprint(), signed.signed[0].key_fingerprint);
     let shown = keygen::describe(&out.join("coordinator.pem")).unwrap();
-    assert!(shown.contains(&("tls key".into(), req.key_fingerprint())), "{shown:?}");
+    assert!(
+        shown.contains(&("tls key".into(), req.key_fingerprint())),
+        "{shown:?}"
+    );
 }
 
 #[test]
@@ -454,7 +461,10 @@ fn sign_refuses_bad_requests_naming_the_file() {
     );
     // A party the consortium does not list.
     let e = sign_with(&reqs, &["a", "c"]);
-    assert!(e.contains("party-b.csr") && e.contains("not a role of this consortium"), "{e}");
+    assert!(
+        e.contains("party-b.csr") && e.contains("not a role of this consortium"),
+        "{e}"
+    );
     // Twice the same role; a role missing.
     let mut list = reqs.clone();
     list[3] = reqs[2].clone();
@@ -469,14 +479,20 @@ fn sign_refuses_bad_requests_naming_the_file() {
     let mut list = reqs.clone();
     list[2] = f;
     let e = sign_with(&list, &["a", "b"]);
-    assert!(e.contains("noseal.csr") && e.contains("carries no seal key"), "{e}");
+    assert!(
+        e.contains("noseal.csr") && e.contains("carries no seal key"),
+        "{e}"
+    );
     let (csr, _) = CertRequest::generate("coordinator", Some(&[7; 32])).unwrap();
     let f = dir.path().join("sealed-coordinator.csr");
     std::fs::write(&f, csr).unwrap();
     let mut list = reqs.clone();
     list[0] = f;
     let e = sign_with(&list, &["a", "b"]);
-    assert!(e.contains("sealed-coordinator.csr") && e.contains("only nodes"), "{e}");
+    assert!(
+        e.contains("sealed-coordinator.csr") && e.contains("only nodes"),
+        "{e}"
+    );
     // Not a role at all.
     let (csr, _) = CertRequest::generate("mallory", None).unwrap();
     let f = dir.path().join("mallory.csr");
@@ -484,7 +500,10 @@ fn sign_refuses_bad_requests_naming_the_file() {
     let mut list = reqs.clone();
     list.push(f);
     let e = sign_with(&list, &["a", "b"]);
-    assert!(e.contains("mallory.csr: the request names no vtwin role"), "{e}");
+    assert!(
+        e.contains("mallory.csr: the request names no vtwin role"),
+        "{e}"
+    );
     // Nothing was written.
     assert!(!out.exists());
 }
@@ -507,17 +526,26 @@ fn party_refuses_seal_keys_the_ca_did_not_bind() {
     };
     // Node 1's certificate where node 0's belongs.
     let e = refused(0, dir.path().join("node-1.pem"));
-    assert!(e.contains("node-1.pem") && e.contains("is for node 1, expected node 0"), "{e}");
+    assert!(
+        e.contains("node-1.pem") && e.contains("is for node 1, expected node 0"),
+        "{e}"
+    );
     // A node certificate binding a seal key, from another CA.
     let rogue = Ca::generate().unwrap();
     let other = rogue.issue_sealed(Role::Node(0), Some(&[9; 32])).unwrap();
     let e = refused(0, write_cert("rogue-node-0.pem", &other.cert_pem));
-    assert!(e.contains("rogue-node-0.pem") && e.contains("not valid under"), "{e}");
+    assert!(
+        e.contains("rogue-node-0.pem") && e.contains("not valid under"),
+        "{e}"
+    );
     // A node certificate from the right CA that binds no seal key.
     let ca = Ca::load(&dir.path().join("ca.pem"), &dir.path().join("ca.key")).unwrap();
     let bare = ca.issue(Role::Node(2)).unwrap();
     let e = refused(2, write_cert("bare-node-2.pem", &bare.cert_pem));
-    assert!(e.contains("bare-node-2.pem") && e.contains("binds no seal key"), "{e}");
+    assert!(
+        e.contains("bare-node-2.pem") && e.contains("binds no seal key"),
+        "{e}"
+    );
 }
 
 #[test]

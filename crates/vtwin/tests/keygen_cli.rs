@@ -82,7 +82,10 @@ fn csr_steps_refuse_bad_input_in_one_line() {
     // A role that is no role (clap's usage error, which names the flag and the value).
     let o = vtwin(&["keygen", "request", "--role", "node-3", "--out", &d("x")]);
     let e = common::stderr(&o);
-    assert!(!o.status.success() && e.contains("--role") && e.contains("\"node-3\" is not a role"), "{e}");
+    assert!(
+        !o.status.success() && e.contains("--role") && e.contains("\"node-3\" is not a role"),
+        "{e}"
+    );
     assert!(!dir.path().join("x").exists());
     // sign without the CA's files names the missing file.
     let o = vtwin(&["keygen", "request", "--role", "node-0", "--out", &d("n0")]);

@@ -22,7 +22,11 @@ const ROLES: [&str; 6] = [
 ];
 
 fn vtwin(args: &[&str], dir: &Path) -> Output {
-    let o = bin().args(args).current_dir(dir).output().expect("run vtwin");
+    let o = bin()
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run vtwin");
     assert!(
         o.status.success(),
         "vtwin {args:?}: {}",
@@ -106,7 +110,11 @@ fn csr_flow_over_processes_runs_a_consortium_job() {
     // Each role assembles its directory: ca.pem, its certificate and config (a party also
     // the node certificates) beside the keys it made.
     for role in ROLES {
-        let mut files = vec!["ca.pem".to_string(), format!("{role}.pem"), format!("{role}.toml")];
+        let mut files = vec![
+            "ca.pem".to_string(),
+            format!("{role}.pem"),
+            format!("{role}.toml"),
+        ];
         if role.starts_with("party-") {
             files.extend((0..3).map(|i| format!("node-{i}.pem")));
         }

@@ -102,14 +102,19 @@ pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
         "keygen: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let nodes = (0..3)
-        .map(|i| dir.join(format!("node-{i}.toml")))
-        .collect();
+    let nodes = (0..3).map(|i| dir.join(format!("node-{i}.toml"))).collect();
     let parties = ["health", "retail"]
         .iter()
         .map(|name| dir.join(format!("party-{name}.toml")))
         .collect();
-    configure(dir, dir.join("coordinator.toml"), nodes, parties, job, node_delay_ms)
+    configure(
+        dir,
+        dir.join("coordinator.toml"),
+        nodes,
+        parties,
+        job,
+        node_delay_ms,
+    )
 }
 
 /// Rewrites the given configs (coordinator, nodes by id, parties `health` and `retail` by
