@@ -833,6 +833,35 @@ mod tests {
     }
 
     #[test]
+    fn seal_keys_round_trip_through_requests_and_certificates() {
+        let ca = Ca::generate().unwrap();
+        let der = |pem: &str| CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
+        let key = [0x5a; 32];
+        let sealed = ca.issue_sealed(Role::Node(1), Some(&key)).unwrap();
+        assert_eq!(
+            seal_public_of_certificate("c", &der(&sealed.cert_pem)).unwrap(),
+            Some(key)
+        );
+        let bare = ca.issue(Role::Node(1)).unwrap();
+        assert_eq!(
+            seal_public_of_certificate("c", &der(&bare.cert_pem)).unwrap(),
+            None
+        );
+        // Through a request: the certificate binds the requested key and carries the
+        // request's public key, whatever name the request asked for.
+        let (csr, _key) = CertRequest::generate("node-2", Some(&key)).unwrap();
+        let req = CertRequest::from_pem("r", &csr).unwrap();
+        assert_eq!((req.name(), req.seal_public()), ("node-2", Some(&key)));
+        let cert = der(&ca.sign_request(&req, Role::Node(2)).unwrap());
+        assert_eq!(role_of_certificate(&cert).unwrap(), Role::Node(2));
+        assert_eq!(seal_public_of_certificate("c", &cert).unwrap(), Some(key));
+        assert_eq!(
+            fingerprint(&spki_of_certificate("c", &cert).unwrap()),
+            req.key_fingerprint()
+        );
+    }
+
+    #[test]
     fn bad_pem_names_the_file() {
         let ca = Ca::generate().unwrap();
         let issued = ca.issue(Role::Node(0)).unwrap();
