@@ -1,4 +1,5 @@
-//! Configuration files of the three services (TOML, written by `vtwin keygen`, read by
+//! Configuration files of the three services (TOML, written by `vtwin keygen` or
+//! `vtwin keygen sign`, read by
 //! `vtwin node|party|coordinator`).
 //!
 //! Unknown fields are refused (a typo is an error, not a silently ignored setting).
@@ -16,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use crate::atomic_file;
 use crate::pki::{Identity, PkiError};
 use crate::role::NODES;
-use crate::seal::parse_hex32;
 use crate::transport::{Backoff, TransportOptions};
 
 /// Longest keep-alive interval: a link sends at least this often, so a restarted peer answers
@@ -197,8 +197,10 @@ pub struct PartyConfig {
     pub listen: SocketAddr,
     /// TLS files.
     pub tls: TlsFiles,
-    /// The nodes' seal public keys, 64 hex digits each, by node id.
-    pub node_seal_publics: [String; 3],
+    /// The three nodes' certificates (PEM), by node id: the party seals node i's input
+    /// shares to the seal key that node i's certificate binds, and only if that certificate
+    /// is valid under `tls.ca` and names node i.
+    pub node_certs: [PathBuf; 3],
     /// Public schema (TOML); none: the built-in demo schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<PathBuf>,
@@ -213,19 +215,11 @@ pub struct PartyConfig {
 }
 
 impl PartyConfig {
-    /// The nodes' seal public keys as bytes (validated when the file was loaded).
-    pub fn node_publics(&self) -> Result<[[u8; 32]; 3], ConfigError> {
-        let mut out = [[0u8; 32]; 3];
-        for (i, (o, hex)) in out.iter_mut().zip(&self.node_seal_publics).enumerate() {
-            *o = *parse_hex32(hex).ok_or_else(|| {
-                ConfigError::field(
-                    Path::new("party config"),
-                    &format!("node_seal_publics[{i}]"),
-                    "expected 64 hex digits",
-                )
-            })?;
-        }
-        Ok(out)
+    /// The nodes' seal public keys, read from `node_certs` ([`crate::pki::node_seal_publics`]:
+    /// each certificate valid under `tls.ca`, naming its node, binding a seal key). Errors
+    /// name the file. Cost: four small reads and three chain verifications.
+    pub fn node_publics(&self) -> Result<[[u8; 32]; 3], PkiError> {
+        crate::pki::node_seal_publics(&self.tls.ca, &self.node_certs)
     }
 }
 
@@ -457,25 +451,20 @@ impl NodeConfig {
 }
 
 impl PartyConfig {
-    /// Reads and validates a party configuration (non-empty name, three 64-hex-digit seal
-    /// publics, timeouts >= 1); relative paths become relative to the file's directory.
+    /// Reads and validates a party configuration (non-empty name, timeouts >= 1); relative
+    /// paths become relative to the file's directory. The node certificates are checked
+    /// when read ([`PartyConfig::node_publics`]).
     pub fn load(file: &Path) -> Result<PartyConfig, ConfigError> {
         let mut c: PartyConfig = parse(file, &read(file)?)?;
         if c.name.trim().is_empty() {
             return Err(ConfigError::field(file, "name", "must not be empty"));
         }
-        for (i, hex) in c.node_seal_publics.iter().enumerate() {
-            if parse_hex32(hex).is_none() {
-                return Err(ConfigError::field(
-                    file,
-                    &format!("node_seal_publics[{i}]"),
-                    "expected 64 hex digits",
-                ));
-            }
-        }
         c.timeouts.check(file)?;
         let base = base_of(file);
         c.tls.resolve(&base);
+        for p in &mut c.node_certs {
+            *p = base.join(&*p);
+        }
         c.schema = c.schema.map(|p| base.join(p));
         if let DataSource::Csv { path } = &mut c.data {
             *path = base.join(&*path);

@@ -1,16 +1,32 @@
-//! `vtwin keygen`: a consortium's CA, one certificate and key per role, the nodes' seal
-//! keys, and one configuration file per role with loopback addresses.
+//! Key generation for a consortium, two ways.
 //!
-//! Files written to the output directory (private keys and seal keys with mode 0600,
-//! the rest 0644, each atomically):
+//! **Deployment: certificate requests** (nobody but a role ever holds its private keys):
+//!
+//! 1. [`ca`] (the CA operator): `ca.pem`, `ca.key`.
+//! 2. [`request`] (each role, on its own host): its TLS key `ROLE.key`, for a node its seal
+//!    key `ROLE.seal` (both 0600), and the request `ROLE.csr` (public) to send to the CA
+//!    operator. `ROLE` is `coordinator`, `node-I` or `party-NAME` ([`RequestRole`]).
+//! 3. [`sign`] (the CA operator): verifies every request and signs one certificate per role
+//!    (a node's binds its seal public key, [`crate::pki`]), and writes the public files of
+//!    the consortium: `ca.pem`, `ROLE.pem` and `ROLE.toml` for every role. The configs name
+//!    each role's key files by the names [`request`] gave them, so each role puts `ca.pem`,
+//!    its `ROLE.pem` and `ROLE.toml` (a party also the three `node-I.pem`) next to its own
+//!    keys. No private key leaves its role.
+//!
+//! Both ends print SHA-256 fingerprints ([`crate::pki::fingerprint`]) of the CA certificate,
+//! each public key and each seal key, to be compared out of band.
+//!
+//! **Demos and tests: [`keygen`]**, one step, everything in one directory (the operator sees
+//! every private key):
 //!
 //! | file | what |
 //! |---|---|
 //! | `ca.pem`, `ca.key` | the CA certificate and key (keep `ca.key` offline) |
 //! | `coordinator.pem/.key`, `node-I.pem/.key`, `party-NAME.pem/.key` | per-role certificate and key |
-//! | `node-I.seal` | node I's X25519 seal key (parties seal their shares to its public key) |
+//! | `node-I.seal` | node I's X25519 seal key (bound into `node-I.pem`) |
 //! | `coordinator.toml`, `node-I.toml`, `party-NAME.toml` | the configurations |
 //!
+//! Private keys and seal keys are written with mode 0600, the rest 0644, each atomically.
 //! Ports: node I listens on `base_port + I`, party J on `base_port + 3 + J`, all on
 //! 127.0.0.1 (edit the files for other hosts). Existing files are never overwritten: if
 //! any target exists nothing is written; if writing fails midway the files already written
@@ -27,7 +43,7 @@ use crate::config::{
     self, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, PartyEndpoint,
     Timeouts, TlsFiles, TrainingSettings,
 };
-use crate::pki::{Ca, PkiError};
+use crate::pki::{self, fingerprint, Ca, CertRequest, PkiError};
 use crate::role::{Role, NODES};
 use crate::seal::{hex, SealKey};
 
@@ -79,9 +95,19 @@ pub enum KeygenError {
         /// The file.
         file: String,
     },
-    /// Certificate generation failed.
+    /// Certificate generation failed, or a certificate, key or request file is unusable
+    /// (the error names the file).
     #[error(transparent)]
     Pki(#[from] PkiError),
+    /// A request does not fit the consortium being signed (wrong or duplicate role, seal
+    /// key where none belongs or missing).
+    #[error("{file}: {reason}")]
+    Request {
+        /// The request file (or `--request` when one is missing).
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Writing failed (files written so far were removed).
     #[error("{file}: {reason}")]
     Write {
@@ -94,6 +120,15 @@ pub enum KeygenError {
 
 fn invalid(flag: &'static str, reason: String) -> KeygenError {
     KeygenError::Invalid { flag, reason }
+}
+
+/// A party name: 1 to 64 ASCII letters, digits, `-` or `_` (it names files).
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 fn check(spec: &KeygenSpec) -> Result<(), KeygenError> {
@@ -114,12 +149,7 @@ fn check(spec: &KeygenSpec) -> Result<(), KeygenError> {
         return Err(invalid("--parties", format!("{p} given, at most 65535")));
     }
     for (i, name) in spec.parties.iter().enumerate() {
-        let ok = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if !ok {
+        if !valid_name(name) {
             return Err(invalid(
                 "--parties",
                 format!("{name:?}: use 1 to 64 letters, digits, '-' or '_' (it names files)"),
@@ -160,13 +190,78 @@ fn toml_bytes<T: serde::Serialize>(name: &str, c: &T) -> Result<Vec<u8>, KeygenE
         })
 }
 
-/// Generates everything in memory, checks that no target exists, then writes.
-///
-/// Cost: 2 + 3 + P P-256 key generations and signatures, 3 X25519 keys, 2 (P + 5) + 3
-/// small files (well under a second).
-pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError> {
-    check(spec)?;
-    let ca = Ca::generate()?;
+/// A role as a certificate request and the file names call it: `coordinator`, `node-I`
+/// (I < 3) or `party-NAME` (NAME as in `--parties`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestRole {
+    /// The coordinator.
+    Coordinator,
+    /// Compute node I.
+    Node(u8),
+    /// The party of this name.
+    Party(String),
+}
+
+impl std::fmt::Display for RequestRole {
+    /// The file stem: `coordinator`, `node-I`, `party-NAME`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestRole::Coordinator => f.write_str("coordinator"),
+            RequestRole::Node(i) => write!(f, "node-{i}"),
+            RequestRole::Party(name) => write!(f, "party-{name}"),
+        }
+    }
+}
+
+impl std::str::FromStr for RequestRole {
+    type Err = String;
+
+    /// Parses `coordinator`, `node-0`..`node-2` or `party-NAME`.
+    fn from_str(s: &str) -> Result<RequestRole, String> {
+        let role = match s {
+            "coordinator" => Some(RequestRole::Coordinator),
+            "node-0" | "node-1" | "node-2" => Some(RequestRole::Node(s.as_bytes()[5] - b'0')),
+            _ => s
+                .strip_prefix("party-")
+                .filter(|name| valid_name(name))
+                .map(|name| RequestRole::Party(name.to_string())),
+        };
+        role.ok_or_else(|| {
+            format!(
+                "{s:?} is not a role: use coordinator, node-0, node-1, node-2 or party-NAME \
+                 (NAME: 1 to 64 letters, digits, '-' or '_')"
+            )
+        })
+    }
+}
+
+impl RequestRole {
+    /// Its certificate role, given the consortium's party names in index order (`None`: a
+    /// party not among them).
+    fn role(&self, parties: &[String]) -> Option<Role> {
+        match self {
+            RequestRole::Coordinator => Some(Role::Coordinator),
+            RequestRole::Node(i) => Some(Role::Node(*i)),
+            RequestRole::Party(name) => parties
+                .iter()
+                .position(|p| p == name)
+                .map(|j| Role::Party(j as u16)),
+        }
+    }
+}
+
+/// Every role of a consortium, in file order (coordinator, nodes, parties).
+fn roles(spec: &KeygenSpec) -> Vec<RequestRole> {
+    let mut all = vec![RequestRole::Coordinator];
+    all.extend((0..NODES).map(RequestRole::Node));
+    all.extend(spec.parties.iter().cloned().map(RequestRole::Party));
+    all
+}
+
+/// Appends every role's configuration to `plan`: TLS files `ca.pem`, `ROLE.pem`,
+/// `ROLE.key`, a node's seal key `node-I.seal`, a party's node certificates `node-I.pem`,
+/// loopback addresses from `spec.base_port`.
+fn plan_configs(spec: &KeygenSpec, plan: &mut Plan) -> Result<(), KeygenError> {
     let loopback = |port: u32| SocketAddr::from((Ipv4Addr::LOCALHOST, port as u16));
     let base = u32::from(spec.base_port);
     let node_addrs: [SocketAddr; 3] = std::array::from_fn(|i| loopback(base + i as u32));
@@ -178,34 +273,6 @@ pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError
         cert: format!("{stem}.pem").into(),
         key: format!("{stem}.key").into(),
     };
-    let mut plan: Plan = vec![
-        (
-            "ca.pem".into(),
-            ca.cert_pem().as_bytes().to_vec(),
-            Mode::Public,
-        ),
-        (
-            "ca.key".into(),
-            ca.key_pem().as_bytes().to_vec(),
-            Mode::Secret,
-        ),
-    ];
-    let issue = |plan: &mut Plan, stem: &str, role: Role| -> Result<(), KeygenError> {
-        let issued = ca.issue(role)?;
-        plan.push((
-            format!("{stem}.pem"),
-            issued.cert_pem.into_bytes(),
-            Mode::Public,
-        ));
-        plan.push((
-            format!("{stem}.key"),
-            issued.key_pem.as_bytes().to_vec(),
-            Mode::Secret,
-        ));
-        Ok(())
-    };
-
-    issue(&mut plan, "coordinator", Role::Coordinator)?;
     let coordinator = CoordinatorConfig {
         tls: tls("coordinator"),
         nodes: node_addrs,
@@ -228,17 +295,8 @@ pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError
         toml_bytes("coordinator.toml", &coordinator)?,
         Mode::Public,
     ));
-
-    let mut rng = ChaCha20Rng::from_os_rng();
-    let mut seal_publics = Vec::new();
     for i in 0..NODES {
-        let stem = format!("node-{i}");
-        issue(&mut plan, &stem, Role::Node(i))?;
-        let seal = SealKey::generate(&mut rng);
-        seal_publics.push(hex(&seal.public()));
-        let mut text = hex(seal.to_bytes().as_ref());
-        text.push('\n');
-        plan.push((format!("{stem}.seal"), text.into_bytes(), Mode::Secret));
+        let stem = RequestRole::Node(i).to_string();
         let node = NodeConfig {
             id: i,
             listen: node_addrs[i as usize],
@@ -251,17 +309,14 @@ pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError
         let name = format!("{stem}.toml");
         plan.push((name.clone(), toml_bytes(&name, &node)?, Mode::Public));
     }
-    let seal_publics: [String; 3] = seal_publics.try_into().expect("three nodes");
-
     for (j, name) in spec.parties.iter().enumerate() {
-        let stem = format!("party-{name}");
-        issue(&mut plan, &stem, Role::Party(j as u16))?;
+        let stem = RequestRole::Party(name.clone()).to_string();
         let party = PartyConfig {
             name: name.clone(),
             index: j as u16,
             listen: party_addrs[j],
             tls: tls(&stem),
-            node_seal_publics: seal_publics.clone(),
+            node_certs: std::array::from_fn(|i| format!("node-{i}.pem").into()),
             schema: spec.training.schema.clone(),
             data: spec.data[j].clone(),
             timeouts: Timeouts::default(),
@@ -270,8 +325,11 @@ pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError
         let file = format!("{stem}.toml");
         plan.push((file.clone(), toml_bytes(&file, &party)?, Mode::Public));
     }
+    Ok(())
+}
 
-    write_all(out, plan).map(|files| KeygenOutput {
+fn output(out: &Path, spec: &KeygenSpec, files: Vec<PathBuf>) -> KeygenOutput {
+    KeygenOutput {
         coordinator: out.join("coordinator.toml"),
         nodes: (0..NODES)
             .map(|i| out.join(format!("node-{i}.toml")))
@@ -282,7 +340,296 @@ pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError
             .map(|n| out.join(format!("party-{n}.toml")))
             .collect(),
         files,
+    }
+}
+
+/// One step, for demos and tests: generates the CA, every role's key and certificate and
+/// the nodes' seal keys in memory, checks that no target exists, then writes them with the
+/// configurations. Whoever runs it holds every private key; deployments use [`ca`],
+/// [`request`] and [`sign`].
+///
+/// Cost: 2 + 3 + P P-256 key generations and signatures, 3 X25519 keys, 2 (P + 5) + 3
+/// small files (well under a second).
+pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError> {
+    check(spec)?;
+    let ca = Ca::generate()?;
+    let mut plan: Plan = vec![
+        (
+            "ca.pem".into(),
+            ca.cert_pem().as_bytes().to_vec(),
+            Mode::Public,
+        ),
+        (
+            "ca.key".into(),
+            ca.key_pem().as_bytes().to_vec(),
+            Mode::Secret,
+        ),
+    ];
+    let mut rng = ChaCha20Rng::from_os_rng();
+    for who in roles(spec) {
+        let stem = who.to_string();
+        let seal = matches!(who, RequestRole::Node(_)).then(|| SealKey::generate(&mut rng));
+        let role = who.role(&spec.parties).expect("a role of the spec");
+        let issued = ca.issue_sealed(role, seal.as_ref().map(|k| k.public()).as_ref())?;
+        plan.push((
+            format!("{stem}.pem"),
+            issued.cert_pem.into_bytes(),
+            Mode::Public,
+        ));
+        plan.push((
+            format!("{stem}.key"),
+            issued.key_pem.as_bytes().to_vec(),
+            Mode::Secret,
+        ));
+        if let Some(seal) = seal {
+            plan.push((format!("{stem}.seal"), seal_file_bytes(&seal), Mode::Secret));
+        }
+    }
+    plan_configs(spec, &mut plan)?;
+    write_all(out, plan).map(|files| output(out, spec, files))
+}
+
+/// The text of a seal key file: 64 hex digits and a newline ([`SealKey::read_file`]).
+fn seal_file_bytes(seal: &SealKey) -> Vec<u8> {
+    let mut text = hex(seal.to_bytes().as_ref());
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// What [`ca`] wrote.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CaOutput {
+    /// `ca.pem`, `ca.key`.
+    pub files: Vec<PathBuf>,
+    /// [`fingerprint`] of the CA certificate (DER): every role compares it out of band
+    /// before trusting `ca.pem`.
+    pub fingerprint: String,
+}
+
+/// The CA operator's first step: a fresh CA, `ca.pem` (public) and `ca.key` (0600, keep
+/// offline) in `out`. Cost: one key generation and one signature.
+pub fn ca(out: &Path) -> Result<CaOutput, KeygenError> {
+    let ca = Ca::generate()?;
+    let der = pem_der(ca.cert_pem());
+    let files = write_all(
+        out,
+        vec![
+            (
+                "ca.pem".into(),
+                ca.cert_pem().as_bytes().to_vec(),
+                Mode::Public,
+            ),
+            (
+                "ca.key".into(),
+                ca.key_pem().as_bytes().to_vec(),
+                Mode::Secret,
+            ),
+        ],
+    )?;
+    Ok(CaOutput {
+        files,
+        fingerprint: fingerprint(&der),
     })
+}
+
+/// The DER of the first certificate in a PEM text this module wrote.
+fn pem_der(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+        .expect("a PEM certificate rcgen wrote")
+        .to_vec()
+}
+
+/// What [`request`] wrote.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RequestOutput {
+    /// `ROLE.key`, `ROLE.seal` (nodes), `ROLE.csr`.
+    pub files: Vec<PathBuf>,
+    /// `ROLE.csr`, to send to the CA operator.
+    pub request: PathBuf,
+    /// [`fingerprint`] of the TLS public key (SubjectPublicKeyInfo DER).
+    pub key_fingerprint: String,
+    /// [`fingerprint`] of the seal public key (nodes).
+    pub seal_fingerprint: Option<String>,
+}
+
+/// A role's step, on its own host: a fresh P-256 TLS key `ROLE.key`, for a node a fresh
+/// X25519 seal key `ROLE.seal` (both 0600, OS CSPRNG), and the request `ROLE.csr` (its
+/// role and seal public key, signed by the TLS key). Cost: one P-256 key generation and
+/// signature, one X25519 key.
+pub fn request(out: &Path, role: &RequestRole) -> Result<RequestOutput, KeygenError> {
+    let stem = role.to_string();
+    let seal = matches!(role, RequestRole::Node(_))
+        .then(|| SealKey::generate(&mut ChaCha20Rng::from_os_rng()));
+    let seal_public = seal.as_ref().map(SealKey::public);
+    let (csr_pem, key_pem) = CertRequest::generate(&stem, seal_public.as_ref())?;
+    let parsed = CertRequest::from_pem("the new request", &csr_pem)?;
+    let mut plan: Plan = vec![(
+        format!("{stem}.key"),
+        key_pem.as_bytes().to_vec(),
+        Mode::Secret,
+    )];
+    if let Some(seal) = &seal {
+        plan.push((format!("{stem}.seal"), seal_file_bytes(seal), Mode::Secret));
+    }
+    plan.push((format!("{stem}.csr"), csr_pem.into_bytes(), Mode::Public));
+    let files = write_all(out, plan)?;
+    Ok(RequestOutput {
+        request: out.join(format!("{stem}.csr")),
+        files,
+        key_fingerprint: parsed.key_fingerprint(),
+        seal_fingerprint: seal_public.map(|k| fingerprint(&k)),
+    })
+}
+
+/// One signed request, as [`sign`] reports it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Signed {
+    /// The role (`ROLE` of its files).
+    pub role: String,
+    /// The request file.
+    pub request: PathBuf,
+    /// [`fingerprint`] of its public key (as [`request`] printed it).
+    pub key_fingerprint: String,
+    /// [`fingerprint`] of the bound seal public key (nodes).
+    pub seal_fingerprint: Option<String>,
+}
+
+/// What [`sign`] wrote.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SignOutput {
+    /// The certificates and configurations (no private key).
+    pub output: KeygenOutput,
+    /// [`fingerprint`] of the CA certificate.
+    pub ca_fingerprint: String,
+    /// Every request signed, in file order (coordinator, nodes, parties).
+    pub signed: Vec<Signed>,
+}
+
+/// The CA operator's second step: loads the CA from `ca_dir` (`ca.pem`, `ca.key`), verifies
+/// every request (signature, role, seal key) and writes to `out`: `ca.pem`, one certificate
+/// `ROLE.pem` per role (a node's binds its seal public key) and every role's configuration,
+/// as [`keygen`] does but without any private key. `requests` must hold exactly one request
+/// per role of `spec`: the coordinator, node-0..2 and `party-NAME` for each of
+/// `spec.parties` (whose order gives the party indices). Nothing is written on any error.
+///
+/// Cost: one signature verification and one signature per request.
+pub fn sign(
+    out: &Path,
+    ca_dir: &Path,
+    requests: &[PathBuf],
+    spec: &KeygenSpec,
+) -> Result<SignOutput, KeygenError> {
+    check(spec)?;
+    let ca = Ca::load(&ca_dir.join("ca.pem"), &ca_dir.join("ca.key"))?;
+    let all = roles(spec);
+    let mut by_role: Vec<Option<(PathBuf, CertRequest)>> = all.iter().map(|_| None).collect();
+    for file in requests {
+        let name = file.display().to_string();
+        let bad = |reason: String| KeygenError::Request {
+            file: name.clone(),
+            reason,
+        };
+        let req = CertRequest::load(file)?;
+        let who: RequestRole = req
+            .name()
+            .parse()
+            .map_err(|e| bad(format!("the request names no vtwin role: {e}")))?;
+        let slot = all.iter().position(|r| *r == who).ok_or_else(|| {
+            bad(format!(
+                "the request is for {who}, which is not a role of this consortium \
+                 (--parties {})",
+                spec.parties.join(",")
+            ))
+        })?;
+        match (&who, req.seal_public()) {
+            (RequestRole::Node(_), None) => {
+                return Err(bad(format!(
+                    "the request for {who} carries no seal key (a node's request must; \
+                     make it with `vtwin keygen request --role {who}`)"
+                )))
+            }
+            (RequestRole::Coordinator | RequestRole::Party(_), Some(_)) => {
+                return Err(bad(format!(
+                    "the request for {who} carries a seal key; only nodes have one"
+                )))
+            }
+            _ => {}
+        }
+        if let Some((first, _)) = &by_role[slot] {
+            return Err(bad(format!(
+                "a second request for {who} (the first: {})",
+                first.display()
+            )));
+        }
+        by_role[slot] = Some((file.clone(), req));
+    }
+    let mut plan: Plan = vec![(
+        "ca.pem".into(),
+        ca.cert_pem().as_bytes().to_vec(),
+        Mode::Public,
+    )];
+    let mut signed = Vec::new();
+    for (who, slot) in all.iter().zip(by_role) {
+        let (file, req) = slot.ok_or_else(|| KeygenError::Request {
+            file: "--request".into(),
+            reason: format!("no request for {who}"),
+        })?;
+        let role = who.role(&spec.parties).expect("a role of the spec");
+        let cert_pem = ca.sign_request(&req, role)?;
+        plan.push((format!("{who}.pem"), cert_pem.into_bytes(), Mode::Public));
+        signed.push(Signed {
+            role: who.to_string(),
+            request: file,
+            key_fingerprint: req.key_fingerprint(),
+            seal_fingerprint: req.seal_public().map(|k| fingerprint(k)),
+        });
+    }
+    plan_configs(spec, &mut plan)?;
+    let files = write_all(out, plan)?;
+    Ok(SignOutput {
+        output: output(out, spec, files),
+        ca_fingerprint: fingerprint(&pem_der(ca.cert_pem())),
+        signed,
+    })
+}
+
+/// The fingerprints of a certificate or request file, for the out-of-band check: one line
+/// per fact (`role`, `certificate`, `tls key`, `seal key`). Errors name the file.
+/// Cost: one small read, one parse.
+pub fn describe(file: &Path) -> Result<Vec<(String, String)>, KeygenError> {
+    let name = file.display().to_string();
+    let bytes = std::fs::read(file).map_err(|source| PkiError::Io {
+        file: name.clone(),
+        source,
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = Vec::new();
+    if text.contains("-----BEGIN CERTIFICATE REQUEST-----") {
+        let req = CertRequest::from_pem(&name, &text)?;
+        lines.push(("request for".into(), req.name().to_string()));
+        lines.push(("tls key".into(), req.key_fingerprint()));
+        if let Some(k) = req.seal_public() {
+            lines.push(("seal key".into(), fingerprint(k)));
+        }
+    } else {
+        let s = pki::summarise_certificate(&name, &bytes)?;
+        let (role, key) = match s.role {
+            Some(r) => (r.to_string(), "tls key"),
+            None => ("no role (a CA certificate)".into(), "public key"),
+        };
+        lines.push(("certificate for".into(), role));
+        lines.push(("certificate".into(), s.cert));
+        lines.push((key.into(), s.key));
+        if let Some(k) = s.seal {
+            lines.push(("seal key".into(), k));
+        }
+    }
+    Ok(lines)
 }
 
 fn write_all(out: &Path, plan: Plan) -> Result<Vec<PathBuf>, KeygenError> {

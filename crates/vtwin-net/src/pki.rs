@@ -9,22 +9,36 @@
 //!   clientAuth (every role both accepts and connects), digitalSignature.
 //! - Validity: from one day before issuance to ten years after (finite, so a leaked key
 //!   does not stay valid for ever; re-run keygen to rotate).
+//! - A node's certificate also binds the node's X25519 seal public key: its subject carries
+//!   a `description` attribute (2.5.4.13) `vtwin-seal-x25519:<64 hex digits>`
+//!   ([`seal_public_of_certificate`]), so the CA's signature vouches for the seal key as for
+//!   the TLS key, and a party refuses a seal key that no node certificate under its CA binds
+//!   ([`node_seal_publics`]).
+//!
+//! Certificate requests ([`CertRequest`]): each role makes its own key and a PKCS#10 request
+//! whose subject names the role (`coordinator`, `node-I`, `party-NAME`) and, for a node, its
+//! seal public key; the request is signed by the role's key, so a changed byte fails
+//! verification. The CA ([`Ca::sign_request`]) takes only the public key, the seal key and
+//! the role from a verified request and sets every other field itself.
 //!
 //! Keys come from ring's `SystemRandom` (the OS CSPRNG). The peer's role is read from its
 //! verified certificate by [`role_of_certificate`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rand_chacha::rand_core::SeedableRng;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    GeneralSubtree, IsCa, Issuer, KeyPair, KeyUsagePurpose, NameConstraints,
+    BasicConstraints, CertificateParams, CertificateSigningRequestParams, DistinguishedName,
+    DnType, DnValue, ExtendedKeyUsagePurpose, GeneralSubtree, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, NameConstraints, PublicKeyData,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use crate::role::{Role, ROLE_DOMAIN};
+use crate::role::{Role, NODES, ROLE_DOMAIN};
+use crate::seal::{hex, SealKey};
 
 /// Validity of issued certificates, in days after issuance.
 pub const VALIDITY_DAYS: i64 = 3650;
@@ -55,6 +69,28 @@ pub enum PkiError {
         /// What is wrong.
         reason: String,
     },
+    /// A private key is not the one whose public key a certificate carries.
+    #[error("{key}: this private key does not belong to the certificate {cert} (keep each role's key with the certificate signed from its own request)")]
+    KeyMismatch {
+        /// The key file.
+        key: String,
+        /// The certificate file.
+        cert: String,
+    },
+    /// A node's seal key is not the one its certificate binds.
+    #[error(
+        "{seal}: this seal key ({found}) is not the one the certificate {cert} binds ({bound})"
+    )]
+    SealMismatch {
+        /// The seal key file.
+        seal: String,
+        /// The certificate file.
+        cert: String,
+        /// [`fingerprint`] of the bound key.
+        bound: String,
+        /// [`fingerprint`] of the key found.
+        found: String,
+    },
     /// A certificate does not name exactly one role.
     #[error("certificate names no single vtwin role: {reason}")]
     NoRole {
@@ -63,11 +99,9 @@ pub enum PkiError {
     },
 }
 
-/// The consortium certificate authority (held by whoever runs keygen; not needed at run
-/// time).
+/// The consortium certificate authority (held by the CA operator; not needed at run time).
 pub struct Ca {
-    key: KeyPair,
-    params: CertificateParams,
+    issuer: Issuer<'static, KeyPair>,
     cert_pem: String,
 }
 
@@ -145,10 +179,57 @@ impl Ca {
         validity(&mut params);
         let cert_pem = params.self_signed(&key).map_err(gen_err)?.pem();
         Ok(Ca {
-            key,
-            params,
+            issuer: Issuer::new(params, key),
             cert_pem,
         })
+    }
+
+    /// The CA from its certificate and key (PEM); `names` are (certificate, key) labels for
+    /// errors. Refuses a key that is not the certificate's and a certificate that is not a
+    /// CA certificate. Cost: two PEM parses and one comparison.
+    pub fn from_pem(names: [&str; 2], cert_pem: &str, key_pem: &str) -> Result<Ca, PkiError> {
+        let [cert_name, key_name] = names;
+        let key = KeyPair::from_pem(key_pem).map_err(|e| PkiError::Format {
+            file: key_name.to_string(),
+            reason: format!("not a PEM private key: {e}"),
+        })?;
+        let der = certs_from_pem(cert_name, cert_pem.as_bytes())?.remove(0);
+        webpki::anchor_from_trusted_cert(&der).map_err(|e| PkiError::Format {
+            file: cert_name.to_string(),
+            reason: format!("not a usable CA certificate: {e}"),
+        })?;
+        if role_of_certificate(&der).is_ok() {
+            return Err(PkiError::Format {
+                file: cert_name.to_string(),
+                reason: "a role's certificate, not the CA's".into(),
+            });
+        }
+        if spki_of_certificate(cert_name, &der)? != key.subject_public_key_info() {
+            return Err(PkiError::KeyMismatch {
+                key: key_name.to_string(),
+                cert: cert_name.to_string(),
+            });
+        }
+        let issuer = Issuer::from_ca_cert_der(&der, key).map_err(|e| PkiError::Format {
+            file: cert_name.to_string(),
+            reason: format!("not a usable CA certificate: {e}"),
+        })?;
+        Ok(Ca {
+            issuer,
+            cert_pem: cert_pem.to_string(),
+        })
+    }
+
+    /// Loads the CA certificate and key files ([`Ca::from_pem`]); errors name the file.
+    /// Cost: two small reads.
+    pub fn load(cert: &Path, key: &Path) -> Result<Ca, PkiError> {
+        let cert_pem = read_text(cert)?;
+        let key_pem = read_text(key)?;
+        Ca::from_pem(
+            [&cert.display().to_string(), &key.display().to_string()],
+            &cert_pem,
+            &key_pem,
+        )
     }
 
     /// The CA certificate, PEM (distributed to every role).
@@ -158,31 +239,40 @@ impl Ca {
 
     /// The CA private key, PEM (keep offline; only needed to issue more certificates).
     pub fn key_pem(&self) -> Zeroizing<String> {
-        Zeroizing::new(self.key.serialize_pem())
+        Zeroizing::new(self.issuer.key().serialize_pem())
     }
 
-    /// Issues a certificate for `role` with a fresh key. Cost: one key generation and one
-    /// signature.
+    /// Issues a certificate for `role` with a fresh key, binding no seal key. Cost: one key
+    /// generation and one signature.
     pub fn issue(&self, role: Role) -> Result<Issued, PkiError> {
+        self.issue_sealed(role, None)
+    }
+
+    /// Issues a certificate for `role` with a fresh key, binding `seal_public` (a node's
+    /// seal public key) if given. Cost: one key generation and one signature.
+    pub fn issue_sealed(
+        &self,
+        role: Role,
+        seal_public: Option<&[u8; 32]>,
+    ) -> Result<Issued, PkiError> {
         let key = KeyPair::generate().map_err(gen_err)?;
-        let mut params = CertificateParams::new(vec![role.dns_name()]).map_err(gen_err)?;
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, role.to_string());
-        params.distinguished_name = dn;
-        params.is_ca = IsCa::NoCa;
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        params.use_authority_key_identifier_extension = true;
-        validity(&mut params);
-        let issuer = Issuer::from_params(&self.params, &self.key);
-        let cert = params.signed_by(&key, &issuer).map_err(gen_err)?;
+        let cert = leaf_params(role, seal_public)?
+            .signed_by(&key, &self.issuer)
+            .map_err(gen_err)?;
         Ok(Issued {
             cert_pem: cert.pem(),
             key_pem: Zeroizing::new(key.serialize_pem()),
         })
+    }
+
+    /// Signs a verified request as `role`'s certificate: the certificate takes the request's
+    /// public key and seal key, every other field (name, usages, validity) is the CA's
+    /// choice. The caller checks that the request names `role`. Cost: one signature.
+    pub fn sign_request(&self, request: &CertRequest, role: Role) -> Result<String, PkiError> {
+        let cert = leaf_params(role, request.seal_public.as_ref())?
+            .signed_by(&request.csr.public_key, &self.issuer)
+            .map_err(gen_err)?;
+        Ok(cert.pem())
     }
 
     /// Issues a certificate for `role` ([`Ca::issue`]) and loads it as an in-memory
@@ -198,6 +288,343 @@ impl Ca {
             issued.key_pem.as_bytes(),
         )
     }
+}
+
+/// The subject attribute that binds a node's seal key: `description` (2.5.4.13).
+const SEAL_ATTRIBUTE: [u64; 4] = [2, 5, 4, 13];
+/// The prefix of its value (64 hex digits follow).
+const SEAL_PREFIX: &str = "vtwin-seal-x25519:";
+
+fn seal_dn_type() -> DnType {
+    DnType::CustomDnType(SEAL_ATTRIBUTE.to_vec())
+}
+
+fn parse_seal_value(value: &str) -> Option<[u8; 32]> {
+    value
+        .strip_prefix(SEAL_PREFIX)
+        .and_then(crate::seal::parse_hex32)
+        .map(|k| *k)
+}
+
+fn leaf_params(role: Role, seal_public: Option<&[u8; 32]>) -> Result<CertificateParams, PkiError> {
+    let mut params = CertificateParams::new(vec![role.dns_name()]).map_err(gen_err)?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, role.to_string());
+    if let Some(public) = seal_public {
+        dn.push(seal_dn_type(), format!("{SEAL_PREFIX}{}", hex(public)));
+    }
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::NoCa;
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    params.use_authority_key_identifier_extension = true;
+    validity(&mut params);
+    Ok(params)
+}
+
+fn read_text(file: &Path) -> Result<Zeroizing<String>, PkiError> {
+    std::fs::read_to_string(file)
+        .map(Zeroizing::new)
+        .map_err(|source| PkiError::Io {
+            file: file.display().to_string(),
+            source,
+        })
+}
+
+/// `SHA256:` and the 64 hex digits of SHA-256 over `bytes`: what keygen prints for an
+/// out-of-band comparison. Over a certificate's DER it equals
+/// `openssl x509 -outform DER | sha256sum`; over a SubjectPublicKeyInfo,
+/// `openssl pkey -pubin -outform DER | sha256sum`. Cost: one hash.
+pub fn fingerprint(bytes: &[u8]) -> String {
+    format!("SHA256:{}", hex(&Sha256::digest(bytes)))
+}
+
+/// A certificate request, its signature verified: the role name it asks for
+/// (`coordinator`, `node-I` or `party-NAME`; the caller interprets it), its public key and,
+/// for a node, the seal public key it asks the CA to bind.
+pub struct CertRequest {
+    name: String,
+    seal_public: Option<[u8; 32]>,
+    csr: CertificateSigningRequestParams,
+}
+
+impl std::fmt::Debug for CertRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CertRequest({})", self.name)
+    }
+}
+
+impl CertRequest {
+    /// A fresh P-256 key (OS CSPRNG) and a request signed by it for the role `name`,
+    /// binding `seal_public` if given: (request PEM, private key PEM). Cost: one key
+    /// generation and one signature.
+    pub fn generate(
+        name: &str,
+        seal_public: Option<&[u8; 32]>,
+    ) -> Result<(String, Zeroizing<String>), PkiError> {
+        let key = KeyPair::generate().map_err(gen_err)?;
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        if let Some(public) = seal_public {
+            dn.push(seal_dn_type(), format!("{SEAL_PREFIX}{}", hex(public)));
+        }
+        params.distinguished_name = dn;
+        let csr = params.serialize_request(&key).map_err(gen_err)?;
+        Ok((
+            csr.pem().map_err(gen_err)?,
+            Zeroizing::new(key.serialize_pem()),
+        ))
+    }
+
+    /// Parses a request (PEM) and verifies its signature; `file` names it in errors. Refuses
+    /// a changed byte (the signature fails), a key other than ECDSA P-256, a subject other
+    /// than one common name and at most one seal attribute, and requested extensions.
+    /// Cost: one signature verification.
+    pub fn from_pem(file: &str, pem: &str) -> Result<CertRequest, PkiError> {
+        let bad = |reason: String| PkiError::Format {
+            file: file.to_string(),
+            reason,
+        };
+        let csr = CertificateSigningRequestParams::from_pem(pem).map_err(|e| match e {
+            rcgen::Error::InvalidCertificationRequestSignature => bad(
+                "the request's signature does not verify: it was changed after it was made \
+                 (or damaged); ask its role for a new one"
+                    .into(),
+            ),
+            e => bad(format!("not a certificate request: {e}")),
+        })?;
+        if csr.public_key.algorithm() != &rcgen::PKCS_ECDSA_P256_SHA256 {
+            return Err(bad("the request's key is not ECDSA P-256".into()));
+        }
+        let p = &csr.params;
+        if !(p.subject_alt_names.is_empty()
+            && p.key_usages.is_empty()
+            && p.extended_key_usages.is_empty()
+            && matches!(p.is_ca, IsCa::NoCa))
+        {
+            return Err(bad(
+                "the request asks for extensions; vtwin requests carry none".into(),
+            ));
+        }
+        let (mut name, mut seal) = (None, None);
+        for (ty, value) in p.distinguished_name.iter() {
+            let text = match value {
+                DnValue::Utf8String(s) => s.as_str(),
+                DnValue::PrintableString(s) => s.as_str(),
+                _ => return Err(bad("a subject attribute is not a UTF-8 string".into())),
+            };
+            match ty {
+                DnType::CommonName if name.is_none() => name = Some(text.to_string()),
+                t if *t == seal_dn_type() && seal.is_none() => {
+                    seal = Some(parse_seal_value(text).ok_or_else(|| {
+                        bad(format!(
+                            "seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"
+                        ))
+                    })?)
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "unexpected subject attribute {ty:?}; a request names its role and \
+                         at most one seal key"
+                    )))
+                }
+            }
+        }
+        let name = name.ok_or_else(|| bad("the request names no role".into()))?;
+        Ok(CertRequest {
+            name,
+            seal_public: seal,
+            csr,
+        })
+    }
+
+    /// Loads a request file ([`CertRequest::from_pem`]). Cost: one small read.
+    pub fn load(file: &Path) -> Result<CertRequest, PkiError> {
+        CertRequest::from_pem(&file.display().to_string(), &read_text(file)?)
+    }
+
+    /// The role name it asks for, as written by its role (unvalidated).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The seal public key it asks the CA to bind (nodes only).
+    pub fn seal_public(&self) -> Option<&[u8; 32]> {
+        self.seal_public.as_ref()
+    }
+
+    /// [`fingerprint`] of its public key (SubjectPublicKeyInfo DER), equal to that of the
+    /// certificate the CA signs for it.
+    pub fn key_fingerprint(&self) -> String {
+        fingerprint(&self.csr.public_key.subject_public_key_info())
+    }
+}
+
+/// The SubjectPublicKeyInfo DER of a certificate. Cost: one DER parse.
+fn spki_of_certificate(file: &str, cert: &CertificateDer<'_>) -> Result<Vec<u8>, PkiError> {
+    use x509_parser::prelude::FromDer;
+    let (_, x509) = x509_parser::certificate::X509Certificate::from_der(cert).map_err(|e| {
+        PkiError::Format {
+            file: file.to_string(),
+            reason: format!("unparsable certificate: {e}"),
+        }
+    })?;
+    Ok(x509.public_key().raw.to_vec())
+}
+
+/// The public facts of a certificate that keygen prints for an out-of-band check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CertSummary {
+    /// The role it names, or `None` for the CA certificate.
+    pub role: Option<Role>,
+    /// [`fingerprint`] of the certificate (DER).
+    pub cert: String,
+    /// [`fingerprint`] of its public key (SubjectPublicKeyInfo DER).
+    pub key: String,
+    /// [`fingerprint`] of the seal public key it binds, if any.
+    pub seal: Option<String>,
+}
+
+/// Summarises a certificate (first certificate of `pem`); `file` names it in errors. Does
+/// not verify the chain. Cost: two DER parses and three hashes.
+pub fn summarise_certificate(file: &str, pem: &[u8]) -> Result<CertSummary, PkiError> {
+    let der = certs_from_pem(file, pem)?.remove(0);
+    Ok(CertSummary {
+        role: role_of_certificate(&der).ok(),
+        cert: fingerprint(&der),
+        key: fingerprint(&spki_of_certificate(file, &der)?),
+        seal: seal_public_of_certificate(file, &der)?.map(|k| fingerprint(&k)),
+    })
+}
+
+/// The seal public key a certificate binds (its subject's `vtwin-seal-x25519:` description
+/// attribute), `None` if it binds none; `file` names it in errors. Does not verify the chain.
+/// Cost: one DER parse.
+pub fn seal_public_of_certificate(
+    file: &str,
+    cert: &CertificateDer<'_>,
+) -> Result<Option<[u8; 32]>, PkiError> {
+    use x509_parser::prelude::FromDer;
+    let bad = |reason: String| PkiError::Format {
+        file: file.to_string(),
+        reason,
+    };
+    let (_, x509) = x509_parser::certificate::X509Certificate::from_der(cert)
+        .map_err(|e| bad(format!("unparsable certificate: {e}")))?;
+    let oid = x509_parser::der_parser::Oid::from(&SEAL_ATTRIBUTE)
+        .map_err(|_| bad("seal attribute identifier".into()))?;
+    let mut found = None;
+    for attr in x509.subject().iter_by_oid(&oid) {
+        let text = attr
+            .as_str()
+            .map_err(|e| bad(format!("seal attribute: {e}")))?;
+        let key = parse_seal_value(text).ok_or_else(|| {
+            bad(format!(
+                "seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"
+            ))
+        })?;
+        if found.replace(key).is_some() {
+            return Err(bad("the certificate binds two seal keys".into()));
+        }
+    }
+    Ok(found)
+}
+
+/// Checks that a node's seal key is the one its certificate binds (`cert_file` and
+/// `seal_file` name them in errors). Cost: one DER parse.
+pub fn check_seal_binding(
+    identity: &Identity,
+    cert_file: &Path,
+    seal: &SealKey,
+    seal_file: &Path,
+) -> Result<(), PkiError> {
+    let cert_name = cert_file.display().to_string();
+    match seal_public_of_certificate(&cert_name, &identity.chain[0])? {
+        None => Err(PkiError::Format {
+            file: cert_name,
+            reason: "the certificate binds no seal key; a node's certificate must \
+                     (have it signed by `vtwin keygen sign`)"
+                .into(),
+        }),
+        Some(bound) if bound != seal.public() => Err(PkiError::SealMismatch {
+            seal: seal_file.display().to_string(),
+            cert: cert_name,
+            bound: fingerprint(&bound),
+            found: fingerprint(&seal.public()),
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The three nodes' seal public keys, each read from node i's certificate `certs[i]`, which
+/// must be valid under the CA certificate `ca`, name node i and bind a seal key: a party
+/// seals only to keys its CA bound to that node. Errors name the file. Cost: four small
+/// reads, three chain verifications.
+pub fn node_seal_publics(ca: &Path, certs: &[PathBuf; 3]) -> Result<[[u8; 32]; 3], PkiError> {
+    let ca_name = ca.display().to_string();
+    let ca_pem = read_text(ca)?;
+    let ca_der = certs_from_pem(&ca_name, ca_pem.as_bytes())?.remove(0);
+    let mut out = [[0u8; 32]; 3];
+    for (i, (o, file)) in out.iter_mut().zip(certs).enumerate() {
+        let name = file.display().to_string();
+        let chain = certs_from_pem(&name, read_text(file)?.as_bytes())?;
+        let role = role_of_certificate(&chain[0]).map_err(|e| PkiError::Format {
+            file: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let want = Role::Node(i as u8);
+        if role != want {
+            return Err(PkiError::Format {
+                file: name,
+                reason: format!("the certificate is for {role}, expected {want}"),
+            });
+        }
+        verify_leaf(&ca_name, &ca_der, &name, &chain)?;
+        *o = seal_public_of_certificate(&name, &chain[0])?.ok_or_else(|| PkiError::Format {
+            file: name.clone(),
+            reason: format!("the certificate binds no seal key for {want}"),
+        })?;
+    }
+    debug_assert_eq!(out.len(), usize::from(NODES));
+    Ok(out)
+}
+
+/// Verifies `chain` (leaf first) under the CA certificate `ca_der` now, for client auth.
+fn verify_leaf(
+    ca_name: &str,
+    ca_der: &CertificateDer<'_>,
+    cert_name: &str,
+    chain: &[CertificateDer<'static>],
+) -> Result<(), PkiError> {
+    // Refuse a certificate the CA did not issue (or that has expired) here, with the
+    // file named, rather than as an alert at the peer on the first handshake.
+    let anchor = webpki::anchor_from_trusted_cert(ca_der).map_err(|e| PkiError::Format {
+        file: ca_name.to_string(),
+        reason: format!("not a usable CA certificate: {e}"),
+    })?;
+    let ee = webpki::EndEntityCert::try_from(&chain[0]).map_err(|e| PkiError::Format {
+        file: cert_name.to_string(),
+        reason: e.to_string(),
+    })?;
+    ee.verify_for_usage(
+        webpki::ALL_VERIFICATION_ALGS,
+        &[anchor],
+        &chain[1..],
+        rustls::pki_types::UnixTime::now(),
+        webpki::KeyUsage::client_auth(),
+        None,
+        None,
+    )
+    .map_err(|e| PkiError::Format {
+        file: cert_name.to_string(),
+        reason: format!("not valid under {ca_name}: {e}"),
+    })?;
+    Ok(())
 }
 
 /// What a process authenticates with: its certificate chain and key, the CA it trusts,
@@ -269,29 +696,23 @@ impl Identity {
             file: cert_name.to_string(),
             reason: e.to_string(),
         })?;
-        // Refuse a certificate the CA did not issue (or that has expired) here, with the
-        // file named, rather than as an alert at the peer on the first handshake.
-        let anchor = webpki::anchor_from_trusted_cert(&cas[0]).map_err(|e| PkiError::Format {
-            file: ca_name.to_string(),
-            reason: format!("not a usable CA certificate: {e}"),
-        })?;
-        let ee = webpki::EndEntityCert::try_from(&chain[0]).map_err(|e| PkiError::Format {
-            file: cert_name.to_string(),
-            reason: e.to_string(),
-        })?;
-        ee.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            &[anchor],
-            &chain[1..],
-            rustls::pki_types::UnixTime::now(),
-            webpki::KeyUsage::client_auth(),
-            None,
-            None,
-        )
-        .map_err(|e| PkiError::Format {
-            file: cert_name.to_string(),
-            reason: format!("not valid under {ca_name}: {e}"),
-        })?;
+        verify_leaf(ca_name, &cas[0], cert_name, &chain)?;
+        // rustls would refuse a key that is not the certificate's only when the endpoint is
+        // built, as "keys may not be consistent"; name both files here instead.
+        let signer =
+            rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| PkiError::Format {
+                file: key_name.to_string(),
+                reason: format!("unusable private key: {e}"),
+            })?;
+        if rustls::sign::CertifiedKey::new(chain.clone(), signer)
+            .keys_match()
+            .is_err()
+        {
+            return Err(PkiError::KeyMismatch {
+                key: key_name.to_string(),
+                cert: cert_name.to_string(),
+            });
+        }
         Ok(Identity {
             role,
             chain,
@@ -409,6 +830,35 @@ mod tests {
         // The CA certificate itself names no role.
         let ca_der = CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap();
         assert!(role_of_certificate(&ca_der).is_err());
+    }
+
+    #[test]
+    fn seal_keys_round_trip_through_requests_and_certificates() {
+        let ca = Ca::generate().unwrap();
+        let der = |pem: &str| CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
+        let key = [0x5a; 32];
+        let sealed = ca.issue_sealed(Role::Node(1), Some(&key)).unwrap();
+        assert_eq!(
+            seal_public_of_certificate("c", &der(&sealed.cert_pem)).unwrap(),
+            Some(key)
+        );
+        let bare = ca.issue(Role::Node(1)).unwrap();
+        assert_eq!(
+            seal_public_of_certificate("c", &der(&bare.cert_pem)).unwrap(),
+            None
+        );
+        // Through a request: the certificate binds the requested key and carries the
+        // request's public key, whatever name the request asked for.
+        let (csr, _key) = CertRequest::generate("node-2", Some(&key)).unwrap();
+        let req = CertRequest::from_pem("r", &csr).unwrap();
+        assert_eq!((req.name(), req.seal_public()), ("node-2", Some(&key)));
+        let cert = der(&ca.sign_request(&req, Role::Node(2)).unwrap());
+        assert_eq!(role_of_certificate(&cert).unwrap(), Role::Node(2));
+        assert_eq!(seal_public_of_certificate("c", &cert).unwrap(), Some(key));
+        assert_eq!(
+            fingerprint(&spki_of_certificate("c", &cert).unwrap()),
+            req.key_fingerprint()
+        );
     }
 
     #[test]

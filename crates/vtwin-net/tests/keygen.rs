@@ -1,15 +1,21 @@
 //! keygen output: files, modes, configurations that load, identities with the right roles,
-//! seal keys that match, refusals; configuration errors that name the file and field.
+//! seal keys that match, refusals; configuration errors that name the file and field. The
+//! certificate-request flow: requests signed without private keys, bad requests refused
+//! naming the file, seal keys the CA did not bind refused, keys that do not match their
+//! certificate refused naming both files.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateSigningRequestDer;
 use vtwin_net::config::{
     ConfigError, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, TrainingSettings,
 };
-use vtwin_net::keygen::{keygen, verify, KeygenError, KeygenSpec};
+use vtwin_net::keygen::{self, keygen, verify, KeygenError, KeygenSpec, RequestRole};
+use vtwin_net::pki::{check_seal_binding, Ca, CertRequest, Identity, PkiError};
 use vtwin_net::seal::{seal, unseal, SealContext, SealKey};
 use vtwin_net::{Backoff, Endpoint, Role, TransportOptions};
 
@@ -283,16 +289,6 @@ fn config_errors_name_file_and_field() {
     );
     assert!(e.contains("`listen`"), "{e}");
     let e = edited(
-        "party-b.toml",
-        |t: String| {
-            let at = t.find("node_seal_publics").unwrap();
-            let q = t[at..].find('"').unwrap() + at + 1;
-            format!("{}zz{}", &t[..q], &t[q + 2..])
-        },
-        PartyConfig::load,
-    );
-    assert!(e.contains("node_seal_publics[0]"), "{e}");
-    let e = edited(
         "coordinator.toml",
         replace("clip = 1.0", "clip = -1.0"),
         CoordinatorConfig::load,
@@ -335,4 +331,243 @@ fn config_errors_name_file_and_field() {
         .unwrap_err()
         .to_string();
     assert!(missing.contains("/nonexistent/node-9.toml"), "{missing}");
+}
+
+const ROLES: [&str; 5] = ["coordinator", "node-0", "node-1", "node-2", "party-a"];
+
+fn role(s: &str) -> RequestRole {
+    s.parse().unwrap()
+}
+
+/// A CA in DIR/ca and one request per role in DIR/ROLE (parties `a` and `b`).
+fn requests(dir: &Path) -> Vec<std::path::PathBuf> {
+    keygen::ca(&dir.join("ca")).unwrap();
+    ROLES
+        .iter()
+        .chain(&["party-b"])
+        .map(|r| keygen::request(&dir.join(r), &role(r)).unwrap().request)
+        .collect()
+}
+
+#[test]
+fn csr_flow_signs_without_private_keys_and_binds_seal_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let reqs = requests(dir.path());
+    for (r, file) in ROLES.iter().zip(&reqs) {
+        let stem = dir.path().join(r).join(r);
+        assert_eq!(mode(&stem.with_extension("key")), 0o600);
+        assert_eq!(mode(file), 0o644);
+        if r.starts_with("node-") {
+            assert_eq!(mode(&stem.with_extension("seal")), 0o600);
+        }
+    }
+    let out = dir.path().join("signed");
+    let signed = keygen::sign(&out, &dir.path().join("ca"), &reqs, &spec(&["a", "b"])).unwrap();
+    verify(&signed.output).unwrap();
+    for f in &signed.output.files {
+        let ext = f.extension().unwrap();
+        assert!(ext == "pem" || ext == "toml", "{}", f.display());
+        assert_eq!(mode(f), 0o644);
+    }
+    // Each role copies the public files beside its keys; everything loads and matches.
+    let copy = |r: &str, f: &str| {
+        std::fs::copy(out.join(f), dir.path().join(r).join(f)).unwrap();
+    };
+    for r in ROLES.iter().chain(&["party-b"]) {
+        for f in [
+            "ca.pem".to_string(),
+            format!("{r}.pem"),
+            format!("{r}.toml"),
+        ] {
+            copy(r, &f);
+        }
+    }
+    let mut seal_publics = Vec::new();
+    for i in 0..3u8 {
+        let r = format!("node-{i}");
+        let node = NodeConfig::load(&dir.path().join(&r).join(format!("{r}.toml"))).unwrap();
+        let id = node.tls.load().unwrap();
+        assert_eq!(id.role(), Role::Node(i));
+        let seal = SealKey::read_file(&node.seal_key).unwrap();
+        check_seal_binding(&id, &node.tls.cert, &seal, &node.seal_key).unwrap();
+        seal_publics.push(seal.public());
+        // The fingerprints sign reports are those of the role's own keys.
+        let s = &signed.signed[1 + i as usize];
+        assert_eq!(s.role, r);
+        assert_eq!(
+            s.seal_fingerprint.as_deref(),
+            Some(vtwin_net::pki::fingerprint(&seal.public()).as_str())
+        );
+    }
+    let pdir = dir.path().join("party-a");
+    for i in 0..3 {
+        copy("party-a", &format!("node-{i}.pem"));
+    }
+    let party = PartyConfig::load(&pdir.join("party-a.toml")).unwrap();
+    assert_eq!(party.tls.load().unwrap().role(), Role::Party(0));
+    assert_eq!(party.node_publics().unwrap().to_vec(), seal_publics);
+    let coord = CoordinatorConfig::load(&dir.path().join("coordinator/coordinator.toml")).unwrap();
+    assert_eq!(coord.tls.load().unwrap().role(), Role::Coordinator);
+    // The request's key fingerprint is the certificate's.
+    let req = CertRequest::load(&reqs[0]).unwrap();
+    assert_eq!(req.key_fingerprint(), signed.signed[0].key_fingerprint);
+    let shown = keygen::describe(&out.join("coordinator.pem")).unwrap();
+    assert!(
+        shown.contains(&("tls key".into(), req.key_fingerprint())),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn sign_refuses_bad_requests_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let reqs = requests(dir.path());
+    let ca = dir.path().join("ca");
+    let out = dir.path().join("signed");
+    let sign_with = |reqs: &[std::path::PathBuf], parties: &[&str]| {
+        keygen::sign(&out, &ca, reqs, &spec(parties))
+            .unwrap_err()
+            .to_string()
+    };
+    // Tampered: one base64 character inside node-1's seal key changed in its request.
+    let pem = std::fs::read_to_string(&reqs[2]).unwrap();
+    let der = CertificateSigningRequestDer::from_pem_slice(pem.as_bytes()).unwrap();
+    let at = der
+        .windows(18)
+        .position(|w| w == b"vtwin-seal-x25519:")
+        .unwrap()
+        + 24;
+    let mut body: Vec<u8> = pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .flat_map(|l| l.bytes())
+        .collect();
+    let c = &mut body[at / 3 * 4 + 1];
+    *c = if *c == b'A' { b'B' } else { b'A' };
+    let mut text = String::from("-----BEGIN CERTIFICATE REQUEST-----\n");
+    for line in body.chunks(64) {
+        text.push_str(std::str::from_utf8(line).unwrap());
+        text.push('\n');
+    }
+    text.push_str("-----END CERTIFICATE REQUEST-----\n");
+    let tampered = dir.path().join("tampered.csr");
+    std::fs::write(&tampered, text).unwrap();
+    let mut list = reqs.clone();
+    list[2] = tampered.clone();
+    let e = sign_with(&list, &["a", "b"]);
+    assert!(
+        e.starts_with(&tampered.display().to_string()) && e.contains("signature does not verify"),
+        "{e}"
+    );
+    // A party the consortium does not list.
+    let e = sign_with(&reqs, &["a", "c"]);
+    assert!(
+        e.contains("party-b.csr") && e.contains("not a role of this consortium"),
+        "{e}"
+    );
+    // Twice the same role; a role missing.
+    let mut list = reqs.clone();
+    list[3] = reqs[2].clone();
+    let e = sign_with(&list, &["a", "b"]);
+    assert!(e.contains("node-1.csr: a second request for node-1"), "{e}");
+    let e = sign_with(&reqs[1..], &["a", "b"]);
+    assert!(e.contains("no request for coordinator"), "{e}");
+    // A node request without a seal key, a coordinator request with one.
+    let (csr, _) = CertRequest::generate("node-1", None).unwrap();
+    let f = dir.path().join("noseal.csr");
+    std::fs::write(&f, csr).unwrap();
+    let mut list = reqs.clone();
+    list[2] = f;
+    let e = sign_with(&list, &["a", "b"]);
+    assert!(
+        e.contains("noseal.csr") && e.contains("carries no seal key"),
+        "{e}"
+    );
+    let (csr, _) = CertRequest::generate("coordinator", Some(&[7; 32])).unwrap();
+    let f = dir.path().join("sealed-coordinator.csr");
+    std::fs::write(&f, csr).unwrap();
+    let mut list = reqs.clone();
+    list[0] = f;
+    let e = sign_with(&list, &["a", "b"]);
+    assert!(
+        e.contains("sealed-coordinator.csr") && e.contains("only nodes"),
+        "{e}"
+    );
+    // Not a role at all.
+    let (csr, _) = CertRequest::generate("mallory", None).unwrap();
+    let f = dir.path().join("mallory.csr");
+    std::fs::write(&f, csr).unwrap();
+    let mut list = reqs.clone();
+    list.push(f);
+    let e = sign_with(&list, &["a", "b"]);
+    assert!(
+        e.contains("mallory.csr: the request names no vtwin role"),
+        "{e}"
+    );
+    // Nothing was written.
+    assert!(!out.exists());
+}
+
+#[test]
+fn party_refuses_seal_keys_the_ca_did_not_bind() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = keygen(dir.path(), &spec(&["a", "b"])).unwrap();
+    let party = PartyConfig::load(&written.parties[0]).unwrap();
+    assert!(party.node_publics().is_ok());
+    let write_cert = |name: &str, pem: &str| {
+        let f = dir.path().join(name);
+        std::fs::write(&f, pem).unwrap();
+        f
+    };
+    let refused = |slot: usize, cert: std::path::PathBuf| {
+        let mut p = party.clone();
+        p.node_certs[slot] = cert;
+        p.node_publics().unwrap_err().to_string()
+    };
+    // Node 1's certificate where node 0's belongs.
+    let e = refused(0, dir.path().join("node-1.pem"));
+    assert!(
+        e.contains("node-1.pem") && e.contains("is for node 1, expected node 0"),
+        "{e}"
+    );
+    // A node certificate binding a seal key, from another CA.
+    let rogue = Ca::generate().unwrap();
+    let other = rogue.issue_sealed(Role::Node(0), Some(&[9; 32])).unwrap();
+    let e = refused(0, write_cert("rogue-node-0.pem", &other.cert_pem));
+    assert!(
+        e.contains("rogue-node-0.pem") && e.contains("not valid under"),
+        "{e}"
+    );
+    // A node certificate from the right CA that binds no seal key.
+    let ca = Ca::load(&dir.path().join("ca.pem"), &dir.path().join("ca.key")).unwrap();
+    let bare = ca.issue(Role::Node(2)).unwrap();
+    let e = refused(2, write_cert("bare-node-2.pem", &bare.cert_pem));
+    assert!(
+        e.contains("bare-node-2.pem") && e.contains("binds no seal key"),
+        "{e}"
+    );
+}
+
+#[test]
+fn mismatched_keys_name_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path(), &spec(&["a", "b"])).unwrap();
+    let p = |f: &str| dir.path().join(f);
+    // A TLS key that is not its certificate's.
+    let e = Identity::load(&p("ca.pem"), &p("node-0.pem"), &p("node-1.key")).unwrap_err();
+    assert!(matches!(e, PkiError::KeyMismatch { .. }), "{e}");
+    let e = e.to_string();
+    assert!(e.contains("node-1.key") && e.contains("node-0.pem"), "{e}");
+    // A seal key that is not the one the certificate binds.
+    let id = Identity::load(&p("ca.pem"), &p("node-0.pem"), &p("node-0.key")).unwrap();
+    let other = SealKey::read_file(&p("node-1.seal")).unwrap();
+    let e = check_seal_binding(&id, &p("node-0.pem"), &other, &p("node-1.seal"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("node-1.seal") && e.contains("node-0.pem"), "{e}");
+    // A CA key that is not the CA certificate's.
+    let e = Ca::load(&p("ca.pem"), &p("coordinator.key"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("coordinator.key") && e.contains("ca.pem"), "{e}");
 }

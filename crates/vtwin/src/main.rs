@@ -36,7 +36,7 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Membership-inference audit: DCR, density-ratio and shadow-model attacks, epsilon bounds.
     Audit(cmd::audit::Args),
-    /// Write a consortium's CA, certificates and keys (0600), seal keys, and one config per role.
+    /// Keys, certificates and configs: by certificate requests (ca, request, sign), or in one step.
     Keygen(cmd::keygen::Args),
     /// Run a compute node of the consortium (QUIC, mutual TLS) until interrupted.
     Node(cmd::node::Args),

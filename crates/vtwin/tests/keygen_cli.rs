@@ -1,4 +1,5 @@
-//! `vtwin keygen`: files and modes, configs that load, one-line errors naming the flag.
+//! `vtwin keygen`: files and modes, configs that load, one-line errors naming the flag; the
+//! certificate-request steps' errors; a node refusing a seal key its certificate does not bind.
 
 mod common;
 
@@ -72,4 +73,60 @@ fn bad_arguments_are_one_line_errors_naming_the_flag() {
         assert_one_line_error(&vtwin(&full), flag);
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn csr_steps_refuse_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |f: &str| dir.path().join(f).to_str().unwrap().to_string();
+    // A role that is no role (clap's usage error, which names the flag and the value).
+    let o = vtwin(&["keygen", "request", "--role", "node-3", "--out", &d("x")]);
+    let e = common::stderr(&o);
+    assert!(
+        !o.status.success() && e.contains("--role") && e.contains("\"node-3\" is not a role"),
+        "{e}"
+    );
+    assert!(!dir.path().join("x").exists());
+    // sign without the CA's files names the missing file.
+    let o = vtwin(&["keygen", "request", "--role", "node-0", "--out", &d("n0")]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let e = assert_one_line_error(
+        &vtwin(&[
+            "keygen",
+            "sign",
+            "--ca",
+            &d("noca"),
+            "--parties",
+            "a,b",
+            "--request",
+            &d("n0/node-0.csr"),
+            "--out",
+            &d("signed"),
+        ]),
+        "ca.pem",
+    );
+    assert!(e.contains("noca"), "{e}");
+    // The request lists the role's fingerprints, as `show` does.
+    let shown = stdout(&vtwin(&["keygen", "show", &d("n0/node-0.csr")]));
+    for line in stdout(&o).lines().filter(|l| l.contains("SHA256:")) {
+        let fp = line.rsplit(' ').next().unwrap();
+        assert!(shown.contains(fp), "{fp} not in {shown}");
+    }
+}
+
+#[test]
+fn a_node_refuses_a_seal_key_its_certificate_does_not_bind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    let o = vtwin(&["keygen", "--out", out.to_str().unwrap(), "--parties", "a,b"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // node-0's config pointed at node-1's seal key.
+    let cfg = out.join("node-0.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("node-0.seal", "node-1.seal")).unwrap();
+    let e = assert_one_line_error(
+        &vtwin(&["node", "--config", cfg.to_str().unwrap()]),
+        "node-1.seal",
+    );
+    assert!(e.contains("node-0.pem") && e.contains("not the one"), "{e}");
 }

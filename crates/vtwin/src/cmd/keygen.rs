@@ -1,6 +1,16 @@
-//! `vtwin keygen`: a consortium's CA, per-role certificates and keys (mode 0600), the
-//! nodes' seal keys, and one configuration TOML per role with loopback addresses
-//! (`vtwin_net::keygen`).
+//! `vtwin keygen`: a consortium's keys, certificates and configurations
+//! (`vtwin_net::keygen`), two ways.
+//!
+//! Deployment, by certificate requests (no private key leaves its role):
+//! - `vtwin keygen ca --out DIR` (CA operator): `ca.pem`, `ca.key`;
+//! - `vtwin keygen request --role ROLE --out DIR` (each role, on its host): `ROLE.key`,
+//!   `ROLE.seal` (nodes), `ROLE.csr` to send to the CA operator;
+//! - `vtwin keygen sign --ca DIR --parties A,B --request FILE... --out DIR` (CA operator):
+//!   `ca.pem`, `ROLE.pem` and `ROLE.toml` for every role;
+//! - `vtwin keygen show FILE...`: the fingerprints of a certificate or request.
+//!
+//! Each step prints SHA-256 fingerprints to compare out of band. Demos and tests:
+//! `vtwin keygen --out DIR --parties A,B` writes everything, private keys included, at once.
 //!
 //! The coordinator's job defaults to the built-in demo (schema and data, as
 //! `vtwin train --demo`): K = 20, 1000 iterations, epsilon 1 at delta 1e-5, expected batch
@@ -11,16 +21,28 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use vtwin_net::config::{DataSource, TrainingSettings};
-use vtwin_net::keygen::{keygen, verify, KeygenSpec};
+use vtwin_net::keygen::{self, verify, KeygenSpec, RequestRole};
 
-/// Write the CA, certificates, keys and one config per role.
+/// Keys, certificates and configs: by certificate requests (`ca`, `request`, `sign`), or
+/// everything at once for demos and tests (`--out DIR --parties A,B`).
 #[derive(Debug, Parser)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
-    /// Output directory (created; existing files are never overwritten).
-    #[arg(long)]
-    out: PathBuf,
+    #[command(subcommand)]
+    step: Option<Step>,
+    /// One step (demos and tests): output directory (created; existing files are never
+    /// overwritten). The operator sees every private key.
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    consortium: Consortium,
+}
+
+/// The consortium's shape, shared by the one-step keygen and `sign`.
+#[derive(Debug, clap::Args)]
+struct Consortium {
     /// Party names in index order, comma separated (at least 2).
     #[arg(long, value_delimiter = ',', required = true)]
     parties: Vec<String>,
@@ -32,9 +54,48 @@ pub(crate) struct Args {
     base_port: u16,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let spec = KeygenSpec {
-        data: args
+#[derive(Debug, Subcommand)]
+enum Step {
+    /// CA operator: a new consortium CA, ca.pem and ca.key (0600; keep it offline).
+    Ca {
+        /// Output directory (created; existing files are never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Each role, on its own host: its TLS key, a node's seal key (0600) and ROLE.csr.
+    Request {
+        /// coordinator, node-0, node-1, node-2 or party-NAME.
+        #[arg(long)]
+        role: RequestRole,
+        /// Output directory (created; existing files are never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// CA operator: verify and sign every role's request; write certificates and configs.
+    Sign {
+        /// Directory holding ca.pem and ca.key.
+        #[arg(long)]
+        ca: PathBuf,
+        /// Request files (ROLE.csr), one per role: coordinator, node-0..2, each party.
+        #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+        request: Vec<PathBuf>,
+        /// Output directory (created; existing files are never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        consortium: Consortium,
+    },
+    /// Print the fingerprints of certificates (.pem) or requests (.csr).
+    Show {
+        /// The files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+fn spec(c: Consortium) -> KeygenSpec {
+    KeygenSpec {
+        data: c
             .parties
             .iter()
             .map(|_| DataSource::Demo {
@@ -42,16 +103,75 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
                 seed: 1,
             })
             .collect(),
-        parties: args.parties,
-        nodes: args.nodes,
-        base_port: args.base_port,
+        parties: c.parties,
+        nodes: c.nodes,
+        base_port: c.base_port,
         training: TrainingSettings::default(),
         insecure: None,
-    };
-    let written = keygen(&args.out, &spec)?;
-    verify(&written).context("reading back the written configurations")?;
-    for file in &written.files {
+    }
+}
+
+fn list(files: &[PathBuf]) {
+    for file in files {
         println!("{}", file.display());
+    }
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    match args.step {
+        None => {
+            let out = args.out.context("--out is required")?;
+            let written = keygen::keygen(&out, &spec(args.consortium))?;
+            verify(&written).context("reading back the written configurations")?;
+            list(&written.files);
+        }
+        Some(Step::Ca { out }) => {
+            let written = keygen::ca(&out)?;
+            list(&written.files);
+            println!("ca.pem certificate {}", written.fingerprint);
+            println!("Give ca.pem and this fingerprint to every role; keep ca.key offline.");
+        }
+        Some(Step::Request { role, out }) => {
+            let written = keygen::request(&out, &role)?;
+            list(&written.files);
+            println!("{role} tls key {}", written.key_fingerprint);
+            if let Some(seal) = &written.seal_fingerprint {
+                println!("{role} seal key {seal}");
+            }
+            println!(
+                "Send {} to the CA operator and these fingerprints by another channel; \
+                 the private keys stay here.",
+                written.request.display()
+            );
+        }
+        Some(Step::Sign {
+            ca,
+            request,
+            out,
+            consortium,
+        }) => {
+            let written = keygen::sign(&out, &ca, &request, &spec(consortium))?;
+            verify(&written.output).context("reading back the written configurations")?;
+            list(&written.output.files);
+            println!("ca.pem certificate {}", written.ca_fingerprint);
+            for s in &written.signed {
+                println!("{} tls key {}", s.role, s.key_fingerprint);
+                if let Some(seal) = &s.seal_fingerprint {
+                    println!("{} seal key {seal}", s.role);
+                }
+            }
+            println!(
+                "Compare each fingerprint with the one its role sent by another channel \
+                 before distributing the files."
+            );
+        }
+        Some(Step::Show { files }) => {
+            for file in files {
+                for (what, value) in keygen::describe(&file)? {
+                    println!("{}: {what} {value}", file.display());
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -13,12 +13,13 @@ use vtwin_consortium::service::{NodeRun, NodeServer};
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::config::{Insecure, NodeConfig};
+use vtwin_net::pki::check_seal_binding;
 use vtwin_net::{Role, SealKey};
 
 /// Run a compute node of the consortium.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The node's configuration (written by `vtwin keygen`).
+    /// The node's configuration (written by `vtwin keygen sign` or `vtwin keygen`).
     #[arg(long)]
     config: PathBuf,
 }
@@ -73,6 +74,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         );
     }
     let seal_key = SealKey::read_file(&cfg.seal_key)?;
+    // Parties seal to the key the CA bound into this node's certificate: a node holding
+    // another key could open nothing, so refuse to start, naming both files.
+    check_seal_binding(&identity, &cfg.tls.cert, &seal_key, &cfg.seal_key)?;
     let randomness = randomness(&cfg.insecure, &a.config);
     let rt = runtime()?;
     rt.block_on(async {

@@ -1,4 +1,4 @@
-//! Shared by the consortium tests: a keygen'd consortium on free loopback ports with
+//! Shared by the consortium tests: a keygen'd consortium (or configs written elsewhere) on free loopback ports with
 //! insecure test seeds, child processes killed on drop, and helpers to run the binary.
 
 #![allow(dead_code, unreachable_pub)]
@@ -89,8 +89,7 @@ pub struct Consortium {
     pub job: Job,
 }
 
-/// `vtwin keygen` into `dir`, then every address moved to a free port, the job, the demo
-/// data size, the insecure seeds and short timeouts written into the configs.
+/// `vtwin keygen` into `dir`, then [`configure`] on its files.
 pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
     let out = bin()
         .args(["keygen", "--out"])
@@ -103,6 +102,33 @@ pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
         "keygen: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let nodes = (0..3).map(|i| dir.join(format!("node-{i}.toml"))).collect();
+    let parties = ["health", "retail"]
+        .iter()
+        .map(|name| dir.join(format!("party-{name}.toml")))
+        .collect();
+    configure(
+        dir,
+        dir.join("coordinator.toml"),
+        nodes,
+        parties,
+        job,
+        node_delay_ms,
+    )
+}
+
+/// Rewrites the given configs (coordinator, nodes by id, parties `health` and `retail` by
+/// index, wherever they lie): every address moved to a free port, the job, the demo data
+/// size, the insecure seeds and short timeouts. Logs and the coordinator's output go to
+/// `dir`.
+pub fn configure(
+    dir: &Path,
+    coordinator: PathBuf,
+    node_files: Vec<PathBuf>,
+    party_files: Vec<PathBuf>,
+    job: &Job,
+    node_delay_ms: u64,
+) -> Consortium {
     let insecure = Some(Insecure {
         mpc_seed: job.mpc_seed,
         noise_seed: job.noise_seed,
@@ -114,8 +140,7 @@ pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
     ];
     let party_addrs = [loopback(free_port()), loopback(free_port())];
     let mut nodes = Vec::new();
-    for i in 0..3 {
-        let f = dir.join(format!("node-{i}.toml"));
+    for (i, f) in node_files.into_iter().enumerate() {
         let mut c = NodeConfig::load(&f).expect("node config");
         c.listen = node_addrs[i];
         c.nodes = node_addrs;
@@ -129,8 +154,7 @@ pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
         nodes.push(f);
     }
     let mut parties = Vec::new();
-    for (p, name) in ["health", "retail"].iter().enumerate() {
-        let f = dir.join(format!("party-{name}.toml"));
+    for (p, f) in party_files.into_iter().enumerate() {
         let mut c = PartyConfig::load(&f).expect("party config");
         c.listen = party_addrs[p];
         c.insecure = insecure.clone();
@@ -141,7 +165,7 @@ pub fn keygen(dir: &Path, job: &Job, node_delay_ms: u64) -> Consortium {
         config::write(&f, &c).expect("write party config");
         parties.push(f);
     }
-    let f = dir.join("coordinator.toml");
+    let f = coordinator;
     let mut c = CoordinatorConfig::load(&f).expect("coordinator config");
     c.nodes = node_addrs;
     for (p, a) in c.parties.iter_mut().zip(party_addrs) {
