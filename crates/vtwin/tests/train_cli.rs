@@ -235,14 +235,11 @@ fn openings_lost_after_the_checkpoint_are_charged_at_resume() {
         a
     };
     let openings = || {
-        let text = std::fs::read_to_string(dir.join("openings.log")).unwrap();
-        let mut lines = text.lines();
-        assert_eq!(lines.next(), Some("vtwin opening log v1"));
-        lines
-            .map(|l| {
-                let (o, t) = l.split_once(' ').unwrap();
-                (o.parse::<u64>().unwrap(), t.parse::<u64>().unwrap())
-            })
+        let (_, records) =
+            vtwin_model::opening_log::OpeningLog::open(&dir.join("openings.log")).unwrap();
+        records
+            .iter()
+            .map(|r| (r.opening, r.iteration))
             .collect::<Vec<_>>()
     };
     ok(&args("20", false));
