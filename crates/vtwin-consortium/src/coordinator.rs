@@ -350,37 +350,36 @@ impl CoordinatorJob {
         let clip = trainer.config().clip;
         let sigma = trainer.config().sigma;
         let layout = trainer.layout();
-        let public: CircuitPublic = match circuit_public_for(layout, &plan.theta, clip, plan.padded)
-        {
-            Ok(p) => p,
-            Err(e) => {
-                let err = JobError::Public {
-                    iteration: t,
-                    reason: e.to_string(),
-                };
-                self.stop(err, out);
+        // The public side, checked and in its wire form; a failure stops the job.
+        let prepared = circuit_public_for(layout, &plan.theta, clip, plan.padded)
+            .map_err(|e| e.to_string())
+            .and_then(|p| {
+                WirePublic::try_from(&p)
+                    .map(|w| (p, w))
+                    .map_err(|e| e.to_string())
+            });
+        let (public, wire): (CircuitPublic, WirePublic) = match prepared {
+            Ok(pw) => pw,
+            Err(reason) => {
+                self.stop(
+                    JobError::Public {
+                        iteration: t,
+                        reason,
+                    },
+                    out,
+                );
                 return;
             }
         };
         let dim = public.dim();
         let coordinator_client = public.coordinator();
         // From public values only: the parties' input ranges are the closed-form ones
-        // (every party renormalises in closed form in the consortium).
+        // (the consortium runs closed-form renormalisation only: `vtwin coordinator` refuses
+        // another mode and every party enforces it).
         let truncation_failure = public.truncation_failure_bound(&input_bounds(
             vtwin_model::fixed::Renormalise::ClosedForm,
             self.parties,
         ));
-        let wire = match WirePublic::try_from(&public) {
-            Ok(w) => w,
-            Err(e) => {
-                let err = JobError::Public {
-                    iteration: t,
-                    reason: e.to_string(),
-                };
-                self.stop(err, out);
-                return;
-            }
-        };
         for node in all_nodes() {
             out.send.push(Outgoing {
                 to: node,
