@@ -71,7 +71,8 @@ pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
         sum += sf * sf;
     }
     let s_up = sum * (1.0 + 2f64.powi(-39));
-    if !(s_up <= SCORE_NORM2_MAX) {
+    // NaN (a non-finite score) is refused too.
+    if s_up.is_nan() || s_up > SCORE_NORM2_MAX {
         return None;
     }
     let root = s_up.sqrt() * f64::from(1u32 << (FRAC_BITS - NORM_SCALE_BITS));

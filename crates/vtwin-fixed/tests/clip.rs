@@ -14,9 +14,9 @@ fn within(c: Fx, x: Fx, clip: Fx) -> bool {
     assert_eq!(CLIP_REL_EXCESS, 2f64.powi(-21));
     let big = |v: u128| BigUint::from(v);
     let c_abs = c.signed().unsigned_abs();
-    let lhs = big(c_abs) * big(c_abs) * big(x.raw()) << 42u32;
-    let rhs = (big((1u128 << 21) + 1) * big((1u128 << 21) + 1)) * big(clip.raw()) * big(clip.raw())
-        << 32u32;
+    let lhs = (big(c_abs) * big(c_abs) * big(x.raw())) << 42u32;
+    let one_plus = big((1u128 << 21) + 1);
+    let rhs = (&one_plus * &one_plus * big(clip.raw()) * big(clip.raw())) << 32u32;
     lhs <= rhs
 }
 

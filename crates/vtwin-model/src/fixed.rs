@@ -338,7 +338,7 @@ pub(crate) fn check_score_map_bound(
         for row in per_coord.chunks_exact(maps.width) {
             let s2: f64 =
                 row.iter().map(|v| (v + slack) * (v + slack)).sum::<f64>() * (1.0 + 2f64.powi(-40));
-            if !(s2 <= SCORE_NORM2_MAX) {
+            if s2.is_nan() || s2 > SCORE_NORM2_MAX {
                 return Err(BackendError::Range {
                     party: party.to_string(),
                     what: "public score map sum_j (14 |A| + |b|)^2",
@@ -399,8 +399,8 @@ pub fn fixed_gradient<T: Truncator>(
         // |g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2).
         let mut acc_b = 0u128;
         for up in uploads {
-            for k in 0..k_n {
-                let y = mul(r[k], up.root[n * k_n + k], t);
+            for (&rk, &u) in r.iter().zip(&up.root[n * k_n..(n + 1) * k_n]) {
+                let y = mul(rk, u, t);
                 acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
             }
         }
