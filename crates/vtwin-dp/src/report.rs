@@ -64,11 +64,18 @@ pub struct PrivacySetting {
     pub dimension: u64,
     /// Accountants to run.
     pub accountants: Vec<Accountant>,
-    /// Probability that the mechanism failed outside the Gaussian analysis over the run
-    /// (truncation wraps, batch overflows; [`crate::PrivacyLedger::failure`]): part of
-    /// `delta`, so the accountants run at `delta - mechanism_failure`.
+    /// Summed bound, over the run, on the probability that a probabilistic truncation
+    /// wrapped ([`crate::PrivacyLedger::failure`]). Observers who know the batches pay
+    /// `2 truncation_failure` of delta (the no-wrap event is the same for both neighbours,
+    /// given the batch); the outside analyst pays `(1 + e^epsilon)` times it (a total
+    /// variation argument), with the batch overflows.
     #[serde(default)]
-    pub mechanism_failure: f64,
+    pub truncation_failure: f64,
+    /// Summed probability, over the run, that a Poisson batch exceeded the public padded size
+    /// and was trimmed. Changes nothing for observers who know the (trimmed) batches; the
+    /// outside analyst pays `(1 + e^epsilon)` times it.
+    #[serde(default)]
+    pub batch_overflow: f64,
     /// Batches are padded to a public size, so a compute node's view does not depend on the
     /// batch sizes (it then faces the outside analyst's figure).
     #[serde(default)]
@@ -91,7 +98,8 @@ impl PrivacySetting {
             scale_bits: 32,
             dimension: 1,
             accountants: Accountant::ALL.to_vec(),
-            mechanism_failure: 0.0,
+            truncation_failure: 0.0,
+            batch_overflow: 0.0,
             padded_batches: false,
         }
     }
@@ -173,8 +181,10 @@ pub struct PrivacyReport {
     pub steps: u64,
     /// Delta of every figure: the total, `delta_terms` summed.
     pub delta: f64,
-    /// How delta is spent: `accountant` (the Gaussian analysis), `mechanism_failure` (the
-    /// summed probability of truncation wraps and batch overflows of the charged openings).
+    /// How delta is spent: the accountants run at `accountant_hidden_batches` for the outside
+    /// analyst (and nodes with padded batches), `delta - (1 + e^epsilon)(truncation_failure +
+    /// batch_overflow)`, and at `accountant_known_batches`, `delta - 2 truncation_failure`, for
+    /// the observers who know the batches (before their participation-bound tail).
     pub delta_terms: BTreeMap<String, f64>,
     /// Epsilon for the outside analyst per accountant ("rdp", "pld").
     pub epsilon: BTreeMap<String, EpsilonPair>,
@@ -242,14 +252,20 @@ impl PrivacyReport {
         if !(s.clip > 0.0 && s.clip.is_finite()) {
             return Err(ReportError::Clip(s.clip));
         }
-        // The mechanism's own failures (truncation wraps, batch overflows) come out of delta.
-        let delta = s.delta - s.mechanism_failure;
-        if !(s.mechanism_failure >= 0.0 && delta > 0.0) {
+        // The mechanism's own failures come out of delta. Known batches: given the batch,
+        // the event "no truncation wraps, with these masks, for D nor for D'" is the same for
+        // both neighbours and has probability >= 1 - 2 truncation_failure; on it the release
+        // is a mixture over masks of Gaussian mechanisms of sensitivity C, so the composed
+        // hockey-stick divergence grows by at most 2 truncation_failure.
+        let failure = s.truncation_failure + s.batch_overflow;
+        let delta_known = s.delta - 2.0 * s.truncation_failure;
+        if !(s.truncation_failure >= 0.0 && s.batch_overflow >= 0.0 && delta_known > 0.0) {
             return Err(ReportError::Failure {
-                failure: s.mechanism_failure,
+                failure,
                 delta: s.delta,
             });
         }
+        let delta = delta_known;
         // Validate the rest once through the accountant.
         let (q_hidden, t_hidden) = s.sampling.for_hidden_batches(s.steps);
         let (q_known, t_known) = s.sampling.for_known_batches(s.steps);
@@ -274,19 +290,71 @@ impl PrivacyReport {
             parties: s.parties,
             nodes: s.nodes,
         })?;
-        let analyst = figures(&s.accountants, analyst_noise, q_hidden, t_hidden, delta)?;
+        // Hidden batches (amplification): the real mechanism differs from the analysed one
+        // (Poisson batches, exact arithmetic) with probability at most `failure` on each
+        // input, so it is (epsilon, delta_acc + (1 + e^epsilon) failure)-DP. epsilon depends
+        // on delta_acc only weakly: take delta_acc for an epsilon one above the figure at
+        // delta - 2 failure, and check that every figure stays below it.
+        // None when the factor e^epsilon makes the argument void (large epsilon): the
+        // analyst then gets the known-batch figure, which needs no amplification.
+        let hidden =
+            |noise: f64| -> Result<Option<(BTreeMap<String, EpsilonPair>, f64)>, ReportError> {
+                let largest = |f: &BTreeMap<String, EpsilonPair>| {
+                    f.values()
+                        .flat_map(|p| [p.add_remove, p.replace_one])
+                        .flatten()
+                        .fold(0.0f64, f64::max)
+                };
+                if failure == 0.0 {
+                    return Ok(Some((
+                        figures(&s.accountants, noise, q_hidden, t_hidden, s.delta)?,
+                        s.delta,
+                    )));
+                }
+                let start = s.delta - 2.0 * failure;
+                if !(start > 0.0) {
+                    return Ok(None);
+                }
+                let first = figures(&s.accountants, noise, q_hidden, t_hidden, start)?;
+                let cap = largest(&first) + 1.0;
+                let delta_acc = s.delta - (1.0 + cap.exp()) * failure;
+                if !(delta_acc > 0.0) {
+                    return Ok(None);
+                }
+                let fig = figures(&s.accountants, noise, q_hidden, t_hidden, delta_acc)?;
+                Ok((largest(&fig) <= cap).then_some((fig, delta_acc)))
+            };
+        let amplified = hidden(analyst_noise)?;
+        let is_amplified = amplified.is_some();
+        let delta_hidden = amplified.as_ref().map_or(delta_known, |(_, d)| *d);
+        let analyst = match amplified {
+            Some((fig, _)) => fig,
+            None => figures(&s.accountants, analyst_noise, q_known, t_known, delta_known)?,
+        };
 
+        let (q_analyst, t_analyst) = if is_amplified {
+            (q_hidden, t_hidden)
+        } else {
+            (q_known, t_known)
+        };
         let mut per_observer = vec![ObserverReport {
             observer: "outside analyst".into(),
             role: "analyst".into(),
-            sample_rate: q_hidden,
-            steps: t_hidden,
+            sample_rate: q_analyst,
+            steps: t_analyst,
             noise_multiplier: analyst_noise,
             epsilon: analyst.clone(),
-            reason: "sees only the released parameters; batch membership is hidden, so \
-                     amplification by subsampling applies to the sum of all noise shares \
-                     (paper Theorems 5.1, 5.2)"
-                .into(),
+            reason: if is_amplified {
+                "sees only the released parameters; batch membership is hidden, so \
+                 amplification by subsampling applies to the sum of all noise shares \
+                 (paper Theorems 5.1, 5.2)"
+                    .into()
+            } else {
+                "sees only the released parameters; amplification is not claimed here: at \
+                 this epsilon the mechanism's failure terms (times 1 + e^epsilon) would exceed \
+                 delta, so the figure is the known-batch one"
+                    .into()
+            },
         }];
 
         // Parties.
@@ -429,8 +497,10 @@ impl PrivacyReport {
             steps: s.steps,
             delta: s.delta,
             delta_terms: BTreeMap::from([
-                ("accountant".to_owned(), delta),
-                ("mechanism_failure".to_owned(), s.mechanism_failure),
+                ("accountant_hidden_batches".to_owned(), delta_hidden),
+                ("accountant_known_batches".to_owned(), delta_known),
+                ("truncation_failure".to_owned(), s.truncation_failure),
+                ("batch_overflow".to_owned(), s.batch_overflow),
             ]),
             epsilon: analyst,
             neighbouring,

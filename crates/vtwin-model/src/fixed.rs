@@ -241,9 +241,9 @@ pub fn party_upload_batch(
     let name = &layout.parties[party];
     let k_n = layout.components;
     let maps = PartyMaps::new(theta, layout, party);
-    // Kernels on the real rows only; padding rows get fixed values below.
-    let real_stats = &batch.stats[..batch.real * batch.width];
-    let t = local_terms(device, &maps, real_stats, batch.real, false)?;
+    // Kernels on every row, padding included (zero statistics), so the party's work does
+    // not depend on the real batch size; the padding rows' values are replaced below.
+    let t = local_terms(device, &maps, &batch.stats, batch.rows, false)?;
     let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
         party: name.clone(),
         what,
@@ -252,7 +252,7 @@ pub fn party_upload_batch(
     };
     let mat_limit = mat_max(renormalise, layout.n_parties());
     let mut mat = Vec::with_capacity(t.log_density.len());
-    for row in t.log_density.chunks_exact(k_n) {
+    for row in t.log_density.chunks_exact(k_n).take(batch.real) {
         let c = shift(renormalise, row, layout.n_parties()).map_err(|e| BackendError::Range {
             party: name.clone(),
             what: "log-density (paper renormalisation)",
@@ -287,17 +287,17 @@ pub fn party_upload_batch(
     let map = crate::mpc::encoded_party_map(&maps, layout.stat_width(party))?;
     let wd = map.width;
     let mut root = Vec::with_capacity(batch.rows * k_n);
-    for n in 0..batch.real {
+    for n in 0..batch.rows {
         let t_n = &stats[n * wd..(n + 1) * wd];
         for k in 0..k_n {
             let cols = k * wd..(k + 1) * wd;
             let u = score_root_raw(&map.scale[cols.clone()], t_n, &map.offset[cols])
                 // Unreachable for |T| <= 14 once the public map check has passed.
                 .ok_or_else(|| range("score norm^2", f64::NAN, "[0, 2^36]"))?;
-            root.push(u);
+            // Computed for padding rows too (same work), then replaced by 0.
+            root.push(if n < batch.real { u } else { Fx::ZERO });
         }
     }
-    root.resize(batch.rows * k_n, Fx::ZERO);
     Ok(PartyUpload {
         mat,
         root,

@@ -220,8 +220,8 @@ impl Trainer {
     /// Charges the plan's opening (module docs, step 3): call it once G exists and before it
     /// is used, after recording the opening durably. Errors, charging nothing: a plan of
     /// another iteration, or of an opening already charged (a stale plan). The opening's
-    /// failure probability (its batch overflow, plus `truncation_failure` from the backend or
-    /// the circuit's public parameters) is added to delta. Cost O(log r) for r ranges in the
+    /// `truncation_failure` (from the backend or the circuit's public parameters) goes into
+    /// the ledger, and so into delta; its batch overflow is [`Trainer::padded_batch`]'s. Cost O(log r) for r ranges in the
     /// ledger.
     pub fn charge(
         &mut self,
@@ -234,9 +234,8 @@ impl Trainer {
                 plan.iteration, plan.opening, self.state.iteration, self.state.openings
             )));
         }
-        let failure = self.opening_failure(truncation_failure);
         if let Some(ledger) = &mut self.state.ledger {
-            ledger.charge_with(plan.opening, failure);
+            ledger.charge_with(plan.opening, truncation_failure);
         }
         self.state.openings += 1;
         Ok(())
@@ -249,22 +248,14 @@ impl Trainer {
     pub fn charge_recorded(&mut self, openings: impl IntoIterator<Item = (u64, f64)>) -> u64 {
         let mut new = 0;
         for (o, truncation_failure) in openings {
-            let failure = self.opening_failure(truncation_failure);
             let fresh = match &mut self.state.ledger {
-                Some(ledger) => ledger.charge_with(o, failure),
+                Some(ledger) => ledger.charge_with(o, truncation_failure),
                 None => o >= self.state.openings,
             };
             new += u64::from(fresh);
             self.state.openings = self.state.openings.max(o + 1);
         }
         new
-    }
-
-    /// The probability that one opening's mechanism failed outside the Gaussian analysis:
-    /// its batch overflowed the public size, or (given by the caller, from the circuit's
-    /// public parameters) a probabilistic truncation wrapped.
-    fn opening_failure(&self, truncation_failure: f64) -> f64 {
-        self.padded.1 + truncation_failure
     }
 
     /// The public batch size every batch is padded to, and the per-opening probability that

@@ -159,7 +159,9 @@ async fn drive(
                     } => {
                         if let Some((_, s)) = &span {
                             s.in_scope(|| {
-                                tracing::info!(batch, ms = elapsed.as_secs_f64() * 1e3, "applied");
+                                // The batch size is known to the coordinator only (nodes see the padded size):
+                                // keep it out of info-level logs that operators share.
+                                tracing::debug!(batch, ms = elapsed.as_secs_f64() * 1e3, "applied");
                             });
                         }
                         span = None;

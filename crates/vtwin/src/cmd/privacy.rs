@@ -179,7 +179,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         // Planning figures: every Poisson opening may overflow the public batch size with
         // probability 2^-40 (vtwin pads batches, so nodes face the analyst's figure); a run's
         // privacy.json also charges each opening's truncation-failure bound.
-        mechanism_failure: match sampling {
+        truncation_failure: 0.0,
+        batch_overflow: match sampling {
             Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
                 args.steps as f64 * vtwin_dp::BATCH_OVERFLOW_TAIL
             }

@@ -238,6 +238,16 @@ pub(crate) fn opening_log(
 ) -> anyhow::Result<OpeningLog> {
     let path = out.join("openings.log");
     if !resume {
+        // A fresh run must not erase the openings of an earlier one: they were released.
+        if let Ok((_, earlier)) = OpeningLog::open(&path) {
+            if !earlier.is_empty() {
+                bail!(
+                    "{} records {} opening(s) of an earlier run in this directory: continue it with --resume, or train into a new directory",
+                    path.display(),
+                    earlier.len()
+                );
+            }
+        }
         return Ok(OpeningLog::create(&path)?);
     }
     let (log, records) = OpeningLog::open(&path).context("--resume")?;
@@ -322,7 +332,8 @@ fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<s
     setting.dimension = settings.layout.dim() as u64;
     // Truncation wraps and batch overflows of the charged openings come out of delta;
     // batches are padded to a public size, so the nodes face the analyst's figure.
-    setting.mechanism_failure = ledger.failure();
+    setting.truncation_failure = ledger.failure();
+    setting.batch_overflow = ledger.steps() as f64 * trainer.padded_batch().1;
     setting.padded_batches = true;
     let mut v = serde_json::to_value(PrivacyReport::build(&setting)?)?;
     if let Some(o) = v.as_object_mut() {
@@ -428,7 +439,32 @@ pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> 
     match trainer.ledger() {
         None => Ok(f64::INFINITY),
         Some(l) if l.steps() == 0 => Ok(0.0),
-        Some(l) => Ok(l.epsilon(delta)?),
+        Some(l) => {
+            // The analyst's delta after the mechanism's own failures, as privacy.json spends
+            // it (the RDP figure is a few units at most, so e^(eps + 1) bounds the factor).
+            let failure = l.failure() + l.steps() as f64 * trainer.padded_batch().1;
+            if failure == 0.0 {
+                return Ok(l.epsilon(delta)?);
+            }
+            let first = l.epsilon(delta - 2.0 * failure)?;
+            let delta_acc = delta - (1.0 + (first + 1.0).exp()) * failure;
+            if delta_acc > 0.0 {
+                return Ok(l.epsilon(delta_acc)?);
+            }
+            // Too large an epsilon for the amplified argument: the known-batch figure.
+            let (q, steps) = l.sampling().for_known_batches(l.steps());
+            let c = vtwin_dp::Composition {
+                noise_multiplier: l.noise_multiplier(),
+                sample_rate: q,
+                steps,
+            };
+            Ok(vtwin_dp::epsilon(
+                vtwin_dp::Accountant::Rdp,
+                &c,
+                delta - 2.0 * l.failure(),
+                vtwin_dp::Neighbouring::AddRemove,
+            )?)
+        }
     }
 }
 
