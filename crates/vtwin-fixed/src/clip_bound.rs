@@ -13,7 +13,7 @@
 //! `2^(2L-32)` on `norm2`.
 //!
 //! With `V^2 = sum (r - pi)^2 + sum_k r_k^2 S_k` (the exact norm the clip should see):
-//! `norm2 >= V^2 - a V - b0`, `a = 2^(L-31) sqrt(P K)`, `b0 = 2^(2L-32) + 2^-32`. Whether or
+//! `norm2 >= V^2 - a V - b0`, `a = 2^(L-31) sqrt(P K)`, `b0 = 2^(2L-32) + 2^-32 + a^2 / 4`. Whether or
 //! not it clips, `c V <= (1 + 2^-21) (C' + kappa a + kappa b0 / (2 C'))` with
 //! `kappa = C' / sqrt(C'^2 - 2^-32)` ([`crate::clip`]'s one-sided factor). The rounding of
 //! `w` adds `|delta| <= 2^-32 sqrt(K (1 + P Qmax))`, and the batch-level truncations of the
@@ -146,7 +146,9 @@ fn terms(c_prime: f64, shape: ClipShape) -> (f64, f64, f64) {
     let ulp = 2f64.powi(-(FRAC_BITS as i32));
     let l = NORM_SCALE_BITS as i32;
     let a = 2f64.powi(l - 31) * (p * k).sqrt();
-    let b0 = 2f64.powi(2 * l - 32) + ulp;
+    // a^2 / 4: the roots are rounded up, so the Cauchy-Schwarz step bounds Y^2 - a Y with
+    // Y >= V (not V itself); y^2 - a y >= V^2 - a V - a^2 / 4 for y >= V.
+    let b0 = 2f64.powi(2 * l - 32) + ulp + a * a / 4.0;
     let kappa = c_prime / (c_prime * c_prime - ulp).sqrt();
     let clipped =
         (1.0 + crate::clip::CLIP_REL_EXCESS) * (c_prime + kappa * a + kappa * b0 / (2.0 * c_prime));
