@@ -202,6 +202,9 @@ pub struct PrivacyReport {
     pub per_observer: Vec<ObserverReport>,
 }
 
+/// Epsilon per accountant name.
+type Figures = BTreeMap<String, EpsilonPair>;
+
 fn to_opt(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
@@ -297,33 +300,32 @@ impl PrivacyReport {
         // delta - 2 failure, and check that every figure stays below it.
         // None when the factor e^epsilon makes the argument void (large epsilon): the
         // analyst then gets the known-batch figure, which needs no amplification.
-        let hidden =
-            |noise: f64| -> Result<Option<(BTreeMap<String, EpsilonPair>, f64)>, ReportError> {
-                let largest = |f: &BTreeMap<String, EpsilonPair>| {
-                    f.values()
-                        .flat_map(|p| [p.add_remove, p.replace_one])
-                        .flatten()
-                        .fold(0.0f64, f64::max)
-                };
-                if failure == 0.0 {
-                    return Ok(Some((
-                        figures(&s.accountants, noise, q_hidden, t_hidden, s.delta)?,
-                        s.delta,
-                    )));
-                }
-                let start = s.delta - 2.0 * failure;
-                if !(start > 0.0) {
-                    return Ok(None);
-                }
-                let first = figures(&s.accountants, noise, q_hidden, t_hidden, start)?;
-                let cap = largest(&first) + 1.0;
-                let delta_acc = s.delta - (1.0 + cap.exp()) * failure;
-                if !(delta_acc > 0.0) {
-                    return Ok(None);
-                }
-                let fig = figures(&s.accountants, noise, q_hidden, t_hidden, delta_acc)?;
-                Ok((largest(&fig) <= cap).then_some((fig, delta_acc)))
+        let hidden = |noise: f64| -> Result<Option<(Figures, f64)>, ReportError> {
+            let largest = |f: &Figures| {
+                f.values()
+                    .flat_map(|p| [p.add_remove, p.replace_one])
+                    .flatten()
+                    .fold(0.0f64, f64::max)
             };
+            if failure == 0.0 {
+                return Ok(Some((
+                    figures(&s.accountants, noise, q_hidden, t_hidden, s.delta)?,
+                    s.delta,
+                )));
+            }
+            let start = s.delta - 2.0 * failure;
+            if start.is_nan() || start <= 0.0 {
+                return Ok(None);
+            }
+            let first = figures(&s.accountants, noise, q_hidden, t_hidden, start)?;
+            let cap = largest(&first) + 1.0;
+            let delta_acc = s.delta - (1.0 + cap.exp()) * failure;
+            if delta_acc.is_nan() || delta_acc <= 0.0 {
+                return Ok(None);
+            }
+            let fig = figures(&s.accountants, noise, q_hidden, t_hidden, delta_acc)?;
+            Ok((largest(&fig) <= cap).then_some((fig, delta_acc)))
+        };
         let amplified = hidden(analyst_noise)?;
         let is_amplified = amplified.is_some();
         let delta_hidden = amplified.as_ref().map_or(delta_known, |(_, d)| *d);
