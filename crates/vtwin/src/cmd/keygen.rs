@@ -5,15 +5,22 @@
 //! The coordinator's job defaults to the built-in demo (schema and data, as
 //! `vtwin train --demo`): K = 20, 1000 iterations, epsilon 1 at delta 1e-5, expected batch
 //! 100, clip 1, learning rate 0.01, closed-form renormalisation, a checkpoint every 100
-//! iterations. For real data, edit `training.schema` in coordinator.toml and `schema` and
-//! `data` in each party's file.
+//! iterations. Each party's `[policy]` agrees to exactly that job on the demo data (sigma
+//! floor = the calibrated sigma, clip 1, K = 20, q = 100 / N, 1000 openings, epsilon 1 at
+//! delta 1e-5); each node's `[policy]` takes the sigma floor and the clip cap. For real
+//! data, edit `training.schema` in coordinator.toml and `schema`, `data` and `[policy]` in
+//! each party's file (and the nodes' `[policy]`).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Parser;
-use vtwin_net::config::{DataSource, TrainingSettings};
+use vtwin_consortium::party::policy_for_plan;
+use vtwin_net::config::{DataSource, PartyPolicy, TrainingSettings};
 use vtwin_net::keygen::{keygen, verify, KeygenSpec};
+use vtwin_net::JobTerms;
+
+use super::train::noise_multiplier;
 
 /// Write the CA, certificates, keys and one config per role.
 #[derive(Debug, Parser)]
@@ -32,7 +39,40 @@ pub(crate) struct Args {
     base_port: u16,
 }
 
+/// The policy of a party that agrees to `training` on `rows` records: sigma calibrated as
+/// the coordinator calibrates it (so the floor is exactly the job's sigma), the job's clip,
+/// K, q = batch / rows, delta and iterations, and its target epsilon (or, for a job given
+/// by sigma, the analyst's epsilon of the plan).
+pub(crate) fn policy_for_job(
+    training: &TrainingSettings,
+    rows: usize,
+) -> anyhow::Result<PartyPolicy> {
+    let q = training.batch as f64 / rows as f64;
+    let (sigma, delta) = noise_multiplier(
+        training.epsilon,
+        Some(training.delta),
+        training.sigma,
+        q,
+        training.iters,
+    )?;
+    let mut policy = policy_for_plan(&JobTerms {
+        sigma,
+        clip: training.clip,
+        components: u32::try_from(training.components).context("training.components")?,
+        sample_rate: q,
+        iterations: training.iters,
+        delta,
+    })
+    .context("the job's party policy")?;
+    if let Some(e) = training.epsilon {
+        policy.epsilon = e;
+    }
+    Ok(policy)
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    let training = TrainingSettings::default();
+    let policy = policy_for_job(&training, vtwin_model::demo::DEMO_ROWS)?;
     let spec = KeygenSpec {
         data: args
             .parties
@@ -45,8 +85,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         parties: args.parties,
         nodes: args.nodes,
         base_port: args.base_port,
-        training: TrainingSettings::default(),
+        training,
         insecure: None,
+        policy,
     };
     let written = keygen(&args.out, &spec)?;
     verify(&written).context("reading back the written configurations")?;
