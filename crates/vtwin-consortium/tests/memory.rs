@@ -23,6 +23,7 @@ use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
 use vtwin_consortium::party::policy_for_plan;
+use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
 use vtwin_consortium::PartyLedger;
 use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
@@ -46,9 +47,29 @@ fn terms(w: &World, iters: u64) -> JobTerms {
     }
 }
 
-/// A policy agreeing to `PLANNED` iterations of `w`'s job.
+/// A policy agreeing to `PLANNED` iterations of `w`'s job, one of them retried on its batch
+/// (the resume test reruns an aborted iteration; each upload counts).
 fn policy(w: &World) -> PartyPolicy {
-    policy_for_plan(&terms(w, PLANNED)).unwrap()
+    let plan = policy_for_plan(&terms(w, PLANNED)).unwrap();
+    let mut ledger = PartyLedger::in_memory();
+    for t in 0..PLANNED {
+        let upload = UploadRecord {
+            iteration: t,
+            batch: batch_digest(&[t as u32]),
+            sigma: plan.sigma,
+            clip: plan.clip,
+            sample_rate: plan.sample_rate,
+        };
+        ledger.record(&upload).unwrap();
+        if t == 0 {
+            ledger.record(&upload).unwrap();
+        }
+    }
+    PartyPolicy {
+        epsilon: ledger.epsilon(None, plan.delta).unwrap(),
+        openings: PLANNED + 1,
+        ..plan
+    }
 }
 
 fn node_policy(w: &World) -> NodePolicy {
