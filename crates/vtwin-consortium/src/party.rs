@@ -492,9 +492,13 @@ impl PartyResponder {
                 clip: terms.clip,
                 messages: msgs.iter().map(|m| m.encode()).collect(),
             };
-            let plain = Zeroizing::new(
-                postcard::to_allocvec(&inputs).map_err(|e| bad(format!("encoding: {e}")))?,
-            );
+            // Preallocated to an upper bound of the encoding (two f64, then varint lengths
+            // of at most 10 bytes), so the buffer holding seeds never reallocates and leaves
+            // no unzeroized copy behind.
+            let bound = 26 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            let mut plain = Zeroizing::new(Vec::with_capacity(bound));
+            *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
+                .map_err(|e| bad(format!("encoding: {e}")))?;
             let ctx = SealContext {
                 session: f.session,
                 iteration: t,
