@@ -59,6 +59,15 @@ pub const HELLO: [u8; 8] = *b"vtwin/1\n";
 /// The stream hello of a process running with insecure seeds (its config's `[insecure]`).
 pub const HELLO_INSECURE: [u8; 8] = *b"vtwin/1i";
 
+/// The close reason sent with a hello refusal's code.
+fn close_reason(code: u32) -> &'static [u8] {
+    if code == CLOSE_INSECURE_PEER {
+        b"insecure seeds on one side only: refused by the secure side"
+    } else {
+        b"bad hello"
+    }
+}
+
 /// The hello this side sends.
 fn own_hello(options: &TransportOptions) -> [u8; 8] {
     if options.insecure {
@@ -466,7 +475,7 @@ impl Endpoint {
         match recv.read_exact(&mut answer).await {
             Ok(()) => {
                 if let Err((code, reason)) = check_hello(&answer, role, &self.options) {
-                    conn.close(VarInt::from_u32(code), b"bad hello");
+                    conn.close(VarInt::from_u32(code), close_reason(code));
                     return Err(Attempt::Fatal(format!("hello answer: {reason}")));
                 }
             }
@@ -545,7 +554,7 @@ async fn accept_one(
     let (mut send, recv) = match tokio::time::timeout(options.hello_timeout, hello).await {
         Ok(Ok(streams)) => streams,
         Ok(Err((code, reason))) => {
-            conn.close(VarInt::from_u32(code), b"bad hello");
+            conn.close(VarInt::from_u32(code), close_reason(code));
             return Err(format!("{peer}: {reason}"));
         }
         Err(_) => {
