@@ -472,8 +472,7 @@ impl PartyResponder {
             renormalise: self.setup.renormalise,
         };
         let mut client_rng = self.setup.randomness.party(usize::from(p), t);
-        let messages = match party_messages_with_noise(&self.device, &task, &z, &mut client_rng)
-        {
+        let messages = match party_messages_with_noise(&self.device, &task, &z, &mut client_rng) {
             Ok(m) => m,
             Err(BackendError::Range { what, range, .. }) => {
                 // The unused share was never revealed: keep it for the next request.

@@ -168,7 +168,11 @@ impl PartyLedger {
     /// The analyst's epsilon at `delta` over every recorded upload plus `extra` (module
     /// docs). Errors: a record with sigma 0 (never accepted by a policy), a rate outside
     /// [0, 1], or delta outside (0, 1).
-    pub fn epsilon(&self, extra: Option<&UploadRecord>, delta: f64) -> Result<f64, AccountingError> {
+    pub fn epsilon(
+        &self,
+        extra: Option<&UploadRecord>,
+        delta: f64,
+    ) -> Result<f64, AccountingError> {
         if !(delta > 0.0 && delta < 1.0) {
             return Err(AccountingError::Delta(delta));
         }
@@ -191,7 +195,9 @@ impl PartyLedger {
             if !(0.0..=1.0).contains(&g.rate) {
                 return Err(AccountingError::SampleRate(g.rate));
             }
-            *counts.entry((g.rate.to_bits(), sigma.to_bits())).or_default() += 1;
+            *counts
+                .entry((g.rate.to_bits(), sigma.to_bits()))
+                .or_default() += 1;
         }
         if counts.is_empty() {
             return Ok(0.0);

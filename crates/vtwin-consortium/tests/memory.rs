@@ -7,6 +7,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::memory::MemoryConsortium;
 use vtwin_consortium::outgoing::{frame, Attempt};
+use vtwin_consortium::party::policy_for_plan;
+use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
+use vtwin_consortium::PartyLedger;
 use vtwin_consortium::{
     CoordinatorJob, JobError, JobEvent, NodeOutput, NodeSession, PartyResponder, PartySetup,
     Timeouts,
@@ -22,9 +25,6 @@ use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
-use vtwin_consortium::party::policy_for_plan;
-use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
-use vtwin_consortium::PartyLedger;
 use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
 

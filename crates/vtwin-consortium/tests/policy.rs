@@ -202,7 +202,10 @@ fn a_party_refuses_every_term_outside_its_policy_and_uploads_within_it() {
 fn spend(p: &mut PartyResponder, from: u64, to: u64) {
     for t in from..to {
         let body = reply(p, &request(t, vec![t as u32, 10 + t as u32], plan()));
-        assert!(matches!(body, Body::Upload { .. }), "iteration {t}: {body:?}");
+        assert!(
+            matches!(body, Body::Upload { .. }),
+            "iteration {t}: {body:?}"
+        );
     }
 }
 
@@ -272,7 +275,11 @@ fn a_range_refusal_names_the_quantity_and_range_but_never_the_value() {
         panic!("age is continuous")
     };
     age[0] = private;
-    let mut p = party(&t, policy_for_plan(&plan()).unwrap(), PartyLedger::in_memory());
+    let mut p = party(
+        &t,
+        policy_for_plan(&plan()).unwrap(),
+        PartyLedger::in_memory(),
+    );
     let f = request(0, vec![0, 1], plan());
     let out = p.handle(Role::Coordinator, &f).unwrap();
     let body = &out[0].frame.body;

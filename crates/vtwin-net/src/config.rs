@@ -185,7 +185,11 @@ impl PartyPolicy {
         positive("sigma", self.sigma)?;
         positive("clip", self.clip)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
-            return Err(ConfigError::field(file, "policy.delta", "must be in (0, 1)"));
+            return Err(ConfigError::field(
+                file,
+                "policy.delta",
+                "must be in (0, 1)",
+            ));
         }
         if !(self.sample_rate > 0.0 && self.sample_rate <= 1.0) {
             return Err(ConfigError::field(
@@ -521,14 +525,16 @@ pub fn write<T: Serialize>(file: &Path, config: &T) -> Result<(), ConfigError> {
 
 impl NodeConfig {
     /// Reads and validates a node configuration (id < 3, policy sigma and clip finite and
-    /// > 0, timeouts >= 1); relative paths
-    /// become relative to the file's directory.
+    /// positive, timeouts >= 1); relative paths become relative to the file's directory.
     pub fn load(file: &Path) -> Result<NodeConfig, ConfigError> {
         let mut c: NodeConfig = parse(file, &read(file)?)?;
         if c.id >= NODES {
             return Err(ConfigError::field(file, "id", "must be 0, 1 or 2"));
         }
-        for (field, v) in [("policy.sigma", c.policy.sigma), ("policy.clip", c.policy.clip)] {
+        for (field, v) in [
+            ("policy.sigma", c.policy.sigma),
+            ("policy.clip", c.policy.clip),
+        ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(ConfigError::field(file, field, "must be finite and > 0"));
             }

@@ -324,7 +324,11 @@ fn config_errors_name_file_and_field() {
         PartyConfig::load,
     );
     assert!(e.contains("policy.sample_rate"), "{e}");
-    let e = edited("party-b.toml", replace("ledger = ", "x = "), PartyConfig::load);
+    let e = edited(
+        "party-b.toml",
+        replace("ledger = ", "x = "),
+        PartyConfig::load,
+    );
     assert!(e.contains("ledger") || e.contains("`x`"), "{e}");
     let e = edited(
         "node-1.toml",

@@ -536,7 +536,13 @@ async fn an_insecure_peer_is_announced_and_refused_by_a_secure_one() {
         ..TransportOptions::default()
     };
     for (server_insecure, client_insecure) in [(false, true), (true, false), (true, true)] {
-        let options = |i: bool| if i { insecure() } else { TransportOptions::default() };
+        let options = |i: bool| {
+            if i {
+                insecure()
+            } else {
+                TransportOptions::default()
+            }
+        };
         let node = bind(
             &ca,
             Role::Node(0),

@@ -8,9 +8,9 @@ use tokio::sync::{oneshot, Notify};
 use tracing::Instrument;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
+use vtwin_net::config::NodePolicy;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
-use vtwin_net::config::NodePolicy;
 use vtwin_net::{Role, SealKey};
 
 use super::mesh::{Event, Hub, Mesh};

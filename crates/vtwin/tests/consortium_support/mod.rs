@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
 use vtwin_consortium::PartyLedger;
 use vtwin_net::config::{
-    self, CoordinatorConfig, DataSource, Insecure, NodeConfig, NodePolicy, PartyConfig,
-    PartyPolicy,
+    self, CoordinatorConfig, DataSource, Insecure, NodeConfig, NodePolicy, PartyConfig, PartyPolicy,
 };
 
 /// Runs of the job a test consortium's parties agree to serve on the same batches (a full
