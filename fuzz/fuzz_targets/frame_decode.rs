@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(frame) = decode(data) {
         let wire = encode(&frame).expect("a decoded frame re-encodes");
         assert_eq!(&wire[LENGTH_PREFIX_BYTES..], data, "non-canonical frame accepted");
-        if let Body::Start { public } = frame.body {
+        if let Body::Start { public, .. } = frame.body {
             let _ = CircuitPublic::try_from(public);
         }
     }

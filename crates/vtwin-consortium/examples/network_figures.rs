@@ -145,6 +145,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             noise_seed: Some(4),
             receive_delay: delay,
             iteration_timeout: Duration::from_secs(300),
+            policy: vtwin_consortium::party::policy_for_plan(&vtwin_net::JobTerms {
+                sigma: config.sigma,
+                clip: config.clip,
+                components: k as u32,
+                sample_rate: config.sample_rate,
+                iterations: (WARMUP + iters) as u64,
+                delta: 1e-5,
+            })
+            .map_err(|e| vtwin_consortium::loopback::LoopbackError::Setup(e.to_string()))?,
+            delta: 1e-5,
         };
         run(settings).map(|r| (r.iteration_ms[WARMUP..].to_vec(), r.setup_ms))
     };

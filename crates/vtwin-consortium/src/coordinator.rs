@@ -37,7 +37,7 @@ use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::{IterationPlan, Trainer};
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Message, NodeId, Opening, Peer};
-use vtwin_net::{Body, Frame, Role, WirePublic};
+use vtwin_net::{Body, Frame, JobTerms, Role, WirePublic};
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 
@@ -62,7 +62,9 @@ pub enum JobError {
         /// What differs.
         reason: String,
     },
-    /// A party refused its upload (a value outside the public ranges; nothing was shared).
+    /// A party refused its upload (terms outside its policy, its budget spent, or a value
+    /// outside the public ranges; nothing was shared). The reason is the party's typed,
+    /// value-free refusal.
     #[error("iteration {iteration}: {party} refused: {reason}")]
     Refused {
         /// The iteration.
@@ -232,6 +234,7 @@ fn running_for(
 pub struct CoordinatorJob {
     parties: usize,
     iters: u64,
+    delta: f64,
     timeouts: Timeouts,
     randomness: SecretRandomness,
     trainer: Option<Trainer>,
@@ -253,11 +256,13 @@ fn all_nodes() -> impl Iterator<Item = Role> {
 }
 
 impl CoordinatorJob {
-    /// A job for `parties` parties that trains up to `iters` iterations; returns the `Hello`
-    /// frames to send.
+    /// A job for `parties` parties that trains up to `iters` iterations at `delta` (both
+    /// announced to every party and node in the job's terms); returns the `Hello` frames to
+    /// send.
     pub fn new(
         parties: usize,
         iters: u64,
+        delta: f64,
         timeouts: Timeouts,
         randomness: SecretRandomness,
         now: Instant,
@@ -272,6 +277,7 @@ impl CoordinatorJob {
             CoordinatorJob {
                 parties,
                 iters,
+                delta,
                 timeouts,
                 randomness,
                 trainer: None,
@@ -348,8 +354,15 @@ impl CoordinatorJob {
             attempt: rand::random(),
         };
         let clip = trainer.config().clip;
-        let sigma = trainer.config().sigma;
         let layout = trainer.layout();
+        let terms = JobTerms {
+            sigma: trainer.config().sigma,
+            clip,
+            components: layout.components as u32,
+            sample_rate: trainer.config().sample_rate,
+            iterations: self.iters,
+            delta: self.delta,
+        };
         // The public side, checked and in its wire form; a failure stops the job.
         let prepared = circuit_public_for(layout, &plan.theta, clip, plan.padded)
             .map_err(|e| e.to_string())
@@ -390,6 +403,7 @@ impl CoordinatorJob {
                     0,
                     Body::Start {
                         public: wire.clone(),
+                        terms,
                     },
                 ),
             });
@@ -409,9 +423,7 @@ impl CoordinatorJob {
                     Body::Request {
                         batch: batch.clone(),
                         theta: plan.theta.clone(),
-                        clip,
-                        sigma,
-                        components: layout.components as u32,
+                        terms,
                     },
                 ),
             });
@@ -544,13 +556,13 @@ impl CoordinatorJob {
                 peer,
                 reason,
             }),
-            (Body::Refused { reason }, Role::Party(_))
+            (Body::Refused { refusal }, Role::Party(_))
                 if matches!(self.phase, Phase::Running(_)) =>
             {
                 Err(JobError::Refused {
                     iteration: t,
                     party: from,
-                    reason,
+                    reason: refusal.to_string(),
                 })
             }
             (Body::PartyInfo { rows, ids_digest }, Role::Party(p)) => {

@@ -18,9 +18,12 @@ pub mod memory;
 pub mod node;
 pub mod outgoing;
 pub mod party;
+pub mod party_ledger;
 pub mod service;
+pub mod upload;
 
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};
 pub use node::{NodeError, NodeOutput, NodeSession};
 pub use outgoing::Outgoing;
 pub use party::{PartyError, PartyResponder, PartySetup};
+pub use party_ledger::PartyLedger;

@@ -22,12 +22,14 @@ use vtwin_model::stats::OwnPartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Schema;
 use vtwin_mpc::NodeId;
+use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::transport::{Backoff, TransportOptions};
 use vtwin_net::{Role, SealKey};
 
 use crate::coordinator::Timeouts;
 use crate::party::{PartyResponder, PartySetup};
+use crate::party_ledger::PartyLedger;
 use crate::service::{
     run_coordinator, CoordinatorHooks, CoordinatorRun, NodeRun, NodeServer, PartyServer,
     ServiceError,
@@ -58,6 +60,12 @@ pub struct LoopbackSettings {
     pub receive_delay: Option<Duration>,
     /// Deadline of one iteration.
     pub iteration_timeout: Duration,
+    /// Every party's policy (e.g. [`crate::party::policy_for_plan`] of the job); the nodes
+    /// take its sigma floor and clip cap. The parties' ledgers live in memory (they live
+    /// as long as the run).
+    pub policy: PartyPolicy,
+    /// The job's delta, announced in its terms.
+    pub delta: f64,
 }
 
 /// What a loopback run measured.
@@ -171,7 +179,13 @@ pub async fn run_with_hooks(
     let randomness = randomness_of(settings);
     let transport = TransportOptions {
         receive_delay: settings.receive_delay,
+        // Every role of this run shares the seeds, so all announce it alike.
+        insecure: settings.mpc_seed.is_some() || settings.noise_seed.is_some(),
         ..TransportOptions::default()
+    };
+    let node_policy = NodePolicy {
+        sigma: settings.policy.sigma,
+        clip: settings.policy.clip,
     };
     let backoff = Backoff {
         attempts: 20,
@@ -203,6 +217,7 @@ pub async fn run_with_hooks(
         let run = NodeRun {
             nodes: node_addrs,
             seal_key,
+            policy: node_policy.clone(),
             randomness,
             backoff,
         };
@@ -222,6 +237,8 @@ pub async fn run_with_hooks(
             randomness,
             noise_seed: settings.noise_seed,
             renormalise: settings.renormalise,
+            policy: settings.policy.clone(),
+            ledger: PartyLedger::in_memory(),
         })
         .map_err(|e| LoopbackError::Setup(e.to_string()))?;
         tasks.spawn(async move { server.serve(responder).await });
@@ -239,6 +256,7 @@ pub async fn run_with_hooks(
         },
         randomness,
         iters: settings.iters,
+        delta: settings.delta,
     };
     let result = run_coordinator(run, hooks).await;
     tasks.abort_all();

@@ -139,10 +139,13 @@ impl MemoryConsortium {
             }
             Role::Party(p) => {
                 let party = &mut self.parties[usize::from(p)];
-                match party.handle(from, &f) {
+                let out = match party.handle(from, &f) {
                     Ok(o) => o,
                     Err(e) => vec![failure(p, &f, &e)],
-                }
+                };
+                // As the party service does after each reply: the next share, ahead of time.
+                party.prepare_noise();
+                out
             }
         };
         self.post(to, out);

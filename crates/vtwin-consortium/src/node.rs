@@ -1,17 +1,23 @@
 //! The compute node's side of the protocol ([`NodeSession`]), sans-IO.
 //!
 //! Per iteration t (session s_t), driven by frames:
-//! 1. `Start { public }` from the coordinator drops any older session and opens s_t: the node
-//!    draws an ephemeral X25519 key from `randomness.node(i, t)` and sends `NodeKey` to the
-//!    two other nodes.
+//! 1. `Start { public, terms }` from the coordinator drops any older session and checks the
+//!    terms against the node's own [`NodePolicy`] (sigma at least its floor, nominal clip C at
+//!    most its cap) and the circuit: the circuit clip (a reduced clip) positive and at most C,
+//!    K as announced, one noise contributor per party. A session outside them is refused
+//!    (`Failed`, nothing started). Then it opens s_t: the node draws an ephemeral X25519 key
+//!    from `randomness.node(i, t)` and sends `NodeKey` to the two other nodes.
 //! 2. With the three ephemeral publics it derives the pairwise seeds
 //!    ([`vtwin_mpc::PairSeeds::derive`]) and builds the vtwin-mpc node of the iteration
 //!    ([`vtwin_mpc::gradient::iteration_node`]: receive the inputs, the gradient circuit,
 //!    reveal G + Z to the coordinator's client P + m).
 //! 3. `Relay { party: p, sealed }` from the coordinator is unsealed with the node's long-term
-//!    seal key (AAD (s_t, t, p, i)), decoded, and every inner message is checked: session s_t,
-//!    addressed to this node, from client p (data) or P + p (noise) only. Anything else is an
-//!    error. A second relay for the same party is an error.
+//!    seal key (AAD (s_t, t, p, i)) and decoded ([`SealedInputs`]); the sigma and clip the
+//!    party says it noised with must equal the session's terms (so a coordinator cannot tell
+//!    a party a smaller noise than it tells the nodes), and every inner message is checked:
+//!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
+//!    Anything else is an error. A second relay for the same party is an error. The
+//!    plaintext (PRG seeds) is zeroized once decoded.
 //! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
 //!    j (the TLS-authenticated role). Messages of the node's program to node j go out as
 //!    `Mpc` frames to node j, the opening shares to the coordinator.
@@ -32,9 +38,11 @@ use std::collections::VecDeque;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::gradient::{iteration_node, CircuitPublic};
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, PairSeeds, Peer, SessionId};
-use vtwin_net::{unseal, Body, Frame, Role, SealContext, SealKey};
+use vtwin_net::config::NodePolicy;
+use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
+use crate::upload::SealedInputs;
 
 /// Most frames buffered for sessions not started yet.
 pub const EARLY_FRAMES: usize = 256;
@@ -57,7 +65,8 @@ pub enum NodeError {
         /// The body kind.
         kind: &'static str,
     },
-    /// The coordinator's public circuit parameters are inconsistent.
+    /// The coordinator's public circuit parameters are inconsistent, or its terms are
+    /// outside the node's policy.
     #[error("{node}: bad Start for iteration {iteration}: {reason}")]
     BadStart {
         /// This node.
@@ -127,6 +136,7 @@ struct Active {
     at: Attempt,
     iteration: u64,
     public: CircuitPublic,
+    terms: JobTerms,
     key: NodeKey,
     publics: [Option<[u8; 32]>; 3],
     node: Option<Node<Counters>>,
@@ -139,6 +149,7 @@ struct Active {
 pub struct NodeSession {
     id: NodeId,
     seal_key: SealKey,
+    policy: NodePolicy,
     randomness: SecretRandomness,
     active: Option<Active>,
     early: VecDeque<(Role, Frame)>,
@@ -165,11 +176,18 @@ fn body_bytes(b: &Body) -> usize {
 }
 
 impl NodeSession {
-    /// Node `id` with its long-term seal key and the source of its ephemeral keys.
-    pub fn new(id: NodeId, seal_key: SealKey, randomness: SecretRandomness) -> NodeSession {
+    /// Node `id` with its long-term seal key, its policy and the source of its ephemeral
+    /// keys.
+    pub fn new(
+        id: NodeId,
+        seal_key: SealKey,
+        policy: NodePolicy,
+        randomness: SecretRandomness,
+    ) -> NodeSession {
         NodeSession {
             id,
             seal_key,
+            policy,
             randomness,
             active: None,
             early: VecDeque::new(),
@@ -310,18 +328,20 @@ impl NodeSession {
 
     fn start(&mut self, f: Frame, out: &mut NodeOutput) -> Result<(), NodeError> {
         let at = Attempt::of(&f);
-        let Body::Start { public } = f.body else {
+        let Body::Start { public, terms } = f.body else {
             return Ok(());
         };
         self.close();
         let t = f.iteration;
         // Attempts are fresh, so this is only defence against a repeated Start.
         self.closed.retain(|s| *s != at);
-        let public = CircuitPublic::try_from(public).map_err(|e| NodeError::BadStart {
+        let bad = |reason: String| NodeError::BadStart {
             node: self.id,
             iteration: t,
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let public = CircuitPublic::try_from(public).map_err(|e| bad(e.to_string()))?;
+        check_terms(&self.policy, &terms, &public).map_err(bad)?;
         let parties = public.parties.len();
         if public.noise_contributors != parties || parties == 0 {
             return Err(NodeError::BadStart {
@@ -343,6 +363,7 @@ impl NodeSession {
             at,
             iteration: t,
             public,
+            terms,
             key,
             publics,
             node: None,
@@ -448,11 +469,21 @@ impl NodeSession {
                 };
                 let plain =
                     unseal(&self.seal_key, &ctx, &sealed).map_err(|e| bad(e.to_string()))?;
-                let encoded: Vec<Vec<u8>> = postcard::from_bytes(&plain)
-                    .map_err(|e| bad(format!("not a message list: {e}")))?;
+                // Zeroized on drop, as `plain` is.
+                let inputs: SealedInputs = postcard::from_bytes(&plain)
+                    .map_err(|e| bad(format!("not sealed inputs: {e}")))?;
+                drop(plain);
+                if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
+                    || inputs.clip.to_bits() != a.terms.clip.to_bits()
+                {
+                    return Err(bad(
+                        "its noise share was drawn for another sigma or clip than this session's terms"
+                            .into(),
+                    ));
+                }
                 let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
-                let mut msgs = Vec::with_capacity(encoded.len());
-                for (k, bytes) in encoded.iter().enumerate() {
+                let mut msgs = Vec::with_capacity(inputs.messages.len());
+                for (k, bytes) in inputs.messages.iter().enumerate() {
                     let m = Message::decode(bytes).map_err(|e| bad(format!("message {k}: {e}")))?;
                     if m.session != a.session {
                         return Err(bad(format!("message {k}: another session")));
@@ -515,6 +546,46 @@ impl NodeSession {
         }
         Ok(())
     }
+}
+
+/// Checks a session's terms against the node's policy and the circuit (module docs, step 1).
+/// The message names the term and the policy's bound.
+fn check_terms(
+    policy: &NodePolicy,
+    terms: &JobTerms,
+    public: &CircuitPublic,
+) -> Result<(), String> {
+    // Written so that NaN fails every check.
+    if !(terms.sigma >= policy.sigma && terms.sigma.is_finite()) {
+        return Err(format!(
+            "sigma {} is below this node's floor {}",
+            terms.sigma, policy.sigma
+        ));
+    }
+    if !(terms.clip > 0.0 && terms.clip <= policy.clip) {
+        return Err(format!(
+            "clip {} is above this node's cap {} (or not positive)",
+            terms.clip, policy.clip
+        ));
+    }
+    // raw / 2^scale <= C exactly: C 2^scale is exact in f64 (a power-of-two scaling) and raw
+    // is an integer, so raw <= floor(C 2^scale) (the cast saturates). Raw values at or
+    // above 2^127 are negative in the ring.
+    let raw = public.clip.raw();
+    let cap = (terms.clip * (vtwin_fixed::FRAC_BITS as f64).exp2()).floor() as u128;
+    if raw == 0 || raw >= 1u128 << 127 || raw > cap {
+        return Err(format!(
+            "the circuit clip (raw {raw}) is not in (0, C] for the nominal clip C = {}",
+            terms.clip
+        ));
+    }
+    if terms.components as usize != public.components {
+        return Err(format!(
+            "terms announce {} components, the circuit has {}",
+            terms.components, public.components
+        ));
+    }
+    Ok(())
 }
 
 /// The node program's messages as frames: to another node, or the opening to the coordinator.

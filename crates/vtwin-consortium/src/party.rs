@@ -5,21 +5,38 @@
 //! - `Hello` -> `PartyInfo { rows, ids_digest }` (SHA-256 of its id column,
 //!   [`vtwin_model::stats::ids_digest`]), so
 //!   the coordinator can check that every party holds the same individuals in the same order;
-//! - `Request { batch, theta, clip, sigma, components }` of iteration t in session s_t -> it runs
-//!   its local kernels on its batch and builds the vtwin-mpc input messages of its data client
-//!   (p) and its noise client (P + p) with [`vtwin_model::party_upload::party_messages`] (noise
-//!   generator for (p, t), client generator `randomness.party(p, t)`), encodes node i's
-//!   messages (postcard `Vec<Vec<u8>>` of `Message::encode`) and seals them to node i's
-//!   long-term seal key with AAD (s_t, t, p, i), replying `Upload { sealed: [3 blobs] }`. A value
-//!   outside the public fixed-point ranges gives `Refused { reason }` and nothing is shared;
+//! - `Request { batch, theta, terms }` of iteration t in session s_t -> it checks the job's
+//!   terms against its own [`PartyPolicy`] (sigma at least its floor, nominal clip at most its
+//!   cap, its K, sample rate at most its cap, planned iterations at most its openings, delta
+//!   at most its delta, t inside the plan, and the analyst's epsilon of the announced plan,
+//!   by vtwin-dp's RDP accountant at (sigma, q, T, delta), at most its epsilon), then its
+//!   budget against its own ledger ([`PartyLedger`]: uploads so far plus this one at most its
+//!   openings, their epsilon at most its epsilon). Then it runs its local kernels on its
+//!   batch and builds the vtwin-mpc input messages of its data client (p) and its noise
+//!   client (P + p) ([`vtwin_model::party_upload::party_messages_with_noise`], client
+//!   generator `randomness.party(p, t)`), encodes node i's messages with the noise terms it
+//!   used ([`SealedInputs`]) and seals them to node i's long-term seal key with AAD
+//!   (s_t, t, p, i); it records the upload in its ledger (synced to disk) and only then
+//!   replies `Upload { sealed: [3 blobs] }`. A term outside the policy, a spent budget or a
+//!   value of its rows outside the public fixed-point ranges gives `Refused { refusal }`
+//!   (typed: which check, which quantity, the public range; never a value) and nothing is
+//!   shared or recorded;
 //! - `Abort` -> nothing to drop (a party keeps no per-iteration state).
 //!
+//! The noise share is never sampled on the message path when the terms are as expected:
+//! [`PartyResponder::prepare_noise`], which the driver calls after sending each reply (and
+//! once at start), samples the share for the next request ahead of time (for the terms of
+//! the last request, or the policy's sigma and clip before the first). A request with other
+//! terms (or, with an insecure noise seed, another iteration than the next) samples its
+//! share inline. With an insecure noise seed the share of (p, t) is the same either way.
+//!
 //! Only the coordinator may talk to a party; anything else is an error ([`PartyError`]) that
-//! the driver logs and reports with `Failed`.
+//! the driver logs and reports with `Failed` (its public summary, [`PartyError::public`]).
 //!
 //! Cost per request: the local kernels (O(B K |T_p|)), two input shares of
 //! 2 B K + B |T_p| and d ring elements, three seals (one X25519, one HKDF and AES-256-GCM over
-//! the blob each).
+//! the blob each), one ledger append with `fdatasync`; the epsilon checks about a
+//! millisecond each (the plan's is cached).
 
 use candle_core::Device;
 use rand::SeedableRng;
@@ -27,19 +44,24 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed::Renormalise;
 
-/// A `Request` batch entry that stands for a padding row: the coordinator sends the real
-/// record indices (ascending), then this value up to the public batch size.
-pub const PADDING_INDEX: u32 = u32::MAX;
-use vtwin_model::kernels::{compute_device, KernelError};
+use vtwin_model::kernels::compute_device;
 use vtwin_model::layout::Layout;
-use vtwin_model::party_upload::{party_messages, PartyTask};
+use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyTask};
 use vtwin_model::secret_randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::stats::PartyData;
 use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
-use vtwin_net::{seal, Body, Frame, Role, SealContext};
+use vtwin_net::config::PartyPolicy;
+use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
+use zeroize::Zeroizing;
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
+use crate::party_ledger::{batch_digest, LedgerFileError, PartyLedger, UploadRecord};
+use crate::upload::SealedInputs;
+
+/// A `Request` batch entry that stands for a padding row: the coordinator sends the real
+/// record indices (ascending), then this value up to the public batch size.
+pub const PADDING_INDEX: u32 = u32::MAX;
 
 /// Everything a party needs: its own data and the public parameters.
 pub struct PartySetup {
@@ -59,6 +81,10 @@ pub struct PartySetup {
     pub noise_seed: Option<u64>,
     /// Renormalisation of the local log-densities.
     pub renormalise: Renormalise,
+    /// What the party agrees to (its config's `[policy]`).
+    pub policy: PartyPolicy,
+    /// Its ledger of uploads (opened from its file, or in memory).
+    pub ledger: PartyLedger,
 }
 
 impl std::fmt::Debug for PartySetup {
@@ -67,6 +93,8 @@ impl std::fmt::Debug for PartySetup {
         f.debug_struct("PartySetup")
             .field("index", &self.index)
             .field("rows", &self.data.rows)
+            .field("policy", &self.policy)
+            .field("uploads", &self.ledger.uploads())
             .finish_non_exhaustive()
     }
 }
@@ -105,14 +133,74 @@ pub enum PartyError {
         /// The cause.
         source: BackendError,
     },
+    /// The upload could not be recorded in the party's ledger (nothing was uploaded).
+    #[error("party {party}: iteration {iteration}: {source}")]
+    Ledger {
+        /// This party.
+        party: u16,
+        /// The iteration.
+        iteration: u64,
+        /// The cause.
+        source: LedgerFileError,
+    },
+    /// The responder could not be set up (compute device, or a policy K the schema or the
+    /// party's data do not fit).
+    #[error("party {party}: {reason}")]
+    Setup {
+        /// This party.
+        party: u16,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl PartyError {
+    /// What the coordinator is told in `Failed`: the error without anything computed from
+    /// the party's data (a local computation or ledger failure is named, its details stay in
+    /// the party's own log).
+    pub fn public(&self) -> String {
+        match self {
+            PartyError::Compute {
+                party, iteration, ..
+            } => format!("party {party}: iteration {iteration}: the local computation failed"),
+            PartyError::Ledger {
+                party, iteration, ..
+            } => format!("party {party}: iteration {iteration}: its ledger could not be written"),
+            PartyError::Setup { party, .. } => format!("party {party}: not set up"),
+            // Only public values: the sender and kind, or the request's own values and the
+            // row count the party reports in PartyInfo.
+            e @ (PartyError::Unexpected { .. } | PartyError::BadRequest { .. }) => e.to_string(),
+        }
+    }
+}
+
+/// The terms a prepared noise share was drawn for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct NoiseKey {
+    sigma: u64,
+    clip: u64,
+    /// The iteration, with an insecure noise seed (the share is a function of it); `None`
+    /// with OS noise (any fresh share serves any iteration).
+    iteration: Option<u64>,
+}
+
+struct Prepared {
+    key: NoiseKey,
+    z: Zeroizing<Vec<u128>>,
 }
 
 /// The party state machine (module docs).
 pub struct PartyResponder {
     setup: PartySetup,
-    layout: Option<Layout>,
+    layout: Layout,
     device: Device,
     seal_rng: ChaCha20Rng,
+    /// The noise share for the next request, sampled ahead of it.
+    prepared: Option<Prepared>,
+    /// The terms (and iteration) the next request is expected to have.
+    next: NoiseKey,
+    /// The last announced plan that passed the policy check.
+    accepted: Option<JobTerms>,
 }
 
 impl std::fmt::Debug for PartyResponder {
@@ -124,14 +212,144 @@ impl std::fmt::Debug for PartyResponder {
 }
 
 impl PartyResponder {
-    /// A responder on [`compute_device`]; sealing randomness from the OS.
-    pub fn new(setup: PartySetup) -> Result<PartyResponder, KernelError> {
-        Ok(PartyResponder {
+    /// A responder on [`compute_device`] for the policy's K; sealing randomness from the OS.
+    /// Samples the first noise share (for the policy's sigma and clip) before it returns.
+    /// Errors: no compute device, or a K the schema or the party's data do not fit.
+    pub fn new(setup: PartySetup) -> Result<PartyResponder, PartyError> {
+        let party = setup.index;
+        let fail = |reason: String| PartyError::Setup { party, reason };
+        let k = setup.policy.components as usize;
+        let layout = Layout::from_schema(&setup.schema, k)
+            .map_err(|e| fail(format!("policy.components = {k}: {e}")))?;
+        if layout.stat_width(usize::from(party)) != setup.data.width {
+            return Err(fail("the schema does not match the party's data".into()));
+        }
+        let next = NoiseKey {
+            sigma: setup.policy.sigma.to_bits(),
+            clip: setup.policy.clip.to_bits(),
+            iteration: setup.noise_seed.map(|_| 0),
+        };
+        let mut responder = PartyResponder {
             setup,
-            layout: None,
-            device: compute_device()?,
+            layout,
+            device: compute_device().map_err(|e| fail(e.to_string()))?,
             seal_rng: ChaCha20Rng::from_os_rng(),
-        })
+            prepared: None,
+            next,
+            accepted: None,
+        };
+        responder.prepare_noise();
+        Ok(responder)
+    }
+
+    /// Uploads recorded in the party's ledger (across restarts).
+    pub fn uploads(&self) -> u64 {
+        self.setup.ledger.uploads()
+    }
+
+    /// Samples the noise share for the next expected request if none is ready (module
+    /// docs). The driver calls it after sending each reply, off the message path. A
+    /// sampling failure is logged; the next request then samples inline and reports it.
+    /// Cost: d discrete Gaussian samples, or nothing.
+    pub fn prepare_noise(&mut self) {
+        if self.prepared.is_some() {
+            return;
+        }
+        let key = self.next;
+        match self.sample(key) {
+            Ok(z) => self.prepared = Some(Prepared { key, z }),
+            Err(e) => tracing::warn!(party = self.setup.index, "preparing the noise share: {e}"),
+        }
+    }
+
+    fn sample(&self, key: NoiseKey) -> Result<Zeroizing<Vec<u128>>, BackendError> {
+        let p = usize::from(self.setup.index);
+        let mut rng = match (self.setup.noise_seed, key.iteration) {
+            (Some(seed), Some(t)) => seeded_noise_rng(seed, p, t),
+            _ => ChaCha20Rng::from_os_rng(),
+        };
+        prepare_noise(
+            &self.layout,
+            f64::from_bits(key.sigma),
+            f64::from_bits(key.clip),
+            &mut rng,
+        )
+    }
+
+    /// The noise share for `key`: the prepared one if it was drawn for `key`, else one
+    /// sampled now (on the message path, logged).
+    fn take_noise(&mut self, key: NoiseKey) -> Result<Zeroizing<Vec<u128>>, BackendError> {
+        match self.prepared.take() {
+            Some(p) if p.key == key => Ok(p.z),
+            other => {
+                // A share drawn for other terms is dropped (zeroized), never reused for these.
+                drop(other);
+                tracing::info!(
+                    party = self.setup.index,
+                    "noise share sampled on the request path (terms or iteration not as prepared)"
+                );
+                self.sample(key)
+            }
+        }
+    }
+
+    /// Checks the job's terms and the iteration against the policy (module docs).
+    fn check_terms(&mut self, t: u64, terms: &JobTerms) -> Result<(), Refusal> {
+        let p = &self.setup.policy;
+        let refuse = |term, allowed| Err(Refusal::Policy { term, allowed });
+        // Written so that NaN fails every check.
+        if !(terms.sigma >= p.sigma && terms.sigma.is_finite()) {
+            return refuse(Term::Sigma, Allowed::AtLeast(p.sigma));
+        }
+        if !(terms.clip > 0.0 && terms.clip <= p.clip) {
+            return refuse(Term::Clip, Allowed::AtMost(p.clip));
+        }
+        if terms.components != p.components {
+            return refuse(Term::Components, Allowed::Exactly(f64::from(p.components)));
+        }
+        if !(terms.sample_rate > 0.0 && terms.sample_rate <= p.sample_rate) {
+            return refuse(Term::SampleRate, Allowed::AtMost(p.sample_rate));
+        }
+        if terms.iterations > p.openings || t >= terms.iterations {
+            return refuse(Term::Iterations, Allowed::AtMost(p.openings as f64));
+        }
+        if !(terms.delta > 0.0 && terms.delta <= p.delta) {
+            return refuse(Term::Delta, Allowed::AtMost(p.delta));
+        }
+        if self.accepted.as_ref() != Some(terms) {
+            let plan = vtwin_dp::Composition {
+                noise_multiplier: terms.sigma,
+                sample_rate: terms.sample_rate,
+                steps: terms.iterations,
+            };
+            let eps = vtwin_dp::epsilon(
+                vtwin_dp::Accountant::Rdp,
+                &plan,
+                terms.delta,
+                vtwin_dp::Neighbouring::AddRemove,
+            );
+            if !matches!(eps, Ok(e) if e <= p.epsilon) {
+                return refuse(Term::Epsilon, Allowed::AtMost(p.epsilon));
+            }
+            self.accepted = Some(*terms);
+        }
+        Ok(())
+    }
+
+    /// Checks that one more upload `r` stays within the budget (module docs).
+    fn check_budget(&self, r: &UploadRecord) -> Result<(), Refusal> {
+        let p = &self.setup.policy;
+        if self.setup.ledger.uploads() >= p.openings {
+            return Err(Refusal::Budget {
+                budget: Budget::Openings { agreed: p.openings },
+            });
+        }
+        match self.setup.ledger.epsilon(Some(r), p.delta) {
+            Ok(e) if e <= p.epsilon => Ok(()),
+            _ => Err(Refusal::Budget {
+                budget: Budget::Epsilon { agreed: p.epsilon },
+            }),
+        }
     }
 
     /// This party's role.
@@ -171,11 +389,15 @@ impl PartyResponder {
             Body::Request {
                 batch,
                 theta,
-                clip,
-                sigma,
-                components,
+                terms,
             } => {
-                let body = self.upload(f, batch, theta, *clip, *sigma, *components)?;
+                let body = match self.upload(f, batch, theta, terms)? {
+                    Ok(sealed) => Body::Upload { sealed },
+                    Err(refusal) => {
+                        tracing::warn!(party = p, iteration = f.iteration, "refused: {refusal}");
+                        Body::Refused { refusal }
+                    }
+                };
                 Ok(reply(body))
             }
             Body::Abort { .. } => Ok(Vec::new()),
@@ -183,32 +405,24 @@ impl PartyResponder {
         }
     }
 
+    /// The sealed blobs, or the refusal; `Err` for a request that does not fit.
     fn upload(
         &mut self,
         f: &Frame,
         batch: &[u32],
         theta: &[f64],
-        clip: f64,
-        sigma: f64,
-        components: u32,
-    ) -> Result<Body, PartyError> {
+        terms: &JobTerms,
+    ) -> Result<Result<[Vec<u8>; 3], Refusal>, PartyError> {
         let (p, t) = (self.setup.index, f.iteration);
         let bad = |reason: String| PartyError::BadRequest {
             party: p,
             iteration: t,
             reason,
         };
-        if self.layout.as_ref().map(|l| l.components) != Some(components as usize) {
-            let layout = Layout::from_schema(&self.setup.schema, components as usize)
-                .map_err(|e| bad(format!("{components} components: {e}")))?;
-            if layout.stat_width(usize::from(p)) != self.setup.data.width {
-                return Err(bad("the schema does not match the party's data".into()));
-            }
-            self.layout = Some(layout);
+        if let Err(refusal) = self.check_terms(t, terms) {
+            return Ok(Err(refusal));
         }
-        let Some(layout) = self.layout.as_ref() else {
-            return Err(bad("no layout".into()));
-        };
+        let layout = &self.layout;
         if theta.len() != layout.dim() {
             return Err(bad(format!(
                 "theta has {} values, the layout needs {}",
@@ -234,50 +448,70 @@ impl PartyResponder {
             }
             idx.push(r as usize);
         }
+        let record = UploadRecord {
+            iteration: t,
+            batch: batch_digest(batch),
+            sigma: terms.sigma,
+            clip: terms.clip,
+            sample_rate: terms.sample_rate,
+        };
+        if let Err(refusal) = self.check_budget(&record) {
+            return Ok(Err(refusal));
+        }
+        let key = NoiseKey {
+            sigma: terms.sigma.to_bits(),
+            clip: terms.clip.to_bits(),
+            iteration: self.setup.noise_seed.map(|_| t),
+        };
+        let compute = |source| PartyError::Compute {
+            party: p,
+            iteration: t,
+            source,
+        };
+        let z = self.take_noise(key).map_err(compute)?;
         let part = self
             .setup
             .data
             .padded_batch(&idx, batch.len())
             .map_err(|e| bad(e.to_string()))?;
-        let session = SessionId(f.session);
         let task = PartyTask {
-            layout,
+            layout: &self.layout,
             party: usize::from(p),
             iteration: t,
-            session,
+            session: SessionId(f.session),
             theta,
-            clip,
-            sigma,
+            clip: terms.clip,
+            sigma: terms.sigma,
             batch: &part,
             renormalise: self.setup.renormalise,
         };
-        let mut noise_rng = match self.setup.noise_seed {
-            Some(seed) => seeded_noise_rng(seed, usize::from(p), t),
-            None => ChaCha20Rng::from_os_rng(),
-        };
         let mut client_rng = self.setup.randomness.party(usize::from(p), t);
-        let messages = match party_messages(&self.device, &task, &mut noise_rng, &mut client_rng) {
+        let messages = match party_messages_with_noise(&self.device, &task, &z, &mut client_rng) {
             Ok(m) => m,
-            Err(e @ BackendError::Range { .. }) => {
-                tracing::warn!(party = p, iteration = t, "refused: {e}");
-                return Ok(Body::Refused {
-                    reason: e.to_string(),
-                });
+            Err(BackendError::Range { what, range, .. }) => {
+                // The unused share was never revealed: keep it for the next request.
+                self.prepared = Some(Prepared { key, z });
+                return Ok(Err(Refusal::Range {
+                    quantity: what.into(),
+                    range: range.into(),
+                }));
             }
-            Err(source) => {
-                return Err(PartyError::Compute {
-                    party: p,
-                    iteration: t,
-                    source,
-                })
-            }
+            Err(source) => return Err(compute(source)),
         };
         let mut sealed: [Vec<u8>; 3] = Default::default();
         for (i, msgs) in messages.iter().enumerate() {
-            let encoded: Vec<Vec<u8>> = msgs.iter().map(|m| m.encode()).collect();
-            let plain = zeroize::Zeroizing::new(
-                postcard::to_allocvec(&encoded).map_err(|e| bad(format!("encoding: {e}")))?,
-            );
+            let inputs = SealedInputs {
+                sigma: terms.sigma,
+                clip: terms.clip,
+                messages: msgs.iter().map(|m| m.encode()).collect(),
+            };
+            // Preallocated to an upper bound of the encoding (two f64, then varint lengths
+            // of at most 10 bytes), so the buffer holding seeds never reallocates and leaves
+            // no unzeroized copy behind.
+            let bound = 26 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            let mut plain = Zeroizing::new(Vec::with_capacity(bound));
+            *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
+                .map_err(|e| bad(format!("encoding: {e}")))?;
             let ctx = SealContext {
                 session: f.session,
                 iteration: t,
@@ -292,11 +526,52 @@ impl PartyResponder {
             )
             .map_err(|e| bad(format!("sealing to node {i}: {e}")))?;
         }
-        Ok(Body::Upload { sealed })
+        // Durable before it leaves: every upload may be opened.
+        self.setup
+            .ledger
+            .record(&record)
+            .map_err(|source| PartyError::Ledger {
+                party: p,
+                iteration: t,
+                source,
+            })?;
+        self.next = NoiseKey {
+            iteration: key.iteration.map(|t| t + 1),
+            ..key
+        };
+        Ok(Ok(sealed))
     }
 }
 
-/// The `Failed` frame a party driver sends to the coordinator after an error in handling `f`.
+/// The policy of a party that agrees to exactly the plan `terms`: its sigma as the floor,
+/// its clip as the cap, its K, q and delta, `terms.iterations` openings, and as epsilon the
+/// analyst's epsilon of the plan by the RDP accountant (the figure the party checks). For
+/// the in-process consortium (`vtwin demo`, benchmarks, tests) and `vtwin keygen`'s demo
+/// job. Errors: sigma not > 0, q or delta out of range (the accountant's error).
+pub fn policy_for_plan(terms: &JobTerms) -> Result<PartyPolicy, vtwin_dp::AccountingError> {
+    let epsilon = vtwin_dp::epsilon(
+        vtwin_dp::Accountant::Rdp,
+        &vtwin_dp::Composition {
+            noise_multiplier: terms.sigma,
+            sample_rate: terms.sample_rate,
+            steps: terms.iterations,
+        },
+        terms.delta,
+        vtwin_dp::Neighbouring::AddRemove,
+    )?;
+    Ok(PartyPolicy {
+        epsilon,
+        delta: terms.delta,
+        sigma: terms.sigma,
+        clip: terms.clip,
+        components: terms.components,
+        sample_rate: terms.sample_rate,
+        openings: terms.iterations,
+    })
+}
+
+/// The `Failed` frame a party driver sends to the coordinator after an error in handling `f`
+/// (with [`PartyError::public`], nothing computed from the party's data).
 pub fn failure(party: u16, f: &Frame, e: &PartyError) -> Outgoing {
     Outgoing {
         to: Role::Coordinator,
@@ -305,9 +580,7 @@ pub fn failure(party: u16, f: &Frame, e: &PartyError) -> Outgoing {
             Attempt::of(f),
             f.iteration,
             0,
-            Body::Failed {
-                reason: e.to_string(),
-            },
+            Body::Failed { reason: e.public() },
         ),
     }
 }

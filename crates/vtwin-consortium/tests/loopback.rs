@@ -41,6 +41,16 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
         noise_seed: Some(22),
         receive_delay: None,
         iteration_timeout: Duration::from_secs(60),
+        policy: vtwin_consortium::party::policy_for_plan(&vtwin_net::JobTerms {
+            sigma: config.sigma,
+            clip: config.clip,
+            components: 3,
+            sample_rate: config.sample_rate,
+            iterations: iters,
+            delta: 1e-5,
+        })
+        .unwrap(),
+        delta: 1e-5,
     })
     .unwrap();
     assert_eq!(report.iteration_ms.len(), iters as usize);

@@ -7,6 +7,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::memory::MemoryConsortium;
 use vtwin_consortium::outgoing::{frame, Attempt};
+use vtwin_consortium::party::policy_for_plan;
+use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
+use vtwin_consortium::PartyLedger;
 use vtwin_consortium::{
     CoordinatorJob, JobError, JobEvent, NodeOutput, NodeSession, PartyResponder, PartySetup,
     Timeouts,
@@ -23,11 +26,59 @@ use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
-use vtwin_net::{Body, Frame, Role, SealKey, WirePublic};
+use vtwin_net::config::{NodePolicy, PartyPolicy};
+use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
 
 const MPC_SEED: u64 = 11;
 const NOISE_SEED: u64 = 12;
 const ROWS: usize = 120;
+const DELTA: f64 = 1e-5;
+/// More iterations than any test here runs: the parties' policies allow them all.
+const PLANNED: u64 = 10;
+
+/// The job's terms for `w` (what the coordinator announces).
+fn terms(w: &World, iters: u64) -> JobTerms {
+    JobTerms {
+        sigma: w.config.sigma,
+        clip: w.config.clip,
+        components: w.layout.components as u32,
+        sample_rate: w.config.sample_rate,
+        iterations: iters,
+        delta: DELTA,
+    }
+}
+
+/// A policy agreeing to `PLANNED` iterations of `w`'s job, one of them retried on its batch
+/// (the resume test reruns an aborted iteration; each upload counts).
+fn policy(w: &World) -> PartyPolicy {
+    let plan = policy_for_plan(&terms(w, PLANNED)).unwrap();
+    let mut ledger = PartyLedger::in_memory();
+    for t in 0..PLANNED {
+        let upload = UploadRecord {
+            iteration: t,
+            batch: batch_digest(&[t as u32]),
+            sigma: plan.sigma,
+            clip: plan.clip,
+            sample_rate: plan.sample_rate,
+        };
+        ledger.record(&upload).unwrap();
+        if t == 0 {
+            ledger.record(&upload).unwrap();
+        }
+    }
+    PartyPolicy {
+        epsilon: ledger.epsilon(None, plan.delta).unwrap(),
+        openings: PLANNED + 1,
+        ..plan
+    }
+}
+
+fn node_policy(w: &World) -> NodePolicy {
+    NodePolicy {
+        sigma: w.config.sigma,
+        clip: w.config.clip,
+    }
+}
 
 struct World {
     layout: Layout,
@@ -84,6 +135,8 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
                 randomness,
                 noise_seed: Some(NOISE_SEED),
                 renormalise: Renormalise::ClosedForm,
+                policy: policy(w),
+                ledger: PartyLedger::in_memory(),
             })
             .unwrap()
         })
@@ -91,9 +144,11 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
     let nodes = keys
         .into_iter()
         .enumerate()
-        .map(|(i, k)| NodeSession::new(NodeId::new(i as u8).unwrap(), k, randomness))
+        .map(|(i, k)| {
+            NodeSession::new(NodeId::new(i as u8).unwrap(), k, node_policy(w), randomness)
+        })
         .collect();
-    let (job, hello) = CoordinatorJob::new(2, iters, timeouts(), randomness, now);
+    let (job, hello) = CoordinatorJob::new(2, iters, DELTA, timeouts(), randomness, now);
     MemoryConsortium::new(job, hello, nodes, parties)
 }
 
@@ -305,6 +360,7 @@ fn the_early_buffer_is_bounded() {
     let mut node = NodeSession::new(
         NodeId::new(0).unwrap(),
         SealKey::generate(&mut rng),
+        node_policy(&world()),
         SecretRandomness::InsecureSeed(1),
     );
     let max = vtwin_consortium::node::EARLY_FRAMES;
@@ -346,6 +402,7 @@ fn a_retried_session_buffers_the_new_attempts_early_frames_and_drops_the_old_one
             NodeSession::new(
                 id,
                 SealKey::generate(&mut rng),
+                node_policy(&w),
                 SecretRandomness::InsecureSeed(9),
             )
         })
@@ -367,6 +424,7 @@ fn a_retried_session_buffers_the_new_attempts_early_frames_and_drops_the_old_one
             0,
             Body::Start {
                 public: wire.clone(),
+                terms: terms(&w, 1),
             },
         )
     };
@@ -450,7 +508,7 @@ fn after_an_abort_the_same_machines_resume_and_match_an_uninterrupted_run() {
     // A new coordinator job resumes from the saved state on the same nodes and parties.
     c.intercept(Box::new(|_, _, _| true));
     let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
-    let (job, hello) = CoordinatorJob::new(2, iters, timeouts(), randomness, now);
+    let (job, hello) = CoordinatorJob::new(2, iters, DELTA, timeouts(), randomness, now);
     c.job = job;
     c.events.clear();
     c.post(Role::Coordinator, hello);
@@ -567,7 +625,7 @@ fn openings_lost_with_a_crash_are_charged_at_resume_and_replayed_with_fresh_batc
     c.run(now);
     c.intercept(Box::new(|_, _, _| true));
     let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
-    let (job, hello) = CoordinatorJob::new(2, iters, timeouts(), randomness, now);
+    let (job, hello) = CoordinatorJob::new(2, iters, DELTA, timeouts(), randomness, now);
     c.job = job;
     c.events.clear();
     c.post(Role::Coordinator, hello);
@@ -639,4 +697,18 @@ fn an_opening_that_cannot_be_recorded_is_not_combined() {
     let t = c.job.trainer().unwrap();
     assert_eq!((t.iteration(), t.openings()), (1, 1));
     assert_eq!(t.ledger().unwrap().steps(), 1);
+}
+
+#[test]
+fn a_coordinator_telling_the_parties_a_larger_sigma_than_the_nodes_is_caught_by_the_nodes() {
+    // The parties accept the larger sigma (more noise than their floor), but their sealed
+    // inputs state it, and the nodes hold the session's terms: the relayed upload is refused.
+    let c = run_tampered(|_, _, f| {
+        if let Body::Request { terms, .. } = &mut f.body {
+            terms.sigma *= 2.0;
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("another sigma or clip"), "{text}");
 }

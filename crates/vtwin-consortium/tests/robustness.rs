@@ -47,7 +47,11 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
             ids_digest: [n as u8; 32],
         },
         5 => Body::Abort { reason: "x".into() },
-        _ => Body::Refused { reason: "y".into() },
+        _ => Body::Refused {
+            refusal: vtwin_net::Refusal::Budget {
+                budget: vtwin_net::Budget::Openings { agreed: 1 },
+            },
+        },
     }
 }
 
@@ -69,7 +73,17 @@ fn start_frame() -> vtwin_net::Frame {
         attempt([1; 16]),
         0,
         0,
-        Body::Start { public: wire },
+        Body::Start {
+            public: wire,
+            terms: vtwin_net::JobTerms {
+                sigma: 1.0,
+                clip: 1.0,
+                components: 2,
+                sample_rate: 0.1,
+                iterations: 10,
+                delta: 1e-5,
+            },
+        },
     )
 }
 
@@ -87,6 +101,7 @@ proptest! {
         let mut node = NodeSession::new(
             NodeId::new(1).unwrap(),
             SealKey::generate(&mut rng),
+            vtwin_net::config::NodePolicy { sigma: 1.0, clip: 1.0 },
             SecretRandomness::InsecureSeed(4),
         );
         let _ = node.handle(Role::Coordinator, start_frame());
@@ -116,7 +131,7 @@ proptest! {
     ) {
         let now = Instant::now();
         let timeouts = Timeouts { handshake: Duration::from_secs(1), iteration: Duration::from_secs(1) };
-        let (mut job, _) = CoordinatorJob::new(2, 3, timeouts, SecretRandomness::InsecureSeed(1), now);
+        let (mut job, _) = CoordinatorJob::new(2, 3, 1e-5, timeouts, SecretRandomness::InsecureSeed(1), now);
         for (r, kind, bytes, n) in frames {
             let f = frame(role(r), attempt([n as u8; 16]), 0, 0, body(kind, bytes, n));
             let out = job.handle(role(r), f, now);

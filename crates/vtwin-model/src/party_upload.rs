@@ -119,12 +119,43 @@ pub fn party_messages(
     client_rng: &mut ChaCha20Rng,
 ) -> Result<[Vec<Message>; 3], BackendError> {
     task.validate()?;
+    // 1. Noise first, before the data phase.
+    let z = prepare_noise(task.layout, task.sigma, task.clip, noise_rng)?;
+    party_messages_with_noise(device, task, &z, client_rng)
+}
+
+/// Step 1 alone: a party's noise share for one iteration (d exact discrete Gaussians
+/// N_Z(0, (sigma C 2^32)^2 / P) from `noise_rng`, in the circuit's canonical order), so a
+/// party process can sample it ahead of the request, off the message path (the sampler's
+/// time depends on the noise magnitude). Zeroized on drop. Cost: d samples.
+pub fn prepare_noise(
+    layout: &Layout,
+    sigma: f64,
+    clip: f64,
+    noise_rng: &mut ChaCha20Rng,
+) -> Result<Zeroizing<Vec<u128>>, BackendError> {
+    let share = noise_share(sigma, clip, layout.n_parties(), layout.dim(), noise_rng)?;
+    Ok(Zeroizing::new(noise_to_canonical(layout, share.as_slice())))
+}
+
+/// Steps 2-4 with a noise share `z` from [`prepare_noise`] for the task's layout, sigma and
+/// clip: the same messages [`party_messages`] sends when its `noise_rng` would have drawn
+/// `z`. Errors as [`party_messages`], and a `z` whose length is not d.
+pub fn party_messages_with_noise(
+    device: &Device,
+    task: &PartyTask<'_>,
+    z: &[u128],
+    client_rng: &mut ChaCha20Rng,
+) -> Result<[Vec<Message>; 3], BackendError> {
+    task.validate()?;
     let layout = task.layout;
     let (p, parties, d) = (task.party, layout.n_parties(), layout.dim());
-    // 1. Noise first, before the data phase.
-    let share = noise_share(task.sigma, task.clip, parties, d, noise_rng)?;
-    let z = Zeroizing::new(noise_to_canonical(layout, share.as_slice()));
-    drop(share);
+    if z.len() != d {
+        return Err(BackendError::Shape(format!(
+            "noise share of {} values, the layout needs {d}",
+            z.len()
+        )));
+    }
     // 2. Local kernels, encoding, range checks.
     let upload = plain_upload(
         &party_upload_batch(device, layout, task.theta, task.batch, task.renormalise)?,
@@ -137,7 +168,7 @@ pub fn party_messages(
     // 3-4. The noise contributor's seeds come after the data client's.
     let (mut noise_client, noise_setup) =
         InputClient::new((parties + p) as u16, task.session, client_rng);
-    let noise_input = noise_client.share_raw(&z);
+    let noise_input = noise_client.share_raw(z);
     let mut out: [Vec<Message>; 3] = Default::default();
     for m in data_setup
         .into_iter()

@@ -145,6 +145,82 @@ pub struct Insecure {
     pub noise_seed: u64,
 }
 
+/// What a party agrees to (`[policy]` of its config): it refuses any request outside these
+/// terms and stops uploading at its budget (vtwin-consortium's party). Every field is
+/// required: a party states its own budget rather than inheriting the coordinator's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartyPolicy {
+    /// The analyst's epsilon it agrees to, over every upload it makes (> 0).
+    pub epsilon: f64,
+    /// The delta of that epsilon, in (0, 1); a job's delta must be at most this.
+    pub delta: f64,
+    /// Smallest noise multiplier it accepts (> 0).
+    pub sigma: f64,
+    /// Largest nominal clip C it accepts (> 0).
+    pub clip: f64,
+    /// The number of components K it accepts (exactly).
+    pub components: u32,
+    /// Largest Poisson sampling rate q it accepts, in (0, 1].
+    pub sample_rate: f64,
+    /// Most uploads it makes (each may be opened, so retries of an iteration count), >= 1;
+    /// a job's planned iterations must be at most this.
+    pub openings: u64,
+}
+
+impl PartyPolicy {
+    fn check(&self, file: &Path) -> Result<(), ConfigError> {
+        let positive = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(ConfigError::field(
+                    file,
+                    &format!("policy.{field}"),
+                    "must be finite and > 0",
+                ))
+            }
+        };
+        positive("epsilon", self.epsilon)?;
+        positive("sigma", self.sigma)?;
+        positive("clip", self.clip)?;
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err(ConfigError::field(
+                file,
+                "policy.delta",
+                "must be in (0, 1)",
+            ));
+        }
+        if !(self.sample_rate > 0.0 && self.sample_rate <= 1.0) {
+            return Err(ConfigError::field(
+                file,
+                "policy.sample_rate",
+                "must be in (0, 1]",
+            ));
+        }
+        if self.components == 0 || self.openings == 0 {
+            let field = if self.components == 0 {
+                "policy.components"
+            } else {
+                "policy.openings"
+            };
+            return Err(ConfigError::field(file, field, "must be >= 1"));
+        }
+        Ok(())
+    }
+}
+
+/// What a compute node accepts (`[policy]` of its config): it refuses to start a session
+/// whose noise multiplier is below `sigma` or whose nominal clip is above `clip`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodePolicy {
+    /// Smallest noise multiplier sigma it accepts (> 0).
+    pub sigma: f64,
+    /// Largest nominal clip C it accepts (> 0).
+    pub clip: f64,
+}
+
 /// `vtwin node --config FILE`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -159,6 +235,8 @@ pub struct NodeConfig {
     pub tls: TlsFiles,
     /// This node's seal key file (mode 0600).
     pub seal_key: PathBuf,
+    /// The noise floor and clip cap it accepts.
+    pub policy: NodePolicy,
     /// Time limits.
     #[serde(default)]
     pub timeouts: Timeouts,
@@ -206,6 +284,11 @@ pub struct PartyConfig {
     pub schema: Option<PathBuf>,
     /// The party's data.
     pub data: DataSource,
+    /// The party's own ledger of uploads (created on first use, appended and synced before
+    /// each upload; keep it with the party's state, never delete it between jobs).
+    pub ledger: PathBuf,
+    /// What the party agrees to.
+    pub policy: PartyPolicy,
     /// Time limits.
     #[serde(default)]
     pub timeouts: Timeouts,
@@ -435,12 +518,20 @@ pub fn write<T: Serialize>(file: &Path, config: &T) -> Result<(), ConfigError> {
 }
 
 impl NodeConfig {
-    /// Reads and validates a node configuration (id < 3, timeouts >= 1); relative paths
-    /// become relative to the file's directory.
+    /// Reads and validates a node configuration (id < 3, policy sigma and clip finite and
+    /// positive, timeouts >= 1); relative paths become relative to the file's directory.
     pub fn load(file: &Path) -> Result<NodeConfig, ConfigError> {
         let mut c: NodeConfig = parse(file, &read(file)?)?;
         if c.id >= NODES {
             return Err(ConfigError::field(file, "id", "must be 0, 1 or 2"));
+        }
+        for (field, v) in [
+            ("policy.sigma", c.policy.sigma),
+            ("policy.clip", c.policy.clip),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(ConfigError::field(file, field, "must be finite and > 0"));
+            }
         }
         c.timeouts.check(file)?;
         let base = base_of(file);
@@ -451,20 +542,23 @@ impl NodeConfig {
 }
 
 impl PartyConfig {
-    /// Reads and validates a party configuration (non-empty name, timeouts >= 1); relative
-    /// paths become relative to the file's directory. The node certificates are checked
-    /// when read ([`PartyConfig::node_publics`]).
+    /// Reads and validates a party configuration (non-empty name, a policy in range
+    /// ([`PartyPolicy`]), timeouts >= 1); relative paths (TLS files, node certificates,
+    /// schema, data, ledger) become relative to the file's directory. The node certificates
+    /// are checked when read ([`PartyConfig::node_publics`]).
     pub fn load(file: &Path) -> Result<PartyConfig, ConfigError> {
         let mut c: PartyConfig = parse(file, &read(file)?)?;
         if c.name.trim().is_empty() {
             return Err(ConfigError::field(file, "name", "must not be empty"));
         }
+        c.policy.check(file)?;
         c.timeouts.check(file)?;
         let base = base_of(file);
         c.tls.resolve(&base);
         for p in &mut c.node_certs {
             *p = base.join(&*p);
         }
+        c.ledger = base.join(&c.ledger);
         c.schema = c.schema.map(|p| base.join(p));
         if let DataSource::Csv { path } = &mut c.data {
             *path = base.join(&*path);

@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 2;
+pub const WIRE_VERSION: u8 = 3;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -92,8 +92,10 @@ pub enum Body {
     },
     /// Coordinator -> node: start a session with these public parameters.
     Start {
-        /// The public side of the circuit.
+        /// The public side of the circuit (its clip is the reduced circuit clip).
         public: WirePublic,
+        /// The job's public terms (nominal C, sigma), checked by the node against its policy.
+        terms: JobTerms,
     },
     /// Node -> node: the node's ephemeral X25519 public key for this session.
     NodeKey {
@@ -106,12 +108,8 @@ pub enum Body {
         batch: Vec<u32>,
         /// theta_t.
         theta: Vec<f64>,
-        /// Clip bound C.
-        clip: f64,
-        /// Noise multiplier sigma.
-        sigma: f64,
-        /// Components K.
-        components: u32,
+        /// The job's public terms, checked by the party against its policy and budget.
+        terms: JobTerms,
     },
     /// Party -> coordinator: one sealed blob per node (see [`mod@crate::seal`]).
     Upload {
@@ -121,8 +119,8 @@ pub enum Body {
     },
     /// Party -> coordinator: the party refuses this request (nothing was shared).
     Refused {
-        /// Why.
-        reason: String,
+        /// Which check failed; typed and free of private values.
+        refusal: Refusal,
     },
     /// Coordinator -> node: a party's blob sealed to this node, relayed.
     Relay {
@@ -148,6 +146,149 @@ pub enum Body {
         /// Why.
         reason: String,
     },
+}
+
+/// The public terms of a training job, sent with every `Request` (to the parties) and every
+/// `Start` (to the nodes), so that each checks them against its own policy: a party against
+/// its privacy budget, a node against its noise floor and clip cap. All are public (they are
+/// what privacy.json reports).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobTerms {
+    /// Noise multiplier sigma: the noise standard deviation is sigma C.
+    pub sigma: f64,
+    /// Nominal clip bound C (the sensitivity the noise is scaled to). The circuit clips to a
+    /// reduced clip `WirePublic::clip`, which must be positive and at most C.
+    pub clip: f64,
+    /// Mixture components K.
+    pub components: u32,
+    /// Poisson sampling rate q = B / N of the batches.
+    pub sample_rate: f64,
+    /// Iterations T the job plans to release.
+    pub iterations: u64,
+    /// delta of the job's (epsilon, delta) claim.
+    pub delta: f64,
+}
+
+/// A request term a party's policy bounds ([`Refusal::Policy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Term {
+    /// The noise multiplier sigma.
+    Sigma,
+    /// The nominal clip C.
+    Clip,
+    /// The number of components K.
+    Components,
+    /// The sampling rate q.
+    SampleRate,
+    /// The planned iterations T.
+    Iterations,
+    /// The job's delta.
+    Delta,
+    /// The analyst's epsilon of the announced plan (sigma, q, T, delta).
+    Epsilon,
+}
+
+impl std::fmt::Display for Term {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Term::Sigma => "sigma",
+            Term::Clip => "clip",
+            Term::Components => "components",
+            Term::SampleRate => "sample rate",
+            Term::Iterations => "iterations",
+            Term::Delta => "delta",
+            Term::Epsilon => "plan epsilon",
+        })
+    }
+}
+
+/// The public range a policy allows for a [`Term`] (the party's own bound, not a data value).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Allowed {
+    /// At least this.
+    AtLeast(f64),
+    /// At most this.
+    AtMost(f64),
+    /// Exactly this.
+    Exactly(f64),
+}
+
+impl std::fmt::Display for Allowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Allowed::AtLeast(x) => write!(f, ">= {x}"),
+            Allowed::AtMost(x) => write!(f, "<= {x}"),
+            Allowed::Exactly(x) => write!(f, "= {x}"),
+        }
+    }
+}
+
+/// Which of a party's budgets an upload would exceed ([`Refusal::Budget`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Budget {
+    /// The number of uploads (possible openings) it agreed to.
+    Openings {
+        /// The agreed number.
+        agreed: u64,
+    },
+    /// The analyst's epsilon over every upload in its ledger.
+    Epsilon {
+        /// The agreed epsilon.
+        agreed: f64,
+    },
+}
+
+/// Why a party refused a request: which check, which quantity and the public range, never
+/// a value of the party's data (the coordinator must learn nothing private from a refusal).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A term of the request is outside the party's policy.
+    Policy {
+        /// The term.
+        term: Term,
+        /// What the policy allows.
+        allowed: Allowed,
+    },
+    /// The upload would exceed the party's budget (its ledger is unchanged).
+    Budget {
+        /// Which budget.
+        budget: Budget,
+    },
+    /// A value computed from the party's own rows of this batch is outside the public
+    /// fixed-point range, so nothing was shared. Names the quantity and the range only.
+    Range {
+        /// The quantity (a fixed name from the code, e.g. `T`).
+        quantity: String,
+        /// The public range, e.g. `[-14, 14]`.
+        range: String,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Policy { term, allowed } => {
+                write!(f, "{term} outside the party's policy (allowed: {allowed})")
+            }
+            Refusal::Budget {
+                budget: Budget::Openings { agreed },
+            } => write!(f, "budget spent: it agreed to {agreed} uploads"),
+            Refusal::Budget {
+                budget: Budget::Epsilon { agreed },
+            } => write!(
+                f,
+                "budget spent: one more upload would take its ledger past epsilon {agreed}"
+            ),
+            Refusal::Range { quantity, range } => write!(
+                f,
+                "a value of {quantity} from its own rows is outside the public range {range}"
+            ),
+        }
+    }
 }
 
 /// `[Vec<u8>; 3]` as three postcard byte arrays.

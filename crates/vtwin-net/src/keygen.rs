@@ -24,7 +24,9 @@
 //! | `ca.pem`, `ca.key` | the CA certificate and key (keep `ca.key` offline) |
 //! | `coordinator.pem/.key`, `node-I.pem/.key`, `party-NAME.pem/.key` | per-role certificate and key |
 //! | `node-I.seal` | node I's X25519 seal key (bound into `node-I.pem`) |
-//! | `coordinator.toml`, `node-I.toml`, `party-NAME.toml` | the configurations |
+//! | `coordinator.toml`, `node-I.toml`, `party-NAME.toml` | the configurations (each party's and node's `[policy]` from [`KeygenSpec::policy`]) |
+//!
+//! Each party's ledger, `party-NAME.ledger`, is created by the party on its first run.
 //!
 //! Private keys and seal keys are written with mode 0600, the rest 0644, each atomically.
 //! Ports: node I listens on `base_port + I`, party J on `base_port + 3 + J`, all on
@@ -40,8 +42,8 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::atomic_file::{self, Mode};
 use crate::config::{
-    self, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, PartyEndpoint,
-    Timeouts, TlsFiles, TrainingSettings,
+    self, CoordinatorConfig, DataSource, Insecure, NodeConfig, NodePolicy, PartyConfig,
+    PartyEndpoint, PartyPolicy, Timeouts, TlsFiles, TrainingSettings,
 };
 use crate::pki::{self, fingerprint, Ca, CertRequest, PkiError};
 use crate::role::{Role, NODES};
@@ -62,6 +64,9 @@ pub struct KeygenSpec {
     pub data: Vec<DataSource>,
     /// Insecure reproducibility seeds written to every file (tests and demos only).
     pub insecure: Option<Insecure>,
+    /// Every party's `[policy]` (what it agrees to; match it to `training`); the nodes'
+    /// `[policy]` takes its sigma floor and clip cap.
+    pub policy: PartyPolicy,
 }
 
 /// What was written.
@@ -303,6 +308,10 @@ fn plan_configs(spec: &KeygenSpec, plan: &mut Plan) -> Result<(), KeygenError> {
             nodes: node_addrs,
             tls: tls(&stem),
             seal_key: format!("{stem}.seal").into(),
+            policy: NodePolicy {
+                sigma: spec.policy.sigma,
+                clip: spec.policy.clip,
+            },
             timeouts: Timeouts::default(),
             insecure: spec.insecure.clone(),
         };
@@ -319,6 +328,8 @@ fn plan_configs(spec: &KeygenSpec, plan: &mut Plan) -> Result<(), KeygenError> {
             node_certs: std::array::from_fn(|i| format!("node-{i}.pem").into()),
             schema: spec.training.schema.clone(),
             data: spec.data[j].clone(),
+            ledger: format!("{stem}.ledger").into(),
+            policy: spec.policy.clone(),
             timeouts: Timeouts::default(),
             insecure: spec.insecure.clone(),
         };

@@ -45,7 +45,9 @@ mod stateless_reset;
 pub mod tls;
 pub mod transport;
 
-pub use frame::{Body, Frame, FrameError, SeqGuard, WirePublic};
+pub use frame::{
+    Allowed, Body, Budget, Frame, FrameError, JobTerms, Refusal, SeqGuard, Term, WirePublic,
+};
 pub use role::Role;
 pub use seal::{seal, unseal, SealContext, SealError, SealKey};
 pub use transport::{

@@ -24,7 +24,7 @@
 
 use std::path::Path;
 
-use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hkdf::Hkdf;
 use rand_core::{CryptoRng, RngCore};
@@ -289,16 +289,14 @@ pub fn unseal(
         blob_key(&ephemeral_public, &key.public, &shared, ctx).ok_or(SealError::NonContributory)?;
     let cipher = Aes256Gcm::new_from_slice(aes_key.as_ref()).expect("32-byte key");
     let aad = ctx.to_bytes();
+    // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
+    // never reallocates), so no copy of the plaintext is left behind; aes-gcm's `zeroize`
+    // feature wipes the buffer when the tag does not verify.
+    let mut plain = Zeroizing::new(body.to_vec());
     cipher
-        .decrypt(
-            Nonce::from_slice(&[0u8; 12]),
-            Payload {
-                msg: body,
-                aad: &aad,
-            },
-        )
-        .map(Zeroizing::new)
-        .map_err(|_| SealError::Authentication)
+        .decrypt_in_place(Nonce::from_slice(&[0u8; 12]), &aad, &mut *plain)
+        .map_err(|_| SealError::Authentication)?;
+    Ok(plain)
 }
 
 #[cfg(test)]

@@ -10,9 +10,12 @@
 //!   does not answer, and fails at once if the peer answers but refuses (or is not the
 //!   expected role); errors name the peer and its address.
 //! - After TLS, the connector opens the stream and sends an 8-byte hello
-//!   (`b"vtwin/1\n"`); the acceptor answers with the same. So a refusal of the client's
-//!   certificate (which TLS 1.3 reports only after the client thinks it is done) surfaces
-//!   in `connect`, and the acceptor only hands out links whose stream exists.
+//!   (`b"vtwin/1\n"`, or [`HELLO_INSECURE`] from a process running with insecure seeds,
+//!   [`TransportOptions::insecure`]); the acceptor answers with its own. So a refusal of the
+//!   client's certificate (which TLS 1.3 reports only after the client thinks it is done)
+//!   surfaces in `connect`, and the acceptor only hands out links whose stream exists. Each
+//!   side logs an insecure peer at `warn`, and a secure side refuses it
+//!   ([`CLOSE_INSECURE_PEER`]): a run is secure on every peer or openly insecure on all.
 //! - [`Link::recv`] reads the u32 LE length prefix, refuses lengths over
 //!   [`MAX_FRAME_BYTES`](crate::frame::MAX_FRAME_BYTES) before allocating, decodes and applies the [`SeqGuard`]; any bad
 //!   frame closes that connection with [`CLOSE_BAD_FRAME`] and returns the error.
@@ -47,8 +50,53 @@ pub const CLOSE_BAD_FRAME: u32 = 1;
 /// Application close code: the stream hello was wrong or missing.
 pub const CLOSE_BAD_HELLO: u32 = 2;
 
-/// The stream hello (both directions).
+/// Application close code: the peer announced insecure seeds and this side is secure.
+pub const CLOSE_INSECURE_PEER: u32 = 3;
+
+/// The stream hello of a secure process (both directions).
 pub const HELLO: [u8; 8] = *b"vtwin/1\n";
+
+/// The stream hello of a process running with insecure seeds (its config's `[insecure]`).
+pub const HELLO_INSECURE: [u8; 8] = *b"vtwin/1i";
+
+/// The close reason sent with a hello refusal's code.
+fn close_reason(code: u32) -> &'static [u8] {
+    if code == CLOSE_INSECURE_PEER {
+        b"insecure seeds on one side only: refused by the secure side"
+    } else {
+        b"bad hello"
+    }
+}
+
+/// The hello this side sends.
+fn own_hello(options: &TransportOptions) -> [u8; 8] {
+    if options.insecure {
+        HELLO_INSECURE
+    } else {
+        HELLO
+    }
+}
+
+/// Checks the peer's hello: `Ok(())` for a secure peer, or an insecure one when this side is
+/// insecure too (logged at `warn`); `Err` for an unknown hello or an insecure peer of a
+/// secure side (with the close code).
+fn check_hello(got: &[u8; 8], peer: Role, options: &TransportOptions) -> Result<(), (u32, String)> {
+    if *got == HELLO {
+        return Ok(());
+    }
+    if *got != HELLO_INSECURE {
+        return Err((CLOSE_BAD_HELLO, format!("bad hello {got:02x?}")));
+    }
+    if !options.insecure {
+        tracing::error!(%peer, "{peer} runs with INSECURE seeds ([insecure] in its config): refused, this process is secure");
+        return Err((
+            CLOSE_INSECURE_PEER,
+            format!("{peer} announces insecure seeds and this process is secure"),
+        ));
+    }
+    tracing::warn!(%peer, "{peer} runs with INSECURE seeds, as this process does: nothing of this run is private or secret");
+    Ok(())
+}
 
 /// Frames buffered by a delay line before it stops reading (QUIC flow control then holds
 /// the sender back).
@@ -69,17 +117,21 @@ pub struct TransportOptions {
     pub hello_timeout: Duration,
     /// One-way delay added to every received frame (None: deliver at once).
     pub receive_delay: Option<Duration>,
+    /// This process runs with insecure seeds: it says so in every hello and accepts peers
+    /// that do; a secure endpoint (false) refuses them.
+    pub insecure: bool,
 }
 
 impl Default for TransportOptions {
     /// Idle timeout 15 s (seven keep-alives of 2 s lost in a row: a dead or cut-off peer, not
-    /// a slow one), keep-alive 2 s, hello timeout 10 s, no delay.
+    /// a slow one), keep-alive 2 s, hello timeout 10 s, no delay, secure.
     fn default() -> TransportOptions {
         TransportOptions {
             idle_timeout: Duration::from_secs(15),
             keep_alive: crate::config::KEEP_ALIVE_MAX,
             hello_timeout: Duration::from_secs(10),
             receive_delay: None,
+            insecure: false,
         }
     }
 }
@@ -416,15 +468,16 @@ impl Endpoint {
             return Err(Attempt::Fatal(format!("peer is {role}, expected {expect}")));
         }
         let (mut send, mut recv) = conn.open_bi().await.map_err(classify)?;
-        send.write_all(&HELLO)
+        send.write_all(&own_hello(&self.options))
             .await
             .map_err(|e| Attempt::Fatal(format!("sending hello: {e}")))?;
         let mut answer = [0u8; HELLO.len()];
         match recv.read_exact(&mut answer).await {
-            Ok(()) if answer == HELLO => {}
             Ok(()) => {
-                conn.close(VarInt::from_u32(CLOSE_BAD_HELLO), b"bad hello");
-                return Err(Attempt::Fatal("bad hello answer".into()));
+                if let Err((code, reason)) = check_hello(&answer, role, &self.options) {
+                    conn.close(VarInt::from_u32(code), close_reason(code));
+                    return Err(Attempt::Fatal(format!("hello answer: {reason}")));
+                }
             }
             Err(quinn::ReadExactError::ReadError(quinn::ReadError::ConnectionLost(e))) => {
                 return Err(classify(e))
@@ -487,18 +540,21 @@ async fn accept_one(
     let conn = incoming.await.map_err(|e| format!("handshake: {e}"))?;
     let peer = peer_role_of(&conn)?;
     let hello = async {
-        let (send, mut recv) = conn.accept_bi().await.map_err(|e| e.to_string())?;
+        let (send, mut recv) = conn
+            .accept_bi()
+            .await
+            .map_err(|e| (CLOSE_BAD_HELLO, e.to_string()))?;
         let mut got = [0u8; HELLO.len()];
-        recv.read_exact(&mut got).await.map_err(|e| e.to_string())?;
-        if got != HELLO {
-            return Err(format!("bad hello {got:02x?}"));
-        }
+        recv.read_exact(&mut got)
+            .await
+            .map_err(|e| (CLOSE_BAD_HELLO, e.to_string()))?;
+        check_hello(&got, peer, options)?;
         Ok((send, recv))
     };
     let (mut send, recv) = match tokio::time::timeout(options.hello_timeout, hello).await {
         Ok(Ok(streams)) => streams,
-        Ok(Err(reason)) => {
-            conn.close(VarInt::from_u32(CLOSE_BAD_HELLO), b"bad hello");
+        Ok(Err((code, reason))) => {
+            conn.close(VarInt::from_u32(code), close_reason(code));
             return Err(format!("{peer}: {reason}"));
         }
         Err(_) => {
@@ -509,7 +565,7 @@ async fn accept_one(
             ));
         }
     };
-    send.write_all(&HELLO)
+    send.write_all(&own_hello(options))
         .await
         .map_err(|e| format!("{peer}: answering hello: {e}"))?;
     Ok(Link::new(conn, send, recv, own, peer, options))

@@ -7,7 +7,7 @@ use vtwin_net::frame::{
     body_len, decode, encode, Body, Frame, FrameError, PublicError, SeqCounter, SeqGuard,
     WirePartyMap, WirePublic, LENGTH_PREFIX_BYTES, MAX_FRAME_BYTES, WIRE_VERSION,
 };
-use vtwin_net::Role;
+use vtwin_net::{Allowed, Budget, JobTerms, Refusal, Role, Term};
 
 fn role() -> impl Strategy<Value = Role> {
     prop_oneof![
@@ -57,7 +57,7 @@ fn body() -> impl Strategy<Value = Body> {
         Just(Body::Hello),
         (any::<u64>(), any::<[u8; 32]>())
             .prop_map(|(rows, ids_digest)| Body::PartyInfo { rows, ids_digest }),
-        wire_public().prop_map(|public| Body::Start { public }),
+        (wire_public(), terms()).prop_map(|(public, terms)| Body::Start { public, terms }),
         any::<[u8; 32]>().prop_map(|public| Body::NodeKey { public }),
         (
             proptest::collection::vec(any::<u32>(), 0..8),
@@ -65,23 +65,71 @@ fn body() -> impl Strategy<Value = Body> {
                 any::<f64>().prop_filter("NaN != NaN", |x| !x.is_nan()),
                 0..8
             ),
-            any::<f64>().prop_filter("NaN", |x| !x.is_nan()),
-            any::<f64>().prop_filter("NaN", |x| !x.is_nan()),
-            any::<u32>()
+            terms()
         )
-            .prop_map(|(batch, theta, clip, sigma, components)| Body::Request {
+            .prop_map(|(batch, theta, terms)| Body::Request {
                 batch,
                 theta,
-                clip,
-                sigma,
-                components
+                terms
             }),
         (bytes(40), bytes(40), bytes(40)).prop_map(|(a, b, c)| Body::Upload { sealed: [a, b, c] }),
-        ".{0,20}".prop_map(|reason| Body::Refused { reason }),
+        refusal().prop_map(|refusal| Body::Refused { refusal }),
         (any::<u16>(), bytes(64)).prop_map(|(party, sealed)| Body::Relay { party, sealed }),
         bytes(64).prop_map(|message| Body::Mpc { message }),
         ".{0,20}".prop_map(|reason| Body::Abort { reason }),
         ".{0,20}".prop_map(|reason| Body::Failed { reason }),
+    ]
+}
+
+fn number() -> impl Strategy<Value = f64> {
+    any::<f64>().prop_filter("NaN != NaN", |x| !x.is_nan())
+}
+
+fn terms() -> impl Strategy<Value = JobTerms> {
+    (
+        number(),
+        number(),
+        any::<u32>(),
+        number(),
+        any::<u64>(),
+        number(),
+    )
+        .prop_map(
+            |(sigma, clip, components, sample_rate, iterations, delta)| JobTerms {
+                sigma,
+                clip,
+                components,
+                sample_rate,
+                iterations,
+                delta,
+            },
+        )
+}
+
+fn refusal() -> impl Strategy<Value = Refusal> {
+    let term = prop_oneof![
+        Just(Term::Sigma),
+        Just(Term::Clip),
+        Just(Term::Components),
+        Just(Term::SampleRate),
+        Just(Term::Iterations),
+        Just(Term::Delta),
+        Just(Term::Epsilon),
+    ];
+    let allowed = prop_oneof![
+        number().prop_map(Allowed::AtLeast),
+        number().prop_map(Allowed::AtMost),
+        number().prop_map(Allowed::Exactly),
+    ];
+    prop_oneof![
+        (term, allowed).prop_map(|(term, allowed)| Refusal::Policy { term, allowed }),
+        any::<u64>().prop_map(|agreed| Refusal::Budget {
+            budget: Budget::Openings { agreed }
+        }),
+        number().prop_map(|agreed| Refusal::Budget {
+            budget: Budget::Epsilon { agreed }
+        }),
+        (".{0,10}", ".{0,10}").prop_map(|(quantity, range)| Refusal::Range { quantity, range }),
     ]
 }
 
@@ -387,9 +435,26 @@ fn same(a: &CircuitPublic, b: &CircuitPublic) -> bool {
 fn circuit_public_round_trips_through_the_wire() {
     let c = circuit(&[4, 9], 3);
     let w = WirePublic::try_from(&c).unwrap();
-    let f = Frame::new([1; 16], 2, 0, Role::Coordinator, Body::Start { public: w });
+    let terms = JobTerms {
+        sigma: 1.5,
+        clip: 1.0,
+        components: 3,
+        sample_rate: 0.01,
+        iterations: 1000,
+        delta: 1e-5,
+    };
+    let f = Frame::new(
+        [1; 16],
+        2,
+        0,
+        Role::Coordinator,
+        Body::Start { public: w, terms },
+    );
     let back = match decode(&encode(&f).unwrap()[4..]).unwrap().body {
-        Body::Start { public } => CircuitPublic::try_from(public).unwrap(),
+        Body::Start { public, terms: t } => {
+            assert_eq!(t, terms);
+            CircuitPublic::try_from(public).unwrap()
+        }
         other => panic!("{other:?}"),
     };
     assert!(same(&c, &back));

@@ -12,7 +12,8 @@ use rand_chacha::ChaCha20Rng;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateSigningRequestDer;
 use vtwin_net::config::{
-    ConfigError, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, TrainingSettings,
+    ConfigError, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, PartyPolicy,
+    TrainingSettings,
 };
 use vtwin_net::keygen::{self, keygen, verify, KeygenError, KeygenSpec, RequestRole};
 use vtwin_net::pki::{check_seal_binding, Ca, CertRequest, Identity, PkiError};
@@ -50,6 +51,15 @@ fn spec(parties: &[&str]) -> KeygenSpec {
             mpc_seed: 5,
             noise_seed: 6,
         }),
+        policy: PartyPolicy {
+            epsilon: 1.0,
+            delta: 1e-5,
+            sigma: 1.5,
+            clip: 1.0,
+            components: 3,
+            sample_rate: 0.25,
+            openings: 10,
+        },
     }
 }
 
@@ -125,6 +135,7 @@ fn writes_keys_0600_and_configs_that_load() {
                 noise_seed: 6
             })
         );
+        assert_eq!((node.policy.sigma, node.policy.clip), (1.5, 1.0));
         seal_publics.push(SealKey::read_file(&node.seal_key).unwrap());
     }
     for (j, file) in written.parties.iter().enumerate() {
@@ -133,6 +144,9 @@ fn writes_keys_0600_and_configs_that_load() {
         assert_eq!(party.listen, coord.parties[j].address);
         assert_eq!(party.tls.load().unwrap().role(), Role::Party(j as u16));
         assert_eq!(party.data, DataSource::Demo { rows: 400, seed: 1 });
+        assert_eq!(party.policy, spec(&["health", "retail"]).policy);
+        let stem = if j == 0 { "health" } else { "retail" };
+        assert_eq!(party.ledger, out.join(format!("party-{stem}.ledger")));
         // A share sealed with the party's configured public opens with the node's key.
         let publics = party.node_publics().unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(j as u64);
@@ -288,6 +302,36 @@ fn config_errors_name_file_and_field() {
         NodeConfig::load,
     );
     assert!(e.contains("`listen`"), "{e}");
+    let e = edited(
+        "party-b.toml",
+        replace("openings = 10", "openings = 0"),
+        PartyConfig::load,
+    );
+    assert!(e.contains("policy.openings"), "{e}");
+    let e = edited(
+        "party-b.toml",
+        replace("sigma = 1.5", "sigma = 0.0"),
+        PartyConfig::load,
+    );
+    assert!(e.contains("policy.sigma"), "{e}");
+    let e = edited(
+        "party-b.toml",
+        replace("sample_rate = 0.25", "sample_rate = 1.5"),
+        PartyConfig::load,
+    );
+    assert!(e.contains("policy.sample_rate"), "{e}");
+    let e = edited(
+        "party-b.toml",
+        replace("ledger = ", "x = "),
+        PartyConfig::load,
+    );
+    assert!(e.contains("ledger") || e.contains("`x`"), "{e}");
+    let e = edited(
+        "node-1.toml",
+        replace("clip = 1.0", "clip = -1.0"),
+        NodeConfig::load,
+    );
+    assert!(e.contains("policy.clip"), "{e}");
     let e = edited(
         "coordinator.toml",
         replace("clip = 1.0", "clip = -1.0"),

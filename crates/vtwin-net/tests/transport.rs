@@ -524,3 +524,53 @@ async fn a_dropped_endpoint_releases_its_address() {
     assert_eq!(c.unwrap().peer(), Role::Node(0));
     assert_eq!(n.unwrap().peer(), Role::Coordinator);
 }
+
+/// Insecure mode is announced in the hello: a secure side refuses an insecure peer in either
+/// direction (and logs it), two insecure sides link up (and log it).
+#[tokio::test]
+async fn an_insecure_peer_is_announced_and_refused_by_a_secure_one() {
+    let (logs_buf, _guard) = capture_logs();
+    let ca = Ca::generate().unwrap();
+    let insecure = || TransportOptions {
+        insecure: true,
+        ..TransportOptions::default()
+    };
+    for (server_insecure, client_insecure) in [(false, true), (true, false), (true, true)] {
+        let options = |i: bool| {
+            if i {
+                insecure()
+            } else {
+                TransportOptions::default()
+            }
+        };
+        let node = bind(
+            &ca,
+            Role::Node(0),
+            &[Role::Coordinator],
+            options(server_insecure),
+        );
+        let addr = node.local_addr().unwrap();
+        let coord = bind(&ca, Role::Coordinator, &[], options(client_insecure));
+        let connected = coord.connect(addr, Role::Node(0), quick()).await;
+        if server_insecure && client_insecure {
+            let link = connected.expect("both insecure: linked");
+            let _accepted = node.accept().await.unwrap();
+            drop(link);
+        } else {
+            let err = connected.unwrap_err();
+            assert!(
+                matches!(err, TransportError::Refused { .. }),
+                "server insecure {server_insecure}: {err}"
+            );
+            let text = err.to_string();
+            assert!(text.contains("insecure"), "{text}");
+        }
+    }
+    let log = logs(&logs_buf);
+    assert!(log.contains("INSECURE seeds"), "{log}");
+    assert!(log.contains("refused, this process is secure"), "{log}");
+    assert!(
+        log.contains("as this process does"),
+        "both-insecure link logged: {log}"
+    );
+}

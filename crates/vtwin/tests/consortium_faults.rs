@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use consortium_support::{coordinate, keygen, wait_until, Job, Kids};
 use vtwin_net::config::{self, CoordinatorConfig, NodeConfig, PartyConfig};
 use vtwin_net::tls::client_config;
-use vtwin_net::transport::{Backoff, Endpoint, TransportError, TransportOptions, HELLO};
+use vtwin_net::transport::{Backoff, Endpoint, TransportError, TransportOptions, HELLO_INSECURE};
 use vtwin_net::Role;
 
 fn small() -> Job {
@@ -80,11 +80,15 @@ fn a_certificate_from_another_ca_or_for_the_wrong_role_is_refused_and_logged() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let refused = rt.block_on(async {
         let id = party_tls.load().unwrap();
+        // Insecure like the test consortium, so only the role is wrong.
         let ep = Endpoint::bind(
             "127.0.0.1:0".parse().unwrap(),
             &id,
             &[],
-            TransportOptions::default(),
+            TransportOptions {
+                insecure: true,
+                ..TransportOptions::default()
+            },
         )
         .unwrap();
         let quick = Backoff {
@@ -111,7 +115,8 @@ fn a_certificate_from_another_ca_or_for_the_wrong_role_is_refused_and_logged() {
     assert!(status.success(), "{stderr}");
 }
 
-/// A QUIC + TLS client with the coordinator's certificate that speaks the stream hello and
+/// A QUIC + TLS client with the coordinator's certificate that speaks the (insecure) stream
+/// hello and
 /// then writes `bytes`; returns once the node closed the connection (or after 5 s).
 async fn raw(coordinator: &CoordinatorConfig, node: SocketAddr, bytes: &[u8]) -> String {
     let id = coordinator.tls.load().unwrap();
@@ -125,10 +130,11 @@ async fn raw(coordinator: &CoordinatorConfig, node: SocketAddr, bytes: &[u8]) ->
         .await
         .unwrap();
     let (mut send, mut recv) = conn.open_bi().await.unwrap();
-    send.write_all(&HELLO).await.unwrap();
+    // The test consortium runs with insecure seeds: say so, and hear it said.
+    send.write_all(&HELLO_INSECURE).await.unwrap();
     let mut answer = [0u8; 8];
     recv.read_exact(&mut answer).await.unwrap();
-    assert_eq!(answer, HELLO);
+    assert_eq!(answer, HELLO_INSECURE);
     send.write_all(bytes).await.unwrap();
     let closed = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
     format!("{closed:?}")

@@ -40,6 +40,8 @@ pub struct CoordinatorRun {
     pub randomness: SecretRandomness,
     /// Train up to this many iterations.
     pub iters: u64,
+    /// The job's delta (announced to the parties and nodes with its other terms).
+    pub delta: f64,
 }
 
 /// The driver's side: building the trainer once N is known, and persisting progress.
@@ -110,6 +112,7 @@ async fn drive(
     let (mut job, hello) = CoordinatorJob::new(
         run.parties.len(),
         run.iters,
+        run.delta,
         run.timeouts,
         run.randomness,
         Instant::now(),

@@ -8,6 +8,7 @@ use tokio::sync::{oneshot, Notify};
 use tracing::Instrument;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
+use vtwin_net::config::NodePolicy;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Role, SealKey};
@@ -22,6 +23,8 @@ pub struct NodeRun {
     pub nodes: [SocketAddr; 3],
     /// The node's long-term seal key.
     pub seal_key: SealKey,
+    /// The noise floor and clip cap it accepts.
+    pub policy: NodePolicy,
     /// Source of the ephemeral node keys.
     pub randomness: SecretRandomness,
     /// Retry schedule when dialling another node (the dialler retries forever, in rounds of
@@ -33,6 +36,7 @@ impl std::fmt::Debug for NodeRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeRun")
             .field("nodes", &self.nodes)
+            .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
 }
@@ -76,7 +80,7 @@ impl NodeServer {
         for j in (0..3u8).filter(|&j| usize::from(j) != me.index()) {
             hub.mesh.expect(Role::Node(j));
         }
-        let session = SessionThread::spawn(me, run.seal_key, run.randomness)?;
+        let session = SessionThread::spawn(me, run.seal_key, run.policy, run.randomness)?;
         Hub::accept_from(self.endpoint.clone(), links_tx.clone());
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
         let mut redial: HashMap<Role, Arc<Notify>> = HashMap::new();
@@ -148,13 +152,14 @@ impl SessionThread {
     fn spawn(
         id: NodeId,
         seal_key: SealKey,
+        policy: NodePolicy,
         randomness: SecretRandomness,
     ) -> Result<SessionThread, ServiceError> {
         let (tx, rx) = std::sync::mpsc::channel::<Call>();
         std::thread::Builder::new()
             .name(format!("vtwin-node-{}", id.index()))
             .spawn(move || {
-                let mut session = NodeSession::new(id, seal_key, randomness);
+                let mut session = NodeSession::new(id, seal_key, policy, randomness);
                 while let Ok((cmd, span, reply)) = rx.recv() {
                     let out = span.in_scope(|| match cmd {
                         Cmd::Frame(peer, f) => session.handle(peer, f),

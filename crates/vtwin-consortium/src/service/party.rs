@@ -36,7 +36,9 @@ impl PartyServer {
     }
 
     /// Answers the coordinator until the endpoint closes (or forever); a failed request is
-    /// logged and reported with `Failed`, and the party keeps serving.
+    /// logged and reported with `Failed`, and the party keeps serving. After each reply is
+    /// handed to its link the next noise share is sampled
+    /// ([`PartyResponder::prepare_noise`]), off the request path.
     pub async fn serve(self, mut responder: PartyResponder) -> Result<(), ServiceError> {
         let me = responder.role();
         let (mut hub, links) = Hub::new(me);
@@ -47,20 +49,30 @@ impl PartyServer {
                 continue;
             };
             let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
-            let _enter = span.enter();
-            let out = match responder.handle(peer, &f) {
+            let out = span.in_scope(|| match responder.handle(peer, &f) {
                 Ok(out) => out,
                 Err(e) => {
                     tracing::warn!("{e}");
-                    let Role::Party(p) = me else { continue };
-                    vec![failure(p, &f, &e)]
+                    match me {
+                        Role::Party(p) => vec![failure(p, &f, &e)],
+                        _ => Vec::new(),
+                    }
                 }
-            };
+            });
             for o in out {
                 if !hub.mesh.send(o.to, o.frame) {
                     tracing::warn!(to = %o.to, "no link; reply dropped");
                 }
             }
+            // The reply is queued on its link's own task; the sampling runs on the blocking
+            // pool, so the link tasks send meanwhile and the coordinator's next request
+            // (after a whole MPC iteration) finds the share ready.
+            responder = tokio::task::spawn_blocking(move || {
+                responder.prepare_noise();
+                responder
+            })
+            .await
+            .map_err(|e| ServiceError::Stopped(format!("noise sampling: {e}")))?;
         }
     }
 }

@@ -453,6 +453,17 @@ fn run_loopback(
         noise_seed: None,
         receive_delay: None,
         iteration_timeout: std::time::Duration::from_secs(120),
+        // The parties agree to exactly the benchmarked plan.
+        policy: vtwin_consortium::party::policy_for_plan(&vtwin_net::JobTerms {
+            sigma: config.sigma,
+            clip: config.clip,
+            components: a.components as u32,
+            sample_rate: config.sample_rate,
+            iterations: a.warmup + a.iters,
+            delta: 1e-5,
+        })
+        .context("backend mpc-quic needs sigma > 0 (parties refuse a noiseless plan)")?,
+        delta: 1e-5,
     })
     .context("backend mpc-quic (loopback consortium)")?;
     let ms = report

@@ -318,6 +318,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     }
     let randomness = randomness(&cfg.insecure, &a.config);
     let mut driver = Driver::new(&cfg.out, schema, layout, t.clone(), a.resume, randomness)?;
+    let mut transport = cfg.timeouts.transport();
+    transport.insecure = cfg.insecure.is_some();
     let run = CoordinatorRun {
         identity,
         bind: if cfg.nodes[0].is_ipv6() {
@@ -327,7 +329,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         },
         nodes: cfg.nodes,
         parties: cfg.parties.iter().map(|p| p.address).collect(),
-        transport: cfg.timeouts.transport(),
+        transport,
         backoff: cfg.timeouts.backoff(),
         timeouts: Timeouts {
             handshake: cfg.timeouts.iteration(),
@@ -335,6 +337,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         },
         randomness,
         iters: t.iters,
+        delta: t.delta,
     };
     let rt = runtime()?;
     let trainer = rt.block_on(run_coordinator(run, &mut driver))?;

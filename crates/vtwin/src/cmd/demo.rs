@@ -90,6 +90,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         noise_seed: None,
         receive_delay: None,
         iteration_timeout: Duration::from_secs(60),
+        // Every party agrees to exactly this job (the policy `vtwin keygen` writes for it).
+        policy: super::keygen::policy_for_job(&training, DEMO_ROWS)?,
+        delta: training.delta,
     };
     let mut driver = Driver::new(
         &a.out,

@@ -15,15 +15,22 @@
 //! The coordinator's job defaults to the built-in demo (schema and data, as
 //! `vtwin train --demo`): K = 20, 1000 iterations, epsilon 1 at delta 1e-5, expected batch
 //! 100, clip 1, learning rate 0.01, closed-form renormalisation, a checkpoint every 100
-//! iterations. For real data, edit `training.schema` in coordinator.toml and `schema` and
-//! `data` in each party's file.
+//! iterations. Each party's `[policy]` agrees to exactly that job on the demo data (sigma
+//! floor = the calibrated sigma, clip 1, K = 20, q = 100 / N, 1000 openings, epsilon 1 at
+//! delta 1e-5); each node's `[policy]` takes the sigma floor and the clip cap. For real
+//! data, edit `training.schema` in coordinator.toml and `schema`, `data` and `[policy]` in
+//! each party's file (and the nodes' `[policy]`).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use vtwin_net::config::{DataSource, TrainingSettings};
+use vtwin_consortium::party::policy_for_plan;
+use vtwin_net::config::{DataSource, PartyPolicy, TrainingSettings};
 use vtwin_net::keygen::{self, verify, KeygenSpec, RequestRole};
+use vtwin_net::JobTerms;
+
+use super::train::noise_multiplier;
 
 /// Keys, certificates and configs: by certificate requests (`ca`, `request`, `sign`), or
 /// everything at once for demos and tests (`--out DIR --parties A,B`).
@@ -52,6 +59,37 @@ struct Consortium {
     /// First port: node i listens on P + i, party j on P + 3 + j (127.0.0.1).
     #[arg(long, default_value_t = 7400)]
     base_port: u16,
+}
+
+/// The policy of a party that agrees to `training` on `rows` records: sigma calibrated as
+/// the coordinator calibrates it (so the floor is exactly the job's sigma), the job's clip,
+/// K, q = batch / rows, delta and iterations, and its target epsilon (or, for a job given
+/// by sigma, the analyst's epsilon of the plan).
+pub(crate) fn policy_for_job(
+    training: &TrainingSettings,
+    rows: usize,
+) -> anyhow::Result<PartyPolicy> {
+    let q = training.batch as f64 / rows as f64;
+    let (sigma, delta) = noise_multiplier(
+        training.epsilon,
+        Some(training.delta),
+        training.sigma,
+        q,
+        training.iters,
+    )?;
+    let mut policy = policy_for_plan(&JobTerms {
+        sigma,
+        clip: training.clip,
+        components: u32::try_from(training.components).context("training.components")?,
+        sample_rate: q,
+        iterations: training.iters,
+        delta,
+    })
+    .context("the job's party policy")?;
+    if let Some(e) = training.epsilon {
+        policy.epsilon = e;
+    }
+    Ok(policy)
 }
 
 #[derive(Debug, Subcommand)]
@@ -93,8 +131,12 @@ enum Step {
     },
 }
 
-fn spec(c: Consortium) -> KeygenSpec {
-    KeygenSpec {
+/// The consortium's keygen spec: demo data, the default training job and the party policy
+/// that agrees to exactly that job.
+fn spec(c: Consortium) -> anyhow::Result<KeygenSpec> {
+    let training = TrainingSettings::default();
+    let policy = policy_for_job(&training, vtwin_model::demo::DEMO_ROWS)?;
+    Ok(KeygenSpec {
         data: c
             .parties
             .iter()
@@ -106,9 +148,10 @@ fn spec(c: Consortium) -> KeygenSpec {
         parties: c.parties,
         nodes: c.nodes,
         base_port: c.base_port,
-        training: TrainingSettings::default(),
+        training,
         insecure: None,
-    }
+        policy,
+    })
 }
 
 fn list(files: &[PathBuf]) {
@@ -121,7 +164,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     match args.step {
         None => {
             let out = args.out.context("--out is required")?;
-            let written = keygen::keygen(&out, &spec(args.consortium))?;
+            let written = keygen::keygen(&out, &spec(args.consortium)?)?;
             verify(&written).context("reading back the written configurations")?;
             list(&written.files);
         }
@@ -150,7 +193,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             out,
             consortium,
         }) => {
-            let written = keygen::sign(&out, &ca, &request, &spec(consortium))?;
+            let written = keygen::sign(&out, &ca, &request, &spec(consortium)?)?;
             verify(&written.output).context("reading back the written configurations")?;
             list(&written.output.files);
             println!("ca.pem certificate {}", written.ca_fingerprint);

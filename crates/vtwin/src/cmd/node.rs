@@ -80,10 +80,13 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let randomness = randomness(&cfg.insecure, &a.config);
     let rt = runtime()?;
     rt.block_on(async {
-        let server = NodeServer::bind(id, &identity, cfg.listen, cfg.timeouts.transport())?;
+        let mut transport = cfg.timeouts.transport();
+        transport.insecure = cfg.insecure.is_some();
+        let server = NodeServer::bind(id, &identity, cfg.listen, transport)?;
         let run = NodeRun {
             nodes: cfg.nodes,
             seal_key,
+            policy: cfg.policy.clone(),
             randomness,
             backoff: cfg.timeouts.backoff(),
         };

@@ -1,7 +1,8 @@
 //! `vtwin party --config FILE`: one party of the consortium (INTERFACE.md), answering the
 //! coordinator until interrupted. It loads only its own columns (its CSV, rows in id order,
 //! or its slice of the built-in demo table), computes its local kernels per request, and
-//! uploads its inputs sealed to the nodes (`vtwin_consortium::party`).
+//! uploads its inputs sealed to the nodes (`vtwin_consortium::party`), within its own
+//! `[policy]` and budget, recording every upload in its ledger file (`ledger`) first.
 //!
 //! The consortium runs the closed-form renormalisation (the `vtwin train` default).
 
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use vtwin_consortium::service::PartyServer;
-use vtwin_consortium::{PartyResponder, PartySetup};
+use vtwin_consortium::{PartyLedger, PartyResponder, PartySetup};
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::stats::PartyData;
@@ -67,11 +68,22 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         randomness: randomness(&cfg.insecure, &a.config),
         noise_seed: cfg.insecure.as_ref().map(|i| i.noise_seed),
         renormalise: Renormalise::ClosedForm,
+        policy: cfg.policy.clone(),
+        ledger: PartyLedger::open(&cfg.ledger)?,
     };
+    tracing::info!(
+        uploads = setup.ledger.uploads(),
+        openings = cfg.policy.openings,
+        epsilon = cfg.policy.epsilon,
+        "{file}: policy loaded; ledger {}",
+        cfg.ledger.display()
+    );
     let responder = PartyResponder::new(setup)?;
     let rt = runtime()?;
     rt.block_on(async {
-        let server = PartyServer::bind(&identity, cfg.listen, cfg.timeouts.transport())?;
+        let mut transport = cfg.timeouts.transport();
+        transport.insecure = cfg.insecure.is_some();
+        let server = PartyServer::bind(&identity, cfg.listen, transport)?;
         tokio::select! {
             r = server.serve(responder) => r.map_err(anyhow::Error::from),
             _ = tokio::signal::ctrl_c() => {

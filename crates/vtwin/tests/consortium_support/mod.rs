@@ -9,7 +9,55 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use vtwin_net::config::{self, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig};
+use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
+use vtwin_consortium::PartyLedger;
+use vtwin_net::config::{
+    self, CoordinatorConfig, DataSource, Insecure, NodeConfig, NodePolicy, PartyConfig, PartyPolicy,
+};
+
+/// Runs of the job a test consortium's parties agree to serve on the same batches (a full
+/// run, an interrupted one and its resume): with seeds every run draws the same batches, so
+/// each batch is opened up to this many times, and each opening counts.
+const RUNS: u64 = 3;
+
+/// The parties' policy for `job`: sigma calibrated as the coordinator calibrates it (RDP, the
+/// job's epsilon at delta 1e-5 for q = batch / rows), and the budget of [`RUNS`] runs, each
+/// batch opened [`RUNS`] times, by the party ledger's own accounting.
+fn policy(job: &Job) -> PartyPolicy {
+    let delta = 1e-5;
+    let q = job.batch as f64 / job.demo_rows as f64;
+    let sigma = vtwin_dp::calibrate_sigma(
+        vtwin_dp::Accountant::Rdp,
+        job.epsilon,
+        delta,
+        q,
+        job.iters,
+        vtwin_dp::Neighbouring::AddRemove,
+    )
+    .expect("calibrate sigma");
+    let mut ledger = PartyLedger::in_memory();
+    for t in 0..job.iters {
+        for _ in 0..RUNS {
+            let upload = UploadRecord {
+                iteration: t,
+                batch: batch_digest(&[t as u32]),
+                sigma,
+                clip: 1.0,
+                sample_rate: q,
+            };
+            ledger.record(&upload).expect("in memory");
+        }
+    }
+    PartyPolicy {
+        epsilon: ledger.epsilon(None, delta).expect("epsilon"),
+        delta,
+        sigma,
+        clip: 1.0,
+        components: job.components as u32,
+        sample_rate: q,
+        openings: RUNS * job.iters,
+    }
+}
 
 /// The vtwin binary under test.
 pub fn bin() -> Command {
@@ -139,12 +187,17 @@ pub fn configure(
         loopback(free_port()),
     ];
     let party_addrs = [loopback(free_port()), loopback(free_port())];
+    let policy = policy(job);
     let mut nodes = Vec::new();
     for (i, f) in node_files.into_iter().enumerate() {
         let mut c = NodeConfig::load(&f).expect("node config");
         c.listen = node_addrs[i];
         c.nodes = node_addrs;
         c.insecure = insecure.clone();
+        c.policy = NodePolicy {
+            sigma: policy.sigma,
+            clip: policy.clip,
+        };
         c.timeouts.connect_initial_delay_ms = 50;
         c.timeouts.connect_max_delay_ms = 500;
         c.timeouts.receive_delay_ms = node_delay_ms;
@@ -162,6 +215,7 @@ pub fn configure(
             rows: job.demo_rows,
             seed: 1,
         };
+        c.policy = policy.clone();
         config::write(&f, &c).expect("write party config");
         parties.push(f);
     }

@@ -1,0 +1,335 @@
+//! A party's own durable ledger of its uploads ([`PartyLedger`]), and the analyst's epsilon
+//! over them.
+//!
+//! Every upload may be opened (the coordinator cannot prove it was not), so each one is
+//! recorded, retries of an iteration included, before the upload leaves the party: the
+//! record is appended to the ledger file and synced (`fsync`), and only then is the upload
+//! sent. A crash after the sync and before the send over-counts by one; the reverse cannot
+//! happen. The file survives restarts; the party stops at its budget across them.
+//!
+//! File format (text, one record per line, appended):
+//! `v1 ITERATION BATCH_SHA256_HEX SIGMA CLIP SAMPLE_RATE\n`, the floats in Rust's shortest
+//! round-trip notation. A last line without its newline is a write torn by a crash before
+//! the sync, so before the upload: it is dropped (and truncated away) on open. Any other
+//! malformed line is an error naming the file and the line.
+//!
+//! Epsilon (the outside analyst's view, add/remove neighbours, RDP accountant of vtwin-dp,
+//! the one that calibrates sigma): uploads on the same batch (same SHA-256 of the batch
+//! indices) are openings of one Poisson subsample with independent noise, which together
+//! are one Gaussian mechanism with 1/sigma_eff^2 = sum 1/sigma_i^2 on that subsample (at the
+//! largest rate recorded for it); distinct batches compose additively in RDP. With one
+//! upload per batch this is exactly `vtwin_dp::epsilon` of (sigma, q, uploads). Cost: about a
+//! millisecond per distinct (rate, sigma_eff), independent of the number of uploads.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use vtwin_dp::rdp::{default_orders, rdp_poisson_gaussian, rdp_to_epsilon};
+use vtwin_dp::AccountingError;
+
+/// One upload: what the party released and on which batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UploadRecord {
+    /// The iteration t of the request.
+    pub iteration: u64,
+    /// SHA-256 of the batch indices ([`batch_digest`]).
+    pub batch: [u8; 32],
+    /// The noise multiplier of the upload (> 0).
+    pub sigma: f64,
+    /// The nominal clip C of the upload.
+    pub clip: f64,
+    /// The announced Poisson sampling rate q.
+    pub sample_rate: f64,
+}
+
+/// SHA-256 of a batch's indices (u32 little endian, in order). Cost: O(B).
+pub fn batch_digest(batch: &[u32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for i in batch {
+        h.update(i.to_le_bytes());
+    }
+    h.finalize().into()
+}
+
+/// The ledger file could not be read, parsed or appended to.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerFileError {
+    /// Reading, creating or syncing failed.
+    #[error("party ledger {file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line is not a record.
+    #[error("party ledger {file}:{line}: not a v1 record")]
+    Parse {
+        /// The file.
+        file: String,
+        /// 1-based line.
+        line: usize,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    /// sum of 1 / sigma_i^2 over the group's uploads.
+    precision: f64,
+    /// Largest sampling rate recorded for the batch.
+    rate: f64,
+}
+
+/// A party's uploads so far (module docs), in memory and, unless [`PartyLedger::in_memory`],
+/// in its file.
+#[derive(Debug)]
+pub struct PartyLedger {
+    file: Option<(PathBuf, File)>,
+    uploads: u64,
+    groups: HashMap<[u8; 32], Group>,
+}
+
+impl PartyLedger {
+    /// A ledger that is never written (tests and the in-process demo, whose parties live
+    /// only as long as one job).
+    pub fn in_memory() -> PartyLedger {
+        PartyLedger {
+            file: None,
+            uploads: 0,
+            groups: HashMap::new(),
+        }
+    }
+
+    /// Opens (or creates, mode 0600, with its directory entry synced) the ledger at `path`
+    /// and reads every record. Cost: one pass over the file.
+    pub fn open(path: &Path) -> Result<PartyLedger, LedgerFileError> {
+        let name = path.display().to_string();
+        let io = |source| LedgerFileError::Io {
+            file: name.clone(),
+            source,
+        };
+        let existed = path.exists();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        if !existed {
+            // The file's existence must be as durable as its first record.
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(io)?;
+        let complete = text.rfind('\n').map_or(0, |i| i + 1);
+        if complete < text.len() {
+            tracing::warn!(file = %name, "dropping a torn last record (written before a crash, never uploaded)");
+            file.set_len(complete as u64).map_err(io)?;
+            file.sync_all().map_err(io)?;
+            file.seek(SeekFrom::End(0)).map_err(io)?;
+        }
+        let mut ledger = PartyLedger::in_memory();
+        for (i, line) in text[..complete].lines().enumerate() {
+            let record = parse_line(line).ok_or_else(|| LedgerFileError::Parse {
+                file: name.clone(),
+                line: i + 1,
+            })?;
+            ledger.add(&record);
+        }
+        ledger.file = Some((path.to_owned(), file));
+        Ok(ledger)
+    }
+
+    /// Uploads recorded so far.
+    pub fn uploads(&self) -> u64 {
+        self.uploads
+    }
+
+    fn add(&mut self, r: &UploadRecord) {
+        self.uploads += 1;
+        let g = self.groups.entry(r.batch).or_insert(Group {
+            precision: 0.0,
+            rate: 0.0,
+        });
+        g.precision += 1.0 / (r.sigma * r.sigma);
+        g.rate = g.rate.max(r.sample_rate);
+    }
+
+    /// The analyst's epsilon at `delta` over every recorded upload plus `extra` (module
+    /// docs). Errors: a record with sigma 0 (never accepted by a policy), a rate outside
+    /// [0, 1], or delta outside (0, 1).
+    pub fn epsilon(
+        &self,
+        extra: Option<&UploadRecord>,
+        delta: f64,
+    ) -> Result<f64, AccountingError> {
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(AccountingError::Delta(delta));
+        }
+        let mut groups = self.groups.clone();
+        if let Some(r) = extra {
+            let g = groups.entry(r.batch).or_insert(Group {
+                precision: 0.0,
+                rate: 0.0,
+            });
+            g.precision += 1.0 / (r.sigma * r.sigma);
+            g.rate = g.rate.max(r.sample_rate);
+        }
+        // Identical (rate, sigma_eff) compose as a multiple of one step's RDP.
+        let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for g in groups.values() {
+            let sigma = 1.0 / g.precision.sqrt();
+            if !(sigma > 0.0 && sigma.is_finite()) {
+                return Err(AccountingError::NoiseMultiplier(sigma));
+            }
+            if !(0.0..=1.0).contains(&g.rate) {
+                return Err(AccountingError::SampleRate(g.rate));
+            }
+            *counts
+                .entry((g.rate.to_bits(), sigma.to_bits()))
+                .or_default() += 1;
+        }
+        if counts.is_empty() {
+            return Ok(0.0);
+        }
+        let orders = default_orders();
+        let rdp: Vec<f64> = orders
+            .iter()
+            .map(|&a| {
+                counts
+                    .iter()
+                    .map(|(&(q, s), &n)| {
+                        rdp_poisson_gaussian(f64::from_bits(q), f64::from_bits(s), a) * n as f64
+                    })
+                    .sum()
+            })
+            .collect();
+        Ok(rdp_to_epsilon(&orders, &rdp, delta).0)
+    }
+
+    /// Records `r`: appends it to the file and syncs it (the caller uploads only after this
+    /// returns `Ok`), then counts it. Cost: one small write and one `fdatasync`.
+    pub fn record(&mut self, r: &UploadRecord) -> Result<(), LedgerFileError> {
+        if let Some((path, file)) = self.file.as_mut() {
+            let line = format!(
+                "v1 {} {} {} {} {}\n",
+                r.iteration,
+                vtwin_net::seal::hex(&r.batch),
+                r.sigma,
+                r.clip,
+                r.sample_rate
+            );
+            file.write_all(line.as_bytes())
+                .and_then(|()| file.sync_data())
+                .map_err(|source| LedgerFileError::Io {
+                    file: path.display().to_string(),
+                    source,
+                })?;
+        }
+        self.add(r);
+        Ok(())
+    }
+}
+
+fn parse_line(line: &str) -> Option<UploadRecord> {
+    let mut f = line.split(' ');
+    if f.next()? != "v1" {
+        return None;
+    }
+    let iteration = f.next()?.parse().ok()?;
+    let batch = *vtwin_net::seal::parse_hex32(f.next()?)?;
+    let mut float = || f.next()?.parse::<f64>().ok();
+    let (sigma, clip, sample_rate) = (float()?, float()?, float()?);
+    if f.next().is_some() || !(sigma > 0.0 && sigma.is_finite()) {
+        return None;
+    }
+    Some(UploadRecord {
+        iteration,
+        batch,
+        sigma,
+        clip,
+        sample_rate,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vtwin_dp::{epsilon, Accountant, Composition, Neighbouring};
+
+    fn upload(t: u64, batch: &[u32]) -> UploadRecord {
+        UploadRecord {
+            iteration: t,
+            batch: batch_digest(batch),
+            sigma: 1.2,
+            clip: 1.0,
+            sample_rate: 0.01,
+        }
+    }
+
+    #[test]
+    fn distinct_batches_match_the_accountant() {
+        let mut l = PartyLedger::in_memory();
+        for t in 0..50 {
+            l.record(&upload(t, &[t as u32])).unwrap();
+        }
+        let want = epsilon(
+            Accountant::Rdp,
+            &Composition {
+                noise_multiplier: 1.2,
+                sample_rate: 0.01,
+                steps: 50,
+            },
+            1e-5,
+            Neighbouring::AddRemove,
+        )
+        .unwrap();
+        let got = l.epsilon(None, 1e-5).unwrap();
+        assert!((got - want).abs() <= 1e-12 * want, "{got} vs {want}");
+    }
+
+    #[test]
+    fn a_retry_on_the_same_batch_costs_more_than_nothing() {
+        let mut l = PartyLedger::in_memory();
+        l.record(&upload(0, &[1, 2])).unwrap();
+        let once = l.epsilon(None, 1e-5).unwrap();
+        let twice = l.epsilon(Some(&upload(0, &[1, 2])), 1e-5).unwrap();
+        assert!(twice > once, "{twice} <= {once}");
+    }
+
+    #[test]
+    fn the_file_survives_a_reopen_and_a_torn_line_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("party.ledger");
+        let mut l = PartyLedger::open(&path).unwrap();
+        l.record(&upload(0, &[1])).unwrap();
+        l.record(&upload(1, &[2])).unwrap();
+        let eps = l.epsilon(None, 1e-5).unwrap();
+        drop(l);
+        // A crash in the middle of the third record's write.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"v1 2 00").unwrap();
+        drop(f);
+        let mut l = PartyLedger::open(&path).unwrap();
+        assert_eq!(l.uploads(), 2);
+        assert_eq!(l.epsilon(None, 1e-5).unwrap(), eps);
+        l.record(&upload(2, &[3])).unwrap();
+        drop(l);
+        assert_eq!(PartyLedger::open(&path).unwrap().uploads(), 3);
+        std::fs::write(&path, "v1 0 zz 1 1 0.1\n").unwrap();
+        assert!(matches!(
+            PartyLedger::open(&path),
+            Err(LedgerFileError::Parse { line: 1, .. })
+        ));
+    }
+}
