@@ -65,5 +65,6 @@ pub use ledger::{LedgerError, PrivacyLedger};
 pub use noise_share::NoiseShare;
 pub use rational::{parse_decimal, pow2, rational_from_f64, DecimalError};
 pub use report::{
-    EpsilonPair, NoiseContributors, ObserverReport, PrivacyReport, PrivacySetting, ReportError,
+    amplified_delta, EpsilonPair, NoiseContributors, ObserverReport, PrivacyReport, PrivacySetting,
+    ReportError,
 };

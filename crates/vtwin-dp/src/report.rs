@@ -205,6 +205,37 @@ pub struct PrivacyReport {
 /// Epsilon per accountant name.
 type Figures = BTreeMap<String, EpsilonPair>;
 
+/// The figures of an observer who gets amplification by subsampling, when the real
+/// mechanism differs from the analysed one with probability at most `failure` on every input
+/// (a total-variation argument: `(epsilon, delta_acc + (1 + e^epsilon) failure)`).
+/// `eval(delta_acc)` computes the figures and `largest` their largest epsilon. Since epsilon
+/// depends on delta_acc only weakly, `delta_acc = delta - (1 + e^(eps + 1)) failure` with eps
+/// the largest figure at `delta - 2 failure`, and the figures at delta_acc must stay below
+/// eps + 1. Returns the figures and delta_acc, or None where that leaves no delta (large
+/// epsilon: the caller falls back to a figure without amplification). Cost: two evaluations
+/// (one when `failure` is 0).
+pub fn amplified_delta<T, E>(
+    delta: f64,
+    failure: f64,
+    eval: impl Fn(f64) -> Result<T, E>,
+    largest: impl Fn(&T) -> f64,
+) -> Result<Option<(T, f64)>, E> {
+    if failure == 0.0 {
+        return Ok(Some((eval(delta)?, delta)));
+    }
+    let start = delta - 2.0 * failure;
+    if start.is_nan() || start <= 0.0 {
+        return Ok(None);
+    }
+    let cap = largest(&eval(start)?) + 1.0;
+    let delta_acc = delta - (1.0 + cap.exp()) * failure;
+    if delta_acc.is_nan() || delta_acc <= 0.0 {
+        return Ok(None);
+    }
+    let fig = eval(delta_acc)?;
+    Ok((largest(&fig) <= cap).then_some((fig, delta_acc)))
+}
+
 fn to_opt(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
@@ -300,33 +331,18 @@ impl PrivacyReport {
         // delta - 2 failure, and check that every figure stays below it.
         // None when the factor e^epsilon makes the argument void (large epsilon): the
         // analyst then gets the known-batch figure, which needs no amplification.
-        let hidden = |noise: f64| -> Result<Option<(Figures, f64)>, ReportError> {
-            let largest = |f: &Figures| {
-                f.values()
-                    .flat_map(|p| [p.add_remove, p.replace_one])
-                    .flatten()
-                    .fold(0.0f64, f64::max)
-            };
-            if failure == 0.0 {
-                return Ok(Some((
-                    figures(&s.accountants, noise, q_hidden, t_hidden, s.delta)?,
-                    s.delta,
-                )));
-            }
-            let start = s.delta - 2.0 * failure;
-            if start.is_nan() || start <= 0.0 {
-                return Ok(None);
-            }
-            let first = figures(&s.accountants, noise, q_hidden, t_hidden, start)?;
-            let cap = largest(&first) + 1.0;
-            let delta_acc = s.delta - (1.0 + cap.exp()) * failure;
-            if delta_acc.is_nan() || delta_acc <= 0.0 {
-                return Ok(None);
-            }
-            let fig = figures(&s.accountants, noise, q_hidden, t_hidden, delta_acc)?;
-            Ok((largest(&fig) <= cap).then_some((fig, delta_acc)))
+        let largest = |f: &Figures| {
+            f.values()
+                .flat_map(|p| [p.add_remove, p.replace_one])
+                .flatten()
+                .fold(0.0f64, f64::max)
         };
-        let amplified = hidden(analyst_noise)?;
+        let amplified = amplified_delta(
+            s.delta,
+            failure,
+            |d| figures(&s.accountants, analyst_noise, q_hidden, t_hidden, d),
+            largest,
+        )?;
         let is_amplified = amplified.is_some();
         let delta_hidden = amplified.as_ref().map_or(delta_known, |(_, d)| *d);
         let analyst = match amplified {

@@ -364,18 +364,7 @@ fn output(out: &Path, spec: &KeygenSpec, files: Vec<PathBuf>) -> KeygenOutput {
 pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError> {
     check(spec)?;
     let ca = Ca::generate()?;
-    let mut plan: Plan = vec![
-        (
-            "ca.pem".into(),
-            ca.cert_pem().as_bytes().to_vec(),
-            Mode::Public,
-        ),
-        (
-            "ca.key".into(),
-            ca.key_pem().as_bytes().to_vec(),
-            Mode::Secret,
-        ),
-    ];
+    let mut plan = ca_files(&ca);
     let mut rng = ChaCha20Rng::from_os_rng();
     for who in roles(spec) {
         let stem = who.to_string();
@@ -398,6 +387,22 @@ pub fn keygen(out: &Path, spec: &KeygenSpec) -> Result<KeygenOutput, KeygenError
     }
     plan_configs(spec, &mut plan)?;
     write_all(out, plan).map(|files| output(out, spec, files))
+}
+
+/// `ca.pem` (public) and `ca.key` (0600) of `ca`, to write.
+fn ca_files(ca: &Ca) -> Plan {
+    vec![
+        (
+            "ca.pem".into(),
+            ca.cert_pem().as_bytes().to_vec(),
+            Mode::Public,
+        ),
+        (
+            "ca.key".into(),
+            ca.key_pem().as_bytes().to_vec(),
+            Mode::Secret,
+        ),
+    ]
 }
 
 /// The text of a seal key file: 64 hex digits and a newline ([`SealKey::read_file`]).
@@ -423,21 +428,7 @@ pub struct CaOutput {
 pub fn ca(out: &Path) -> Result<CaOutput, KeygenError> {
     let ca = Ca::generate()?;
     let der = pem_der(ca.cert_pem());
-    let files = write_all(
-        out,
-        vec![
-            (
-                "ca.pem".into(),
-                ca.cert_pem().as_bytes().to_vec(),
-                Mode::Public,
-            ),
-            (
-                "ca.key".into(),
-                ca.key_pem().as_bytes().to_vec(),
-                Mode::Secret,
-            ),
-        ],
-    )?;
+    let files = write_all(out, ca_files(&ca))?;
     Ok(CaOutput {
         files,
         fingerprint: fingerprint(&der),

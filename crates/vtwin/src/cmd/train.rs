@@ -440,16 +440,13 @@ pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> 
         None => Ok(f64::INFINITY),
         Some(l) if l.steps() == 0 => Ok(0.0),
         Some(l) => {
-            // The analyst's delta after the mechanism's own failures, as privacy.json spends
-            // it (the RDP figure is a few units at most, so e^(eps + 1) bounds the factor).
+            // The analyst's delta after the mechanism's own failures, spent as privacy.json
+            // spends it.
             let failure = l.failure() + l.steps() as f64 * trainer.padded_batch().1;
-            if failure == 0.0 {
-                return Ok(l.epsilon(delta)?);
-            }
-            let first = l.epsilon(delta - 2.0 * failure)?;
-            let delta_acc = delta - (1.0 + (first + 1.0).exp()) * failure;
-            if delta_acc > 0.0 {
-                return Ok(l.epsilon(delta_acc)?);
+            if let Some((eps, _)) =
+                vtwin_dp::amplified_delta(delta, failure, |d| l.epsilon(d), |e| *e)?
+            {
+                return Ok(eps);
             }
             // Too large an epsilon for the amplified argument: the known-batch figure.
             let (q, steps) = l.sampling().for_known_batches(l.steps());
