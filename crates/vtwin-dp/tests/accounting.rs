@@ -248,3 +248,47 @@ fn padded_batch_size_is_the_binomial_quantile() {
     // Tiny data: at least one row.
     assert_eq!(vtwin_dp::padded_batch_size(5, 1e-9, 1e-12).0, 1);
 }
+
+/// How the report spends delta on the mechanism's failures, and what padding gives the
+/// nodes: with padded batches a node faces exactly the analyst's figure, without it the
+/// coordinator's; observers who know the batches run at delta - 2 truncation_failure; the
+/// analyst at delta - (1 + e^eps) failure, so its figure rises with the failure.
+#[test]
+fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
+    use vtwin_dp::{PrivacyReport, PrivacySetting, Sampling};
+    let base = PrivacySetting::new(
+        2.042,
+        Sampling::Poisson {
+            sample_rate: 100.0 / 30162.0,
+        },
+        2000,
+        1e-5,
+    );
+    let pld = |r: &PrivacyReport, who: &str| {
+        let o = r.per_observer.iter().find(|o| o.observer == who).unwrap();
+        o.epsilon["pld"].add_remove.unwrap()
+    };
+    let clean = PrivacyReport::build(&base).unwrap();
+    assert_eq!(pld(&clean, "node 1"), pld(&clean, "coordinator"));
+    let padded = PrivacySetting {
+        padded_batches: true,
+        truncation_failure: 1e-7,
+        batch_overflow: 1e-8,
+        ..base.clone()
+    };
+    let r = PrivacyReport::build(&padded).unwrap();
+    assert_eq!(pld(&r, "node 1"), pld(&r, "outside analyst"));
+    assert_eq!(r.delta_terms["accountant_known_batches"], 1e-5 - 2e-7);
+    let hidden = r.delta_terms["accountant_hidden_batches"];
+    assert!(
+        hidden < 1e-5 - (1.0 + pld(&r, "outside analyst").exp()) * 1.1e-7,
+        "{hidden}"
+    );
+    assert!(pld(&r, "outside analyst") > pld(&clean, "outside analyst"));
+    // A failure that leaves no delta is refused.
+    let void = PrivacySetting {
+        truncation_failure: 1e-5,
+        ..base
+    };
+    assert!(PrivacyReport::build(&void).is_err());
+}
