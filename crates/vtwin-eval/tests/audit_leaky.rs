@@ -1,6 +1,6 @@
 //! The audit end to end on the demo population: a generator that copies its training rows
 //! must be caught (DCR AUC near 1, the largest epsilon bound the sample sizes allow); one
-//! independent of the members must not (AUC near 1/2, bound near 0); all three attacks run.
+//! independent of the members must not (AUC near 1/2, bound near 0); all four attacks run.
 
 use std::collections::BTreeMap;
 
@@ -86,7 +86,7 @@ fn a_generator_independent_of_the_members_scores_auc_near_one_half() {
 }
 
 #[test]
-fn all_three_attacks_run_and_report() {
+fn all_four_attacks_run_and_report() {
     let members = demo_table(120, 1);
     let non_members = demo_table(240, 2);
     let synthetic = demo_table(120, 3);
@@ -98,6 +98,8 @@ fn all_three_attacks_run_and_report() {
         shadow_runs: 4,
         shadow_iterations: 10,
         shadow_backend: TrainBackend::Float,
+        canaries: 40,
+        canary_iterations: 10,
         ..AuditConfig::default()
     };
     let data = AuditData {
@@ -116,9 +118,13 @@ fn all_three_attacks_run_and_report() {
         [
             "distance_to_closest_record",
             "density_ratio",
-            "shadow_model"
+            "shadow_model",
+            "inserted_canaries"
         ]
     );
+    let canaries = &r.attacks[3];
+    assert_eq!(canaries.members + canaries.non_members, 40);
+    assert_eq!(canaries.details["guesses"], 8);
     // Half of the non-members not scored fit the reference density.
     assert_eq!(r.reference, 180);
     let shadow = &r.attacks[2];

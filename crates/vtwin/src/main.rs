@@ -36,6 +36,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Membership-inference audit: DCR, density-ratio and shadow-model attacks, epsilon bounds.
     Audit(cmd::audit::Args),
+    /// Canary audit of the training mechanism: empirical epsilon lower bound vs the claim.
+    AuditMechanism(cmd::audit_mechanism::Args),
     /// Keys, certificates and configs: by certificate requests (ca, request, sign), or in one step.
     Keygen(cmd::keygen::Args),
     /// Run a compute node of the consortium (QUIC, mutual TLS) until interrupted.
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Audit(args) => cmd::audit::run(args),
+        Command::AuditMechanism(args) => cmd::audit_mechanism::run(args),
         Command::Keygen(args) => cmd::keygen::run(args),
         Command::Node(args) => cmd::node::run(args),
         Command::Party(args) => cmd::party::run(args),

@@ -93,6 +93,10 @@ fn base<'a>(f: &'a Fixture, out: &'a Path) -> Vec<&'a str> {
         "5",
         "--shadow-backend",
         "float",
+        "--canaries",
+        "40",
+        "--canary-iters",
+        "5",
         "--out",
         s(out),
     ]
@@ -117,7 +121,8 @@ fn audit_writes_the_report() {
         [
             "distance_to_closest_record",
             "density_ratio",
-            "shadow_model"
+            "shadow_model",
+            "inserted_canaries"
         ]
     );
     for a in r["attacks"].as_array().unwrap() {
@@ -139,7 +144,7 @@ fn audit_writes_the_report() {
     assert_eq!(r["members"], 100);
     assert_eq!(r["non_members"], 100);
     // One summary line per attack plus the header.
-    assert_eq!(common::stdout(&o).lines().count(), 4);
+    assert_eq!(common::stdout(&o).lines().count(), 5);
 
     // The same members as one CSV per party give the same DCR result.
     let (health, retail) = (f.dir.join("health.csv"), f.dir.join("retail.csv"));

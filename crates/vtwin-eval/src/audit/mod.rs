@@ -8,18 +8,29 @@
 //! - [`distance`]: distance to the closest synthetic record (black box: synthetic data only).
 //! - [`domias`]: density ratio of the released model against a reference density.
 //! - [`shadow`]: models retrained with and without the most isolated members.
+//! - [`inserted_canaries`]: outlier canaries inserted at random, one training, the model's
+//!   density at each canary (black box; one-run bound, [`one_run`]).
 //!
 //! Metrics: [`roc`] (AUC, ROC, TPR at FPR), [`clopper_pearson`], [`epsilon_bound`].
 //! Plumbing: [`split`] (which records), [`nearest`] (distances), [`training`] (mixtures),
 //! [`privacy_claim`] (privacy.json), [`report`] (JSON).
 //!
 //! Entry point: [`run_audit`].
+//!
+//! The mechanism audit ([`mechanism`], `vtwin audit-mechanism`) tests the training
+//! mechanism itself: [`canary`] records through the real backend's iterations, scored from
+//! the released noisy sums, with bounds from [`gdp`] and [`epsilon_bound`].
 
+pub mod canary;
 pub mod clopper_pearson;
 pub mod distance;
 pub mod domias;
 pub mod epsilon_bound;
+pub mod gdp;
+pub mod inserted_canaries;
+pub mod mechanism;
 pub mod nearest;
+pub mod one_run;
 pub mod privacy_claim;
 pub mod report;
 pub mod roc;
@@ -34,6 +45,7 @@ use vtwin_model::Table;
 
 use crate::features::{FeatureError, FeatureMap};
 use epsilon_bound::Labelled;
+use inserted_canaries::{inserted_canary_attack, InsertedCanaryError, InsertedCanarySettings};
 use privacy_claim::PrivacyClaim;
 use report::{attack_report, MetricsError};
 pub use report::{AttackReport, AuditReport};
@@ -51,14 +63,17 @@ pub enum Attack {
     DensityRatio,
     /// [`shadow`].
     ShadowModel,
+    /// [`inserted_canaries`].
+    InsertedCanaries,
 }
 
 impl Attack {
     /// Every attack, in report order.
-    pub const ALL: [Attack; 3] = [
+    pub const ALL: [Attack; 4] = [
         Attack::DistanceToClosestRecord,
         Attack::DensityRatio,
         Attack::ShadowModel,
+        Attack::InsertedCanaries,
     ];
 
     /// The name in the report.
@@ -67,6 +82,7 @@ impl Attack {
             Attack::DistanceToClosestRecord => "distance_to_closest_record",
             Attack::DensityRatio => "density_ratio",
             Attack::ShadowModel => "shadow_model",
+            Attack::InsertedCanaries => "inserted_canaries",
         }
     }
 }
@@ -94,6 +110,10 @@ pub struct AuditConfig {
     pub shadow_backend: TrainBackend,
     /// Adam learning rate of the audit's models (vtwin train's default 0.01).
     pub lr: f64,
+    /// Canaries drawn by the inserted-canary attack (about half are inserted).
+    pub canaries: usize,
+    /// DPVI iterations of the inserted-canary attack's model.
+    pub canary_iterations: u64,
 }
 
 impl Default for AuditConfig {
@@ -109,6 +129,8 @@ impl Default for AuditConfig {
             shadow_iterations: 300,
             shadow_backend: TrainBackend::Fixed,
             lr: 0.01,
+            canaries: 1000,
+            canary_iterations: 300,
         }
     }
 }
@@ -165,6 +187,9 @@ pub enum AuditError {
     /// The shadow experiment failed.
     #[error(transparent)]
     Shadow(#[from] ShadowError),
+    /// The inserted-canary attack failed.
+    #[error(transparent)]
+    InsertedCanaries(#[from] InsertedCanaryError),
     /// The shadow configuration's epsilon could not be computed.
     #[error("shadow epsilon: {0}")]
     Accounting(#[from] vtwin_dp::AccountingError),
@@ -384,6 +409,77 @@ pub fn run_audit(
                     "clip": data.privacy.clip,
                     "components": data.model.components,
                     "pooled_sd": out.pooled_sd,
+                });
+                attacks.push(r);
+            }
+            Attack::InsertedCanaries => {
+                progress(&format!(
+                    "inserted canaries: training with about {} of {} outliers ({} iterations)",
+                    config.canaries / 2,
+                    config.canaries,
+                    config.canary_iterations
+                ));
+                let settings = InsertedCanarySettings {
+                    canaries: config.canaries,
+                    guess_fraction: 0.1,
+                    fit: FitSettings {
+                        components: data.model.components,
+                        iterations: config.canary_iterations,
+                        sample_rate: data.privacy.sample_rate,
+                        clip: data.privacy.clip,
+                        sigma: data.privacy.sigma,
+                        lr: config.lr,
+                        backend: config.shadow_backend,
+                        seed: config.seed,
+                        noise_seed: config.seed.wrapping_add(1),
+                    },
+                    seed: config.seed,
+                    delta: data.privacy.delta,
+                    confidence: config.confidence,
+                };
+                let out =
+                    inserted_canary_attack(data.members, &data.model.mean_params(), &settings)?;
+                let (si, so) = (&out.scores_in, &out.scores_out);
+                let half = |v: &[f64]| v.len() / 2;
+                let mut r = attack_report(
+                    attack.name(),
+                    Labelled {
+                        members: si,
+                        non_members: so,
+                    },
+                    Labelled {
+                        members: &si[..half(si)],
+                        non_members: &so[..half(so)],
+                    },
+                    Labelled {
+                        members: &si[half(si)..],
+                        non_members: &so[half(so)..],
+                    },
+                    data.privacy.delta,
+                    config.confidence,
+                )
+                .map_err(|source| AuditError::Metrics {
+                    attack: attack.name(),
+                    source,
+                })?;
+                // The canaries share one training, so the per-canary test's trials are not
+                // independent: the rigorous figure is the one-run bound.
+                r.epsilon_lower_bound = out.epsilon_lower_bound;
+                r.epsilon_lower_bound_ci = (out.epsilon_lower_bound, None);
+                r.epsilon_theoretical_audited =
+                    data.privacy.epsilon_at_steps(config.canary_iterations)?;
+                r.details = serde_json::json!({
+                    "score": "ln p_trained(c) - ln p_released(c) at the posterior means: the model trained with the inserted canaries against the released model, which saw none",
+                    "bound": "one-run bound (Steinke, Nasr and Jagielski 2023): v right guesses of r (the top and bottom 10% of the scores) among m canaries inserted with probability 1/2; epsilon_test treats the canaries as independent trials and is shown for comparison only",
+                    "canaries": out.canaries,
+                    "inserted": si.len(),
+                    "guesses": out.guesses,
+                    "correct": out.correct,
+                    "iterations": config.canary_iterations,
+                    "backend": config.shadow_backend,
+                    "sigma": data.privacy.sigma,
+                    "sample_rate": data.privacy.sample_rate,
+                    "clip": data.privacy.clip,
                 });
                 attacks.push(r);
             }

@@ -22,6 +22,8 @@ pub(crate) enum AttackArg {
     DensityRatio,
     /// Shadow models with and without the most isolated members.
     Shadow,
+    /// Outlier canaries inserted at random into one training (black box, one-run bound).
+    Canaries,
 }
 
 /// The shadow models' backend.
@@ -65,7 +67,7 @@ pub(crate) struct Args {
     #[arg(long)]
     reference: Option<PathBuf>,
     /// Attacks to run (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [AttackArg::Dcr, AttackArg::DensityRatio, AttackArg::Shadow])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [AttackArg::Dcr, AttackArg::DensityRatio, AttackArg::Shadow, AttackArg::Canaries])]
     attacks: Vec<AttackArg>,
     /// Records scored per class, at most (half choose the epsilon test, half evaluate it).
     #[arg(long, default_value_t = 2000)]
@@ -91,9 +93,16 @@ pub(crate) struct Args {
     /// Shadow attack: backend of the shadow models.
     #[arg(long, value_enum, default_value_t = BackendArg::Fixed)]
     shadow_backend: BackendArg,
-    /// Adam learning rate of the reference and shadow models.
+    /// Adam learning rate of the reference, shadow and canary models.
     #[arg(long, default_value_t = 0.01)]
     lr: f64,
+    /// Inserted-canary attack: outlier canaries drawn (each inserted with probability 1/2).
+    #[arg(long, default_value_t = 1000)]
+    canaries: usize,
+    /// Inserted-canary attack: DPVI iterations of the canary model (its backend is
+    /// --shadow-backend).
+    #[arg(long, default_value_t = 300)]
+    canary_iters: u64,
     /// Output JSON (written atomically).
     #[arg(long)]
     out: PathBuf,
@@ -179,6 +188,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         (AttackArg::Dcr, Attack::DistanceToClosestRecord),
         (AttackArg::DensityRatio, Attack::DensityRatio),
         (AttackArg::Shadow, Attack::ShadowModel),
+        (AttackArg::Canaries, Attack::InsertedCanaries),
     ] {
         if a.attacks.contains(&arg) {
             attacks.push(attack);
@@ -198,6 +208,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             BackendArg::Fixed => TrainBackend::Fixed,
         },
         lr: a.lr,
+        canaries: a.canaries,
+        canary_iterations: a.canary_iters,
     };
     let data = AuditData {
         model: &model,

@@ -1,6 +1,7 @@
 //! Subcommands, one module each.
 pub(crate) mod arith;
 pub(crate) mod audit;
+pub(crate) mod audit_mechanism;
 pub(crate) mod bench;
 pub(crate) mod coordinator;
 pub(crate) mod demo;
@@ -12,3 +13,4 @@ pub(crate) mod party;
 pub(crate) mod privacy;
 pub(crate) mod synthesize;
 pub(crate) mod train;
+pub(crate) mod training_data;

@@ -18,7 +18,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{bail, Context};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, PrivacySetting};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
@@ -36,6 +36,8 @@ use vtwin_model::stats::PartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::{Schema, Table};
 
+use super::training_data::{parse_party_files, sample_rate, TrainingData};
+
 /// Which gradient backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum BackendKind {
@@ -50,21 +52,8 @@ pub(crate) enum BackendKind {
 /// Train a model with DP variational inference.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Public schema (TOML); not needed with --demo.
-    #[arg(long)]
-    schema: Option<PathBuf>,
-    /// A party's CSV, matched by the schema's id column (repeat per party).
-    #[arg(long = "data", value_name = "PARTY=FILE")]
-    data: Vec<String>,
-    /// One CSV with every column.
-    #[arg(long)]
-    joined: Option<PathBuf>,
-    /// Train on the built-in demo data (no files needed).
-    #[arg(long)]
-    demo: bool,
-    /// Number of demo training records (test: a quarter as many).
-    #[arg(long, default_value_t = vtwin_model::demo::DEMO_ROWS)]
-    demo_rows: usize,
+    #[command(flatten)]
+    training: TrainingData,
     /// Gradient backend.
     #[arg(long, value_enum)]
     backend: BackendKind,
@@ -131,40 +120,12 @@ pub(crate) struct Args {
     checkpoint_every: u64,
 }
 
-fn parse_party_files(flag: &str, specs: &[String]) -> anyhow::Result<Vec<(String, PathBuf)>> {
-    specs
-        .iter()
-        .map(|s| match s.split_once('=') {
-            Some((p, f)) if !p.is_empty() && !f.is_empty() => Ok((p.to_owned(), PathBuf::from(f))),
-            _ => Err(anyhow!("{flag} {s}: expected PARTY=FILE")),
-        })
-        .collect()
-}
-
 /// (schema, training table, optional test table).
 fn load_data(a: &Args) -> anyhow::Result<(Schema, Table, Option<Table>)> {
-    if a.demo {
-        if a.schema.is_some() || a.joined.is_some() || !a.data.is_empty() {
-            bail!("--demo: do not combine with --schema, --joined or --data");
-        }
-        if a.demo_rows < 2 {
-            bail!("--demo-rows must be at least 2");
-        }
-        let train = vtwin_model::demo::demo_table(a.demo_rows, 1);
-        let test = vtwin_model::demo::demo_table((a.demo_rows / 4).max(1), 2);
-        return Ok((vtwin_model::demo::demo_schema(), train, Some(test)));
+    let (schema, train, demo_test) = a.training.load()?;
+    if demo_test.is_some() {
+        return Ok((schema, train, demo_test));
     }
-    let schema_path = a
-        .schema
-        .as_ref()
-        .ok_or_else(|| anyhow!("--schema is required (or use --demo)"))?;
-    let schema = Schema::load(schema_path)?;
-    let train = match (&a.joined, a.data.is_empty()) {
-        (Some(j), true) => Table::read_joined(&schema, j)?,
-        (None, false) => Table::read_parties(&schema, &parse_party_files("--data", &a.data)?)?,
-        (Some(_), false) => bail!("--joined and --data: give one of them"),
-        (None, true) => bail!("--joined or --data is required"),
-    };
     let test = match (&a.test_joined, a.test.is_empty()) {
         (Some(j), true) => Some(Table::read_joined(&schema, j)?),
         (None, false) => Some(Table::read_parties(
@@ -474,16 +435,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     }
     let (schema, train, test) = load_data(&a)?;
     let n = train.n_rows();
-    let q = match (a.batch, a.sample_rate) {
-        (Some(_), Some(_)) => bail!("--batch and --sample-rate: give one of them"),
-        (Some(b), None) if b == 0 || b > n => {
-            bail!("--batch {b}: must be between 1 and the number of training records ({n})")
-        }
-        (Some(b), None) => b as f64 / n as f64,
-        (None, Some(q)) if !(q > 0.0 && q <= 1.0) => bail!("--sample-rate {q}: must be in (0, 1]"),
-        (None, Some(q)) => q,
-        (None, None) => (100.0 / n as f64).min(1.0),
-    };
+    let q = sample_rate(a.batch, a.sample_rate, n)?;
     if !(a.clip.is_finite() && a.clip > 0.0) {
         bail!("--clip {}: must be positive", a.clip);
     }
