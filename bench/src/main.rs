@@ -90,6 +90,10 @@ struct Args {
     /// Utility runs at a time (they are seeded, so this changes only wall-clock seconds).
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    /// Draw OUT_DIR/img/audit_scores.png from these `vtwin audit-mechanism` reports (one
+    /// panel each) and run nothing else.
+    #[arg(long = "audit-report", value_name = "FILE.json")]
+    audit_reports: Vec<PathBuf>,
 }
 
 /// CPU model and logical cores of this host.
@@ -276,6 +280,22 @@ fn run(a: Args) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&out).with_context(|| format!("--out-dir {}", out.display()))?;
     plot::register_font(&a.font).context("--font")?;
+    if !a.audit_reports.is_empty() {
+        let reports = a
+            .audit_reports
+            .iter()
+            .map(|p| -> anyhow::Result<serde_json::Value> {
+                let text = std::fs::read_to_string(p).with_context(|| p.display().to_string())?;
+                serde_json::from_str(&text).with_context(|| p.display().to_string())
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let img = out.join("img");
+        std::fs::create_dir_all(&img).with_context(|| img.display().to_string())?;
+        let path = img.join("audit_scores.png");
+        plot::audit_scores(&reports, &path)?;
+        println!("drew {}", path.display());
+        return Ok(());
+    }
     let existing = out.join("results.json");
     if a.render_only {
         let r: Results = serde_json::from_str(

@@ -808,3 +808,125 @@ mod tests {
         );
     }
 }
+
+/// Histogram of `v` over `bins` equal bins of [lo, hi] as a step line of counts.
+fn histogram_steps(v: &[f64], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64)> {
+    let w = (hi - lo) / bins as f64;
+    let mut counts = vec![0usize; bins];
+    for &x in v {
+        let i = ((x - lo) / w).floor();
+        if i >= 0.0 && (i as usize) < bins {
+            counts[i as usize] += 1;
+        }
+    }
+    let mut pts = vec![(lo, 0.0)];
+    for (i, &c) in counts.iter().enumerate() {
+        let x0 = lo + i as f64 * w;
+        pts.push((x0, c as f64));
+        pts.push((x0 + w, c as f64));
+    }
+    pts.push((hi, 0.0));
+    pts
+}
+
+/// n times the N(mean, 1) density times the bin width, on [lo, hi].
+fn normal_counts(n: usize, mean: f64, lo: f64, hi: f64, w: f64) -> Vec<(f64, f64)> {
+    (0..=48)
+        .map(|i| {
+            let x = lo + (hi - lo) * i as f64 / 48.0;
+            let d = (-(x - mean).powi(2) / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+            (x, n as f64 * w * d)
+        })
+        .collect()
+}
+
+/// The mechanism audit's figure: per report (`vtwin audit-mechanism --out`), the scores of
+/// the runs with and without the canary with the largest bound, against N(0, 1) and
+/// N(mu, 1) of the claim, and the threshold.
+pub(crate) fn audit_scores(reports: &[serde_json::Value], path: &Path) -> anyhow::Result<()> {
+    let (root, body) = figure(
+        path,
+        (620 * reports.len().max(1) as u32, 500),
+        "vtwin audit-mechanism: scores of the runs with and without the canary",
+    )?;
+    let areas = body.split_evenly((1, reports.len().max(1)));
+    for (area, r) in areas.iter().zip(reports) {
+        let canaries = r["canaries"].as_array().cloned().unwrap_or_default();
+        let Some(c) = canaries.iter().max_by(|a, b| {
+            let e = |v: &serde_json::Value| v["epsilon_lower_bound"].as_f64().unwrap_or(0.0);
+            e(a).total_cmp(&e(b))
+        }) else {
+            continue;
+        };
+        let scores = |k: &str| -> Vec<f64> {
+            c[k].as_array()
+                .map(|v| v.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default()
+        };
+        let (with, without) = (scores("scores_with"), scores("scores_without"));
+        let mu = r["mu_theoretical"].as_f64().unwrap_or(0.0);
+        let (lo, hi, bins) = (-4.0, mu + 4.0, 40usize);
+        let w = (hi - lo) / bins as f64;
+        let threshold = r["threshold"].as_f64().unwrap_or(0.0);
+        let tall = (without.len().max(with.len()) as f64 * w * 0.45).max(1.0);
+        let series = [
+            Series {
+                label: format!("without canary ({} runs)", without.len()),
+                colour: colour("float"),
+                dashed: false,
+                points: histogram_steps(&without, lo, hi, bins),
+                whiskers: Vec::new(),
+            },
+            Series {
+                label: format!("with {} canary", c["canary"].as_str().unwrap_or("?")),
+                colour: colour("mpc"),
+                dashed: false,
+                points: histogram_steps(&with, lo, hi, bins),
+                whiskers: Vec::new(),
+            },
+            Series {
+                label: "N(0, 1): the claimed noise".into(),
+                colour: colour("float"),
+                dashed: true,
+                points: normal_counts(without.len(), 0.0, lo, hi, w),
+                whiskers: Vec::new(),
+            },
+            Series {
+                label: format!("N({mu:.2}, 1): a canary at C"),
+                colour: colour("mpc"),
+                dashed: true,
+                points: normal_counts(with.len(), mu, lo, hi, w),
+                whiskers: Vec::new(),
+            },
+            Series {
+                label: format!("threshold mu/2 = {threshold:.2}"),
+                colour: RGBColor(0, 0, 0),
+                dashed: true,
+                points: vec![(threshold, 0.0), (threshold, tall)],
+                whiskers: Vec::new(),
+            },
+        ];
+        line_panel(
+            area,
+            &format!(
+                "{}: eps lower bound {:.2} vs theory {:.2}",
+                r["backend"].as_str().unwrap_or("?"),
+                r["epsilon_lower_bound"].as_f64().unwrap_or(f64::NAN),
+                r["epsilon_theoretical"].as_f64().unwrap_or(f64::NAN)
+            ),
+            &Axis {
+                desc: "score (projection of G + Z - S on the canary, in noise sd)",
+                log: false,
+            },
+            &Axis {
+                desc: "runs per bin",
+                log: false,
+            },
+            &series,
+            Some(0.0),
+            SeriesLabelPosition::UpperLeft,
+        )?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
