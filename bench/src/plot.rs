@@ -775,40 +775,6 @@ pub(crate) fn bytes_rounds(r: &Results, path: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn si_prefixes_and_digits() {
-        assert_eq!(si(0.5), "0.5");
-        assert_eq!(si(1.25), "1.25");
-        assert_eq!(si(12.34), "12.3");
-        assert_eq!(si(640.0), "640");
-        assert_eq!(si(9999.0), "9999");
-        assert_eq!(si(20_000.0), "20k");
-        assert_eq!(si(2_173_154.0), "2.17M");
-        assert_eq!(si(1.5e6), "1.5M");
-        assert_eq!(si(3e9), "3G");
-    }
-
-    #[test]
-    fn log_ticks_cover_the_range() {
-        // Two decades: powers of ten are enough.
-        assert_eq!(log_ticks(0.0, 3.0), vec![1.0, 10.0, 100.0, 1000.0]);
-        // 25..400 (no three powers of ten): 1-2-5.
-        assert_eq!(
-            log_ticks(25f64.log10(), 400f64.log10()),
-            vec![50.0, 100.0, 200.0]
-        );
-        // 13.7..63: 1 to 9.
-        assert_eq!(
-            log_ticks(13.7f64.log10(), 63f64.log10()),
-            vec![20.0, 30.0, 40.0, 50.0, 60.0]
-        );
-    }
-}
-
 /// Histogram of `v` over `bins` equal bins of [lo, hi] as a step line of counts.
 fn histogram_steps(v: &[f64], lo: f64, hi: f64, bins: usize) -> Vec<(f64, f64)> {
     let w = (hi - lo) / bins as f64;
@@ -929,4 +895,38 @@ pub(crate) fn audit_scores(reports: &[serde_json::Value], path: &Path) -> anyhow
     }
     root.present().map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn si_prefixes_and_digits() {
+        assert_eq!(si(0.5), "0.5");
+        assert_eq!(si(1.25), "1.25");
+        assert_eq!(si(12.34), "12.3");
+        assert_eq!(si(640.0), "640");
+        assert_eq!(si(9999.0), "9999");
+        assert_eq!(si(20_000.0), "20k");
+        assert_eq!(si(2_173_154.0), "2.17M");
+        assert_eq!(si(1.5e6), "1.5M");
+        assert_eq!(si(3e9), "3G");
+    }
+
+    #[test]
+    fn log_ticks_cover_the_range() {
+        // Two decades: powers of ten are enough.
+        assert_eq!(log_ticks(0.0, 3.0), vec![1.0, 10.0, 100.0, 1000.0]);
+        // 25..400 (no three powers of ten): 1-2-5.
+        assert_eq!(
+            log_ticks(25f64.log10(), 400f64.log10()),
+            vec![50.0, 100.0, 200.0]
+        );
+        // 13.7..63: 1 to 9.
+        assert_eq!(
+            log_ticks(13.7f64.log10(), 63f64.log10()),
+            vec![20.0, 30.0, 40.0, 50.0, 60.0]
+        );
+    }
 }
