@@ -39,7 +39,7 @@ fn settings(trials: usize, iterations: u64) -> MechanismAuditSettings {
 }
 
 fn run(s: &MechanismAuditSettings) -> MechanismAuditReport {
-    audit_mechanism(&demo_table(600, 1), s).unwrap()
+    audit_mechanism(&demo_table(600, 1), s, &|_, _| {}).unwrap()
 }
 
 #[test]

@@ -461,10 +461,12 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// Runs the audit on `table` (module docs). Errors name the setting or the failing step.
+/// Runs the audit on `table` (module docs), calling `progress(done, total)` after each run
+/// (from the worker threads). Errors name the setting or the failing step.
 pub fn audit_mechanism(
     table: &Table,
     s: &MechanismAuditSettings,
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<MechanismAuditReport, MechanismAuditError> {
     check(s)?;
     let start = Instant::now();
@@ -484,6 +486,7 @@ pub fn audit_mechanism(
         .flat_map(|w| (0..s.trials).map(move |r| (w, r)))
         .collect();
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<RunOutcome>>> = Mutex::new(vec![None; jobs.len()]);
     let failure: Mutex<Option<MechanismAuditError>> = Mutex::new(None);
     std::thread::scope(|scope| {
@@ -507,6 +510,7 @@ pub fn audit_mechanism(
                             if let Ok(mut res) = results.lock() {
                                 res[i] = Some(o);
                             }
+                            progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
                         }
                         Err(e) => {
                             failure.lock().map(|mut f| *f = Some(e)).ok();

@@ -136,7 +136,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         sensitivity_inflation: a.inflate_sensitivity,
         threads: a.threads,
     };
-    let report = audit_mechanism(&table, &settings)?;
+    // A line per tenth of the runs: a full audit takes minutes.
+    let report = audit_mechanism(&table, &settings, &|done, total| {
+        if done % (total / 10).max(1) == 0 || done == total {
+            eprintln!("audit-mechanism: {done}/{total} runs");
+        }
+    })?;
     write_atomic(&a.out, serde_json::to_string_pretty(&report)?.as_bytes())
         .with_context(|| format!("--out {}", a.out.display()))?;
     println!(
