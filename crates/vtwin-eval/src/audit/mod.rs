@@ -440,28 +440,8 @@ pub fn run_audit(
                 let out =
                     inserted_canary_attack(data.members, &data.model.mean_params(), &settings)?;
                 let (si, so) = (&out.scores_in, &out.scores_out);
-                let half = |v: &[f64]| v.len() / 2;
-                let mut r = attack_report(
-                    attack.name(),
-                    Labelled {
-                        members: si,
-                        non_members: so,
-                    },
-                    Labelled {
-                        members: &si[..half(si)],
-                        non_members: &so[..half(so)],
-                    },
-                    Labelled {
-                        members: &si[half(si)..],
-                        non_members: &so[half(so)..],
-                    },
-                    data.privacy.delta,
-                    config.confidence,
-                )
-                .map_err(|source| AuditError::Metrics {
-                    attack: attack.name(),
-                    source,
-                })?;
+                let sel = si.len().min(so.len()) / 2;
+                let mut r = report_for(attack, si, so, sel, data, config.confidence)?;
                 // The canaries share one training, so the per-canary test's trials are not
                 // independent: the rigorous figure is the one-run bound.
                 r.epsilon_lower_bound = out.epsilon_lower_bound;
