@@ -68,7 +68,8 @@ pub(crate) struct Args {
     /// Confidence of the lower bounds.
     #[arg(long, default_value_t = 0.95)]
     confidence: f64,
-    /// Seed of the runs' randomness (the audit's runs are never released).
+    /// Seed of the runs' batch keys, noise and MPC randomness (reproducible audits; the
+    /// report is not a private release).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Worker threads.
@@ -85,6 +86,11 @@ pub(crate) struct Args {
 
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let (_, table, _) = a.training.load()?;
+    if !a.training.demo {
+        eprintln!(
+            "note: the audit's report holds thousands of training runs on this data and is not a differential-privacy release: keep it with the data"
+        );
+    }
     let q = sample_rate(a.batch, a.sample_rate, table.n_rows())?;
     if a.components == 0 {
         bail!("--components must be at least 1");
