@@ -89,7 +89,11 @@ fn sound_on_the_real_mechanism_and_powerful_on_a_broken_one() {
         );
         for c in &broken.canaries {
             assert!(c.max_contribution_over_clip > 2.9, "{c:?}");
-            assert!((c.sd_score_without - 1.0).abs() < 0.15, "{}", c.sd_score_without);
+            assert!(
+                (c.sd_score_without - 1.0).abs() < 0.15,
+                "{}",
+                c.sd_score_without
+            );
         }
     }
 }

@@ -490,24 +490,22 @@ pub fn audit_mechanism(
     let failure: Mutex<Option<MechanismAuditError>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..s.threads {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= jobs.len() || failure.lock().map_or(true, |f| f.is_some()) {
-                        return;
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs.len() || failure.lock().map_or(true, |f| f.is_some()) {
+                    return;
+                }
+                let (w, r) = jobs[i];
+                match run_once(s, &data, w, r) {
+                    Ok(o) => {
+                        if let Ok(mut res) = results.lock() {
+                            res[i] = Some(o);
+                        }
+                        progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
                     }
-                    let (w, r) = jobs[i];
-                    match run_once(s, &data, w, r) {
-                        Ok(o) => {
-                            if let Ok(mut res) = results.lock() {
-                                res[i] = Some(o);
-                            }
-                            progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
-                        }
-                        Err(e) => {
-                            failure.lock().map(|mut f| *f = Some(e)).ok();
-                            return;
-                        }
+                    Err(e) => {
+                        failure.lock().map(|mut f| *f = Some(e)).ok();
+                        return;
                     }
                 }
             });
