@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::opening_log::OpeningRecord;
-use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::OwnPartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Schema;

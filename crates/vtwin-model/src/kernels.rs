@@ -17,7 +17,9 @@
 //! host ([`PartyMaps::new`]); the per-record work (B x K x |T_p|) runs on the candle device:
 //! `Device::Cpu`, or CUDA device 0 with the `cuda` feature.
 
-use candle_core::{Device, Tensor};
+/// The device the local kernels run on (re-exported so callers need not depend on candle).
+pub use candle_core::Device;
+use candle_core::Tensor;
 use statrs::function::gamma::{digamma, ln_gamma};
 
 use crate::layout::{ColumnModel, Layout};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, Notify};
 use tracing::Instrument;
-use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::config::NodePolicy;
 use vtwin_net::pki::Identity;
