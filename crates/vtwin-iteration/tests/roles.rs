@@ -1,11 +1,11 @@
 //! The three roles driven in memory ([`vtwin_iteration::memory`]) against the plaintext
 //! reference of the circuit (`vtwin-mpc/tests/common/gradient_ref.rs`, reused as is).
 
-#[path = "../../vtwin-mpc/tests/common/gradient_ref.rs"]
-mod gradient_ref;
+mod common;
 
-use gradient_ref::{instance, reference, Instance};
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use common::gradient_ref::{self, instance, reference};
+use common::{max_abs_diff, messages, split_noise};
+use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_iteration::memory::{node_keys, run};
 use vtwin_iteration::node::program;
@@ -13,67 +13,6 @@ use vtwin_iteration::party::{Party, ShardError};
 use vtwin_iteration::SecretRandomness;
 use vtwin_mpc::sim::run_nodes;
 use vtwin_mpc::{Delivery, Message, MpcError, NodeId, SessionId};
-
-/// Every party's messages, party p sharing `noise[p]`, seeds from `SecretRandomness`
-/// (insecure seed 3, iteration 0).
-fn messages(inst: &Instance, session: SessionId, noise: &[Vec<u128>]) -> Vec<Message> {
-    let parties = inst.public.parties.len();
-    let r = SecretRandomness::InsecureSeed(3);
-    (0..parties)
-        .flat_map(|p| {
-            let party = Party {
-                index: p,
-                parties,
-                session,
-            };
-            party
-                .shard(
-                    &gradient_ref::plain(inst, p),
-                    gradient_ref::bounds(),
-                    &noise[p],
-                    inst.public.dim(),
-                    &mut r.party(p, 0),
-                )
-                .expect("in range")
-                .into_iter()
-                .flatten()
-        })
-        .collect()
-}
-
-/// The instance's noise split into one random-looking contribution per party.
-fn split_noise(inst: &Instance, seed: u64) -> Vec<Vec<u128>> {
-    let parties = inst.public.parties.len();
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut parts: Vec<Vec<u128>> = (1..parties)
-        .map(|_| {
-            inst.noise
-                .iter()
-                .map(|_| u128::from(rng.next_u64()))
-                .collect()
-        })
-        .collect();
-    let last = inst
-        .noise
-        .iter()
-        .enumerate()
-        .map(|(i, z)| {
-            parts
-                .iter()
-                .fold(*z as u128, |acc, part| acc.wrapping_sub(part[i]))
-        })
-        .collect();
-    parts.push(last);
-    parts
-}
-
-/// Largest |a_i - b_i| of two encoded vectors, as reals.
-fn max_abs_diff(a: &[u128], b: &[u128]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (vtwin_fixed::Fx(*x) - vtwin_fixed::Fx(*y)).to_f64().abs())
-        .fold(0.0, f64::max)
-}
 
 /// Each party shards its upload and a share of the noise; the nodes add the shares, and the
 /// opening is within the accumulated probabilistic rounding of the floor reference.
