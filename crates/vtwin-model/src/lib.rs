@@ -38,6 +38,7 @@ pub mod prior;
 pub mod rng_state;
 pub mod stats;
 pub mod trainer;
+pub mod training_state;
 
 /// The per-iteration secret randomness of every role, at its old path (it lives in
 /// [`vtwin_iteration::randomness`]).

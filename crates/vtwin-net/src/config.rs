@@ -17,12 +17,9 @@ use serde::{Deserialize, Serialize};
 use crate::atomic_file;
 use crate::pki::{Identity, PkiError};
 use crate::role::NODES;
+// At its old path too: configs build transport options from it.
+pub use crate::transport::KEEP_ALIVE_MAX;
 use crate::transport::{Backoff, TransportOptions};
-
-/// Longest keep-alive interval: a link sends at least this often, so a restarted peer answers
-/// with a stateless reset (crate `reset_key`) and the link is redialled within about this long
-/// instead of the idle timeout. Cost: one small packet per link per interval.
-pub const KEEP_ALIVE_MAX: Duration = Duration::from_secs(2);
 
 /// The TLS files of one role.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -43,6 +43,11 @@ use crate::role::Role;
 use crate::stateless_reset::endpoint_config;
 use crate::tls::{client_config, server_config, TlsError};
 
+/// Longest keep-alive interval: a link sends at least this often, so a restarted peer answers
+/// with a stateless reset (crate `reset_key`) and the link is redialled within about this long
+/// instead of the idle timeout. Cost: one small packet per link per interval.
+pub const KEEP_ALIVE_MAX: Duration = Duration::from_secs(2);
+
 /// Application close code: normal close ([`Link::close`]).
 pub const CLOSE_NORMAL: u32 = 0;
 /// Application close code: a malformed, oversized or out-of-sequence frame.
@@ -128,7 +133,7 @@ impl Default for TransportOptions {
     fn default() -> TransportOptions {
         TransportOptions {
             idle_timeout: Duration::from_secs(15),
-            keep_alive: crate::config::KEEP_ALIVE_MAX,
+            keep_alive: KEEP_ALIVE_MAX,
             hello_timeout: Duration::from_secs(10),
             receive_delay: None,
             insecure: false,
