@@ -10,20 +10,31 @@
 //!   `vtwin bench`).
 //!
 //! Protocol, messages, rounds, bytes, timeouts and abort semantics: `protocols/consortium.md`.
+//!
+//! Feature `model` (default): the party and coordinator roles, which hold the model
+//! (vtwin-model: the local kernels on candle, the trainer). Without it the crate is the
+//! compute node alone ([`node`], [`service::node`]), whose iteration role comes from
+//! vtwin-iteration: `cargo tree -p vtwin-consortium --no-default-features` has no candle.
 
+#[cfg(feature = "model")]
 pub mod coordinator;
+#[cfg(feature = "model")]
 pub mod loopback;
+#[cfg(feature = "model")]
 pub mod memory;
 
 pub mod node;
 pub mod outgoing;
+#[cfg(feature = "model")]
 pub mod party;
 pub mod party_ledger;
 pub mod service;
 pub mod upload;
 
+#[cfg(feature = "model")]
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};
 pub use node::{NodeError, NodeOutput, NodeSession};
 pub use outgoing::Outgoing;
+#[cfg(feature = "model")]
 pub use party::{PartyError, PartyResponder, PartySetup};
 pub use party_ledger::PartyLedger;
