@@ -1,5 +1,5 @@
 //! A party's side of one MPC iteration, from its own batch only: the vtwin-mpc messages it
-//! sends to each compute node (ARCHITECTURE steps 2-3). The in-memory mpc backend and a party
+//! sends to each compute node (`docs/architecture.md` steps 2-3). The in-memory mpc backend and a party
 //! process both call [`party_messages`], so they send identical messages given identical
 //! generators.
 //!

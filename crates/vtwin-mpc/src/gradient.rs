@@ -1,4 +1,4 @@
-//! The gradient circuit of ARCHITECTURE step 4 (nodes' side), vectorised over the batch:
+//! The gradient circuit of `docs/architecture.md` step 4 (nodes' side), vectorised over the batch:
 //! the MPC twin of `vtwin_model::fixed::fixed_gradient` (same products, same truncations).
 //!
 //! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
