@@ -6,6 +6,8 @@
 //!   (`now`), output frames to send ([`outgoing::Outgoing`]) and events. No sockets, threads or
 //!   clocks, so tests drive them in memory ([`memory`]).
 //! - [`service`]: tokio tasks that connect them to vtwin-net QUIC links.
+//! - [`config`]: the services' TOML configurations (policies, training settings, data
+//!   sources); [`keygen`] writes them with the keys and certificates.
 //! - [`loopback`]: a whole consortium in one process on loopback (for `vtwin demo` and
 //!   `vtwin bench`).
 //!
@@ -16,8 +18,10 @@
 //! compute node alone ([`node`], [`service::node`]), whose iteration role comes from
 //! vtwin-iteration: `cargo tree -p vtwin-consortium --no-default-features` has no candle.
 
+pub mod config;
 #[cfg(feature = "model")]
 pub mod coordinator;
+pub mod keygen;
 #[cfg(feature = "model")]
 pub mod loopback;
 #[cfg(feature = "model")]

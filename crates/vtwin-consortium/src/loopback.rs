@@ -11,6 +11,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::config::{NodePolicy, PartyPolicy};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_iteration::randomness::SecretRandomness;
@@ -22,7 +23,6 @@ use vtwin_model::stats::OwnPartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Schema;
 use vtwin_mpc::NodeId;
-use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::transport::{Backoff, TransportOptions};
 use vtwin_net::{Role, SealKey};

@@ -35,11 +35,11 @@
 
 use std::collections::VecDeque;
 
+use crate::config::NodePolicy;
 use vtwin_iteration::node::{ephemeral_key, program};
 use vtwin_iteration::SecretRandomness;
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
-use vtwin_net::config::NodePolicy;
 use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};

@@ -43,6 +43,7 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed::Renormalise;
 
+use crate::config::PartyPolicy;
 use vtwin_iteration::randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::kernels::{compute_device, Device};
 use vtwin_model::layout::Layout;
@@ -50,7 +51,6 @@ use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyT
 use vtwin_model::stats::PartyData;
 use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
-use vtwin_net::config::PartyPolicy;
 use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
 use zeroize::Zeroizing;
 
