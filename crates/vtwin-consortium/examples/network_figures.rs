@@ -18,13 +18,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use vtwin_consortium::loopback::{run, LoopbackSettings};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed::{FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc::MpcBackend;
-use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::stats::PartyData;
 use vtwin_model::{Schema, Table};
 

@@ -30,10 +30,10 @@
 
 use std::time::{Duration, Instant};
 
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::dpvi::DpviError;
 use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical, input_bounds};
 use vtwin_model::opening_log::OpeningRecord;
-use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::{IterationPlan, Trainer};
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Message, NodeId, Opening, Peer};

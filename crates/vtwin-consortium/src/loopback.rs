@@ -11,18 +11,18 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::config::{NodePolicy, PartyPolicy};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::opening_log::OpeningRecord;
-use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::OwnPartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Schema;
 use vtwin_mpc::NodeId;
-use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::transport::{Backoff, TransportOptions};
 use vtwin_net::{Role, SealKey};

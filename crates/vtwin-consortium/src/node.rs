@@ -6,11 +6,11 @@
 //!    most its cap) and the circuit: the circuit clip (a reduced clip) positive and at most C,
 //!    K as announced, one noise contributor per party. A session outside them is refused
 //!    (`Failed`, nothing started). Then it opens s_t: the node draws an ephemeral X25519 key
-//!    from `randomness.node(i, t)` and sends `NodeKey` to the two other nodes.
-//! 2. With the three ephemeral publics it derives the pairwise seeds
-//!    ([`vtwin_mpc::PairSeeds::derive`]) and builds the vtwin-mpc node of the iteration
-//!    ([`vtwin_mpc::gradient::iteration_node`]: receive the inputs, the gradient circuit,
-//!    reveal G + Z to the coordinator's client P + m).
+//!    from `randomness.node(i, t)` ([`vtwin_iteration::node::ephemeral_key`]) and sends
+//!    `NodeKey` to the two other nodes.
+//! 2. With the three ephemeral publics it builds its program of the iteration
+//!    ([`vtwin_iteration::node::program`]: the pairwise seeds, then receive the inputs, the
+//!    gradient circuit, reveal G + Z to the coordinator's client P + m).
 //! 3. `Relay { party: p, sealed }` from the coordinator is unsealed with the node's long-term
 //!    seal key (AAD (s_t, t, p, i)) and decoded ([`SealedInputs`]); the sigma and clip the
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
@@ -35,10 +35,11 @@
 
 use std::collections::VecDeque;
 
-use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_mpc::gradient::{iteration_node, CircuitPublic};
-use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, PairSeeds, Peer, SessionId};
-use vtwin_net::config::NodePolicy;
+use crate::config::NodePolicy;
+use vtwin_iteration::node::{ephemeral_key, program};
+use vtwin_iteration::SecretRandomness;
+use vtwin_mpc::gradient::CircuitPublic;
+use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
 use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
@@ -353,8 +354,7 @@ impl NodeSession {
                 ),
             });
         }
-        let mut rng = self.randomness.node(self.id.index(), t);
-        let key = NodeKey::generate(&mut rng);
+        let key = ephemeral_key(&self.randomness, self.id, t);
         let mine = key.public();
         let mut publics = [None; 3];
         publics[self.id.index()] = Some(mine);
@@ -524,8 +524,8 @@ impl NodeSession {
             let [Some(p0), Some(p1), Some(p2)] = a.publics else {
                 return Ok(());
             };
-            let seeds = PairSeeds::derive(id, &a.key, &[p0, p1, p2], a.session).map_err(mpc)?;
-            let mut node = iteration_node(id, a.session, seeds, a.public.clone());
+            let mut node =
+                program(id, &a.key, &[p0, p1, p2], a.session, a.public.clone()).map_err(mpc)?;
             let msgs = node.start().map_err(mpc)?;
             a.node = Some(node);
             emit(id, a.at, a.iteration, msgs, &a.public, out)?;

@@ -38,20 +38,19 @@
 //! the blob each), one ledger append with `fdatasync`; the epsilon checks about a
 //! millisecond each (the plan's is cached).
 
-use candle_core::Device;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed::Renormalise;
 
-use vtwin_model::kernels::compute_device;
+use crate::config::PartyPolicy;
+use vtwin_iteration::randomness::{seeded_noise_rng, SecretRandomness};
+use vtwin_model::kernels::{compute_device, Device};
 use vtwin_model::layout::Layout;
 use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyTask};
-use vtwin_model::secret_randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::stats::PartyData;
 use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
-use vtwin_net::config::PartyPolicy;
 use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
 use zeroize::Zeroizing;
 

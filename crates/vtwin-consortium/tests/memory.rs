@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_consortium::config::{NodePolicy, PartyPolicy};
 use vtwin_consortium::memory::MemoryConsortium;
 use vtwin_consortium::outgoing::{frame, Attempt};
 use vtwin_consortium::party::policy_for_plan;
@@ -26,7 +27,6 @@ use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
-use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
 
 const MPC_SEED: u64 = 11;

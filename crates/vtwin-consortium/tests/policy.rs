@@ -6,6 +6,7 @@ use std::path::Path;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_consortium::config::{NodePolicy, PartyPolicy};
 use vtwin_consortium::outgoing::{frame, Attempt, Outgoing};
 use vtwin_consortium::party::policy_for_plan;
 use vtwin_consortium::{NodeSession, PartyLedger, PartyResponder, PartySetup};
@@ -16,7 +17,6 @@ use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::table::Column;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
-use vtwin_net::config::{NodePolicy, PartyPolicy};
 use vtwin_net::{Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealKey, Term, WirePublic};
 
 const K: usize = 3;

@@ -101,7 +101,7 @@ proptest! {
         let mut node = NodeSession::new(
             NodeId::new(1).unwrap(),
             SealKey::generate(&mut rng),
-            vtwin_net::config::NodePolicy { sigma: 1.0, clip: 1.0 },
+            vtwin_consortium::config::NodePolicy { sigma: 1.0, clip: 1.0 },
             SecretRandomness::InsecureSeed(4),
         );
         let _ = node.handle(Role::Coordinator, start_frame());

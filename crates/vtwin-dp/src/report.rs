@@ -1,7 +1,7 @@
 //! The privacy report (`privacy.json`): epsilon per accountant and neighbouring relation, and
 //! the epsilon each observer faces.
 //!
-//! Observers (paper section 5, ARCHITECTURE "Privacy"):
+//! Observers (paper section 5, `docs/privacy.md`):
 //! - outside analyst: sees the released model; batch membership is hidden, so amplification
 //!   by subsampling applies (Theorems 5.1, 5.2).
 //! - each party: knows the batch indices, so no amplification (q = 1 over all steps, or the

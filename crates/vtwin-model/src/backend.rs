@@ -9,7 +9,7 @@
 //! data-dependent: a deployment must not release them).
 //!
 //! Implementations: [`crate::float::FloatBackend`] (f64, log space, the non-partitioned
-//! baseline) and [`crate::fixed::FixedBackend`] (ARCHITECTURE steps 2-4 in plaintext fixed
+//! baseline) and [`crate::fixed::FixedBackend`] (`docs/architecture.md` steps 2-4 in plaintext fixed
 //! point). The MPC backend implements the same trait with the same inputs: each party runs
 //! the local kernels on its own [`PartyBatch`] and secret-shares the results
 //! ([`crate::party_upload::party_messages`]), and each party's noise share comes from that

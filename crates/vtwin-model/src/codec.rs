@@ -19,7 +19,7 @@
 
 use std::fmt;
 
-use crate::schema::ColumnKind;
+use crate::schema::{integer_bin_range, ColumnKind};
 
 /// The margin that keeps scaled real-valued columns strictly inside (0,1).
 pub const UNIT_EPS: f64 = 1e-6;
@@ -226,18 +226,6 @@ pub fn bin_of(edges: &[f64], x: f64) -> Option<usize> {
     }
     let above = edges.partition_point(|&e| e <= x); // edges[..above] <= x
     Some((above - 1).min(m - 1))
-}
-
-/// The integers `lo..=hi` that bin `i` holds, or `None` if it holds none.
-pub(crate) fn integer_bin_range(edges: &[f64], i: usize) -> Option<(f64, f64)> {
-    let last = i + 2 == edges.len();
-    let lo = edges[i].ceil();
-    let hi = if last {
-        edges[i + 1].floor()
-    } else {
-        edges[i + 1].ceil() - 1.0
-    };
-    (lo <= hi).then_some((lo, hi))
 }
 
 /// The value synthesis writes for bin `i` (see the module documentation).

@@ -1,4 +1,4 @@
-//! The `fixed` backend: ARCHITECTURE "One training iteration" steps 2-4 in plaintext fixed
+//! The `fixed` backend: `docs/architecture.md` "One iteration" steps 2-4 in plaintext fixed
 //! point (scale 2^32, ring Z_2^128, [`vtwin_fixed`]), i.e. exactly what the compute nodes
 //! compute, with the truncation rule as a parameter ([`Floor`] here; the MPC's
 //! probabilistic truncation reproduces its output bit for bit through

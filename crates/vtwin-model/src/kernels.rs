@@ -1,4 +1,4 @@
-//! A party's local kernels (ARCHITECTURE "One training iteration", step 2), on candle
+//! A party's local kernels (`docs/architecture.md` "One iteration", step 2), on candle
 //! tensors in f64.
 //!
 //! Every component density here is an exponential family in the party's sufficient
@@ -6,7 +6,7 @@
 //! - log-density: l[n][k] = sum_j T[n][j] * nat[j][k] + log_norm[k];
 //! - score with respect to the unconstrained parameters of the party's block of component
 //!   k: s[n][k][j] = scale[k][j] * T[n][j] + offset[k][j] (the public affine map A_k T + b_k
-//!   of ARCHITECTURE, diagonal because statistic j pairs with parameter j, see
+//!   of `protocols/mpc-gradient.md`, diagonal because statistic j pairs with parameter j, see
 //!   [`crate::layout`]):
 //!   - categorical: scale = 1, offset = -omega_{k,c}, so s_c = 1[x=c] - omega_{k,c};
 //!   - Beta (log a, log b): scale = (a, b), offset = (a (psi(a+b) - psi(a)), b (psi(a+b) - psi(b))),
@@ -17,7 +17,9 @@
 //! host ([`PartyMaps::new`]); the per-record work (B x K x |T_p|) runs on the candle device:
 //! `Device::Cpu`, or CUDA device 0 with the `cuda` feature.
 
-use candle_core::{Device, Tensor};
+/// The device the local kernels run on (re-exported so callers need not depend on candle).
+pub use candle_core::Device;
+use candle_core::Tensor;
 use statrs::function::gamma::{digamma, ln_gamma};
 
 use crate::layout::{ColumnModel, Layout};

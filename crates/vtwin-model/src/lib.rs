@@ -1,5 +1,7 @@
 //! Schema, data loading, the mixture model, local kernels, DPVI training and synthesis, and
-//! the coordinator's and parties' halves of one MPC training iteration.
+//! the model's side of one MPC training iteration (the protocol's roles are in
+//! vtwin-iteration: this crate computes a party's upload and the public parameters from the
+//! model, and drives the roles in memory as the `mpc` backend).
 
 // DATA modules: schema, encoding, tables and CSV, parameters and likelihood, synthesis, demo.
 pub mod codec;
@@ -16,14 +18,16 @@ pub use table::{Column, DataError, Table};
 
 // MODEL modules: parameter layout, prior, local kernels, sufficient statistics, gradient
 // backends, Adam, the DPVI loop, checkpoints and model files. The roles of a consortium
-// iteration: the coordinator's public `trainer`, a party's `party_upload` (its MPC messages
-// from its own batch), and the per-iteration `secret_randomness` of every role.
+// iteration: the coordinator's public `trainer`, a party's `party_upload` (its upload from its
+// own batch, sharded by vtwin-iteration's party role), and `iteration_inputs` (the model's
+// values as the protocol's public parameters).
 pub mod adam;
 pub mod backend;
 pub mod checkpoint;
 pub mod dpvi;
 pub mod fixed;
 pub mod float;
+pub mod iteration_inputs;
 pub mod kernels;
 pub mod layout;
 pub mod model_file;
@@ -32,6 +36,10 @@ pub mod opening_log;
 pub mod party_upload;
 pub mod prior;
 pub mod rng_state;
-pub mod secret_randomness;
 pub mod stats;
 pub mod trainer;
+pub mod training_state;
+
+/// The per-iteration secret randomness of every role, at its old path (it lives in
+/// [`vtwin_iteration::randomness`]).
+pub use vtwin_iteration::randomness as secret_randomness;

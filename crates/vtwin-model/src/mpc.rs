@@ -1,23 +1,23 @@
-//! The `mpc` backend: ARCHITECTURE "One training iteration" steps 2-4 with the node side
-//! run by three in-memory compute nodes, built from exactly the pieces that the separate
-//! processes of a consortium run, so that both give the same G + Z bit for bit:
+//! The `mpc` backend: a thin in-memory driver of the roles of one iteration
+//! (`vtwin_iteration`; `docs/architecture.md`, "One iteration"), built from exactly the
+//! pieces that the separate processes of a consortium run, so that both give the same G + Z
+//! bit for bit:
 //!
 //! - coordinator: the session id `randomness.session(t)` and the public side
-//!   [`circuit_public_for`] (no party data); at the end an [`Opening`] of the nodes' reveal
-//!   messages, decoded by [`gradient_from_canonical`];
+//!   [`circuit_public_for`] (no party data); at the end the opening of the nodes' reveal
+//!   messages ([`vtwin_iteration::coordinator::open`]), decoded by
+//!   [`gradient_from_canonical`];
 //! - party p: [`crate::party_upload::party_messages`] from its own batch only, with its noise
 //!   generator positioned at t ([`NoiseRngs::seek`]) and its client generator
 //!   `randomness.party(p, t)`: the fixed backend's party side
 //!   ([`crate::fixed::party_upload_batch`]: local kernels, renormalisation, exp, encoding
-//!   and range checks, so an out-of-range value is refused before anything is shared), the
-//!   check against the public [`input_bounds`], then PRG-compressed shares of its data (client
-//!   p) and of its noise share (client P + p: the nodes add the P contributions, so no single
+//!   and range checks, so an out-of-range value is refused before anything is shared), then
+//!   [`vtwin_iteration::party::Party::shard`] (PRG-compressed shares of its data, client p,
+//!   and of its noise share, client P + p: the nodes add the P contributions, so no single
 //!   party knows Z). The noise shares are the fixed backend's, drawn in the same order;
-//! - node i: an ephemeral X25519 key from `randomness.node(i, t)`
-//!   ([`vtwin_mpc::NodeKey::generate`]), the pairwise seeds
-//!   ([`vtwin_mpc::PairSeeds::derive`] with the session), and
-//!   [`vtwin_mpc::gradient::iteration_node`]; here the three nodes are driven by the
-//!   simulator ([`vtwin_mpc::sim::run_nodes`], FIFO).
+//! - node i: an ephemeral X25519 key from `randomness.node(i, t)` and its program
+//!   ([`vtwin_iteration::node::program`]); the three nodes and the opening are driven by
+//!   [`vtwin_iteration::memory::run`] (FIFO).
 //!
 //! Node side: the circuit of `protocols/mpc-gradient.md`, the MPC twin of
 //! [`crate::fixed::fixed_gradient`] with probabilistic truncation; given the nodes' masks
@@ -41,21 +41,22 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use candle_core::Device;
-use vtwin_fixed::Fx;
-use vtwin_mpc::gradient::{iteration_node, CircuitPublic, InputBounds, PartyMap, PlainUpload};
-use vtwin_mpc::input::InputError;
-use vtwin_mpc::sim::run_nodes;
-use vtwin_mpc::{Delivery, MpcError, NodeId, NodeKey, Opening, PairSeeds};
+use vtwin_iteration::memory::{node_keys, run};
+use vtwin_iteration::SecretRandomness;
+use vtwin_mpc::Delivery;
 
 use crate::backend::{
-    softmax, BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
+    BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
 };
-use crate::fixed::{PartyUpload, Renormalise};
-use crate::kernels::{compute_device, KernelError, PartyMaps};
-use crate::layout::Layout;
+use crate::fixed::Renormalise;
+use crate::kernels::{compute_device, Device, KernelError};
 use crate::party_upload::{party_messages, PartyTask};
-use crate::secret_randomness::SecretRandomness;
+
+// The model's side of the circuit's parameters, at the paths callers have always used.
+pub use crate::iteration_inputs::{
+    canonical_indices, circuit_clip, circuit_public, circuit_public_for, encoded_party_map,
+    gradient_from_canonical, input_bounds, noise_to_canonical, plain_upload,
+};
 
 /// The protocol's costs in one iteration (all three nodes together).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -145,178 +146,6 @@ impl MpcBackend {
     }
 }
 
-/// The public ranges every party checks before sharing: mat in [0, [`crate::fixed::mat_max`]],
-/// score roots in [0, [`vtwin_fixed::clip_bound::score_root_max`]] (2^7 plus 2 ulp), T in
-/// [-14, 14] ([`crate::fixed`]'s bounds).
-pub fn input_bounds(renormalise: Renormalise, parties: usize) -> InputBounds {
-    let mat_max = Fx::from_f64(crate::fixed::mat_max(renormalise, parties))
-        .expect("a power of two below 2^16 encodes");
-    InputBounds {
-        mat: (Fx::ZERO, mat_max),
-        root: (Fx::ZERO, vtwin_fixed::clip_bound::score_root_max()),
-        stats: (Fx::from_int(-14), Fx::from_int(14)),
-    }
-}
-
-/// Party `party`'s fixed-backend upload as the circuit's plaintext input (same encoded
-/// values); party 0 also inputs the padding flags.
-pub fn plain_upload(up: &PartyUpload, party: usize) -> PlainUpload {
-    PlainUpload {
-        mat: up.mat.clone(),
-        root: up.root.clone(),
-        stats: up.stats.clone(),
-        flags: if party == 0 {
-            up.flags.clone()
-        } else {
-            Vec::new()
-        },
-    }
-}
-
-/// The circuit's public side for `input` and a batch of `b` rows:
-/// [`circuit_public_for`]`(input.layout, input.theta, input.clip, b)`.
-pub fn circuit_public(input: &GradientInput<'_>, b: usize) -> Result<CircuitPublic, BackendError> {
-    circuit_public_for(input.layout, input.theta, input.clip, b)
-}
-
-/// The circuit's public side for a batch of `b` rows, from public values only (the
-/// coordinator needs no party data): pi = softmax(theta[0..K]), the circuit clip C' of
-/// [`vtwin_fixed::clip_bound::effective_clip`] for the nominal `clip` (the largest C' for which
-/// the released sums provably move by at most `clip`), and every party's score maps encoded
-/// ([`encoded_party_map`]), with the public map checks of
-/// [`crate::fixed::check_score_map_bound`] ([`BackendError::Range`] naming the party);
-/// P noise contributors (each party inputs its own share). Errors also on theta of the wrong
-/// length or not finite, and C not positive and finite. Cost O(d).
-pub fn circuit_public_for(
-    layout: &Layout,
-    theta: &[f64],
-    clip: f64,
-    b: usize,
-) -> Result<CircuitPublic, BackendError> {
-    if theta.len() != layout.dim() {
-        return Err(BackendError::Shape(format!(
-            "theta has {} values, layout needs {}",
-            theta.len(),
-            layout.dim()
-        )));
-    }
-    if let Some(i) = theta.iter().position(|t| !t.is_finite()) {
-        return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
-    }
-    if !(clip.is_finite() && clip > 0.0) {
-        return Err(BackendError::Config(format!(
-            "--clip must be positive and finite, got {clip}"
-        )));
-    }
-    let enc = |v: f64, what: &str| {
-        Fx::from_f64(v).map_err(|e| BackendError::Config(format!("public {what}: {e}")))
-    };
-    let pi = softmax(&theta[..layout.components])
-        .iter()
-        .map(|&p| enc(p, "weight"))
-        .collect::<Result<Vec<_>, _>>()?;
-    let clip = circuit_clip(layout, clip)?.circuit;
-    let mut parties = Vec::with_capacity(layout.n_parties());
-    for p in 0..layout.n_parties() {
-        let maps = PartyMaps::new(theta, layout, p);
-        crate::fixed::check_score_map_bound(&maps, b, &layout.parties[p])?;
-        parties.push(encoded_party_map(&maps, layout.stat_width(p))?);
-    }
-    Ok(CircuitPublic {
-        batch: b,
-        components: layout.components,
-        pi,
-        clip,
-        parties,
-        // Every party contributes its own noise share (ARCHITECTURE step 3), as its own client.
-        noise_contributors: layout.n_parties(),
-    })
-}
-
-/// The circuit clip for a nominal clip C and this layout's shape, with its derivation
-/// ([`vtwin_fixed::clip_bound::effective_clip`]). Errors on C outside [1/16, 1024].
-pub fn circuit_clip(
-    layout: &Layout,
-    clip: f64,
-) -> Result<vtwin_fixed::clip_bound::ClipBound, BackendError> {
-    let shape = vtwin_fixed::clip_bound::ClipShape {
-        components: layout.components,
-        parties: layout.n_parties(),
-        dim: layout.dim(),
-    };
-    vtwin_fixed::clip_bound::effective_clip(clip, shape)
-        .map_err(|e| BackendError::Config(e.to_string()))
-}
-
-/// One party's public score maps encoded at scale 2^32 (what the circuit and the party's
-/// score roots use). Cost O(K w_p).
-pub fn encoded_party_map(maps: &PartyMaps, width: usize) -> Result<PartyMap, BackendError> {
-    let enc = |v: &f64| {
-        Fx::from_f64(*v).map_err(|e| BackendError::Config(format!("public score map: {e}")))
-    };
-    Ok(PartyMap {
-        width,
-        scale: maps.scale.iter().map(enc).collect::<Result<_, _>>()?,
-        offset: maps.offset.iter().map(enc).collect::<Result<_, _>>()?,
-    })
-}
-
-/// The layout index of every canonical output position of the circuit:
-/// `[weights (K); for each party p, (k, j) row-major]`, as `fixed_gradient` writes g.
-pub fn canonical_indices(layout: &Layout) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..layout.components)
-        .map(|k| layout.weight_index(k))
-        .collect();
-    for p in 0..layout.n_parties() {
-        for k in 0..layout.components {
-            for j in 0..layout.stat_width(p) {
-                idx.push(layout.param_index(p, k, j));
-            }
-        }
-    }
-    idx
-}
-
-/// Noise in layout order (raw integers at scale 2^32) to the circuit's canonical order.
-pub fn noise_to_canonical(layout: &Layout, noise: &[i128]) -> Vec<u128> {
-    canonical_indices(layout)
-        .iter()
-        .map(|&i| noise[i] as u128)
-        .collect()
-}
-
-/// The opened G + Z (canonical order, raw ring elements) decoded into layout order.
-pub fn gradient_from_canonical(layout: &Layout, opened: &[u128]) -> Vec<f64> {
-    let mut g = vec![0.0; layout.dim()];
-    for (&i, &v) in canonical_indices(layout).iter().zip(opened) {
-        g[i] = Fx::from_raw(v).to_f64();
-    }
-    g
-}
-
-/// A party's refusal of its own upload as a backend error naming the party and quantity.
-pub(crate) fn input_error(layout: &Layout, b: usize, party: usize, e: &InputError) -> BackendError {
-    let k = layout.components;
-    match *e {
-        InputError::OutOfRange { index, value, .. } => {
-            let (what, range) = if index < b * k {
-                ("mat", "[0, 2^31)")
-            } else if index < 2 * b * k {
-                ("q", "[0, 2^40]")
-            } else {
-                ("T", "[-14, 14]")
-            };
-            BackendError::Range {
-                party: layout.parties[party].clone(),
-                what,
-                value,
-                range,
-            }
-        }
-        _ => BackendError::Config(format!("party {}: {e}", layout.parties[party])),
-    }
-}
-
 impl GradientBackend for MpcBackend {
     fn name(&self) -> &'static str {
         "mpc"
@@ -358,33 +187,18 @@ impl GradientBackend for MpcBackend {
             }
         }
         let local_ms = t0.elapsed().as_secs_f64() * 1e3;
-        // Nodes: ephemeral keys, pairwise seeds, the iteration program.
+        // Nodes: ephemeral keys, pairwise seeds, the iteration program; coordinator: open.
         let t1 = Instant::now();
-        let keys: Vec<NodeKey> = (0..3)
-            .map(|i| NodeKey::generate(&mut self.randomness.node(i, t)))
-            .collect();
-        let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
-        let node = |id: NodeId| {
-            PairSeeds::derive(id, &keys[id.index()], &publics, session)
-                .map(|seeds| iteration_node(id, session, seeds, public.clone()))
-        };
-        let [n0, n1, n2] = NodeId::ALL;
-        let nodes = [
-            node(n0).map_err(BackendError::Mpc)?,
-            node(n1).map_err(BackendError::Mpc)?,
-            node(n2).map_err(BackendError::Mpc)?,
-        ];
-        let rep = run_nodes(nodes, to_nodes.into_iter().flatten(), Delivery::Fifo)
-            .map_err(BackendError::Mpc)?;
-        // Coordinator: open G + Z.
-        let mut opening = Opening::new(session, public.coordinator(), public.dim());
-        for m in rep.to_clients {
-            opening.handle(m).map_err(BackendError::Mpc)?;
-        }
-        let opened = opening
-            .result()
-            .ok_or(BackendError::Mpc(MpcError::Stalled { node: 0 }))?;
-        let gradient = gradient_from_canonical(layout, &opened);
+        let keys = node_keys(&self.randomness, t);
+        let rep = run(
+            session,
+            &public,
+            &keys,
+            to_nodes.into_iter().flatten(),
+            Delivery::Fifo,
+        )
+        .map_err(BackendError::Mpc)?;
+        let gradient = gradient_from_canonical(layout, &rep.opened);
         let combine_ms = t1.elapsed().as_secs_f64() * 1e3;
         let total = rep.counters[0].plus(rep.counters[1]).plus(rep.counters[2]);
         self.costs.push(IterationCost {

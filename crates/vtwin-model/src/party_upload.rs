@@ -1,5 +1,5 @@
 //! A party's side of one MPC iteration, from its own batch only: the vtwin-mpc messages it
-//! sends to each compute node (ARCHITECTURE steps 2-3). The in-memory mpc backend and a party
+//! sends to each compute node (`docs/architecture.md` steps 2-3). The in-memory mpc backend and a party
 //! process both call [`party_messages`], so they send identical messages given identical
 //! generators.
 //!
@@ -9,30 +9,26 @@
 //! 2. runs the local kernels on its own [`PartyBatch`], renormalises and encodes
 //!    ([`crate::fixed::party_upload_batch`]; a value outside the fixed-point pipeline's range
 //!    is [`BackendError::Range`] naming the party) and checks the encoding against the public
-//!    [`crate::mpc::input_bounds`] (the same error): on either refusal no message exists;
-//! 3. draws from `client_rng`, in this order, the two 32-byte PRG seeds of client p (its
-//!    data) and the two of client P + p (its noise contribution)
-//!    ([`vtwin_mpc::InputClient::new`]);
-//! 4. shares `[mat | root | T]` as client p's input 1 and its noise share, in the circuit's
-//!    canonical order ([`crate::mpc::noise_to_canonical`]), as client P + p's input 1.
+//!    [`crate::iteration_inputs::input_bounds`] (the same error): on either refusal no
+//!    message exists;
+//! 3. shards its upload and its noise share (canonical order,
+//!    [`crate::iteration_inputs::noise_to_canonical`]) with
+//!    [`vtwin_iteration::party::Party::shard`], which documents the draw order from
+//!    `client_rng`, the messages by addressee node and their sizes.
 //!
-//! Messages by addressee node: node 0 and node 1 get the two setup messages (client p, then
-//! client P + p); node 2 gets client p's setup and input, then client P + p's setup and input
-//! (node 2 receives the corrections; [`vtwin_mpc::input`]). Sizes: setup 38 + 64 bytes to
-//! node 0, 38 + 32 to nodes 1 and 2 per client; inputs 38 + 16 (2 B K + B |T_p|) and
-//! 38 + 16 d bytes. Cost: the local kernels O(B K |T_p|), d noise samples, and two PRG
-//! expansions of the input lengths.
+//! Cost: the local kernels O(B K |T_p|), d noise samples, and two PRG expansions of the
+//! input lengths.
 
-use candle_core::Device;
 use rand_chacha::ChaCha20Rng;
-use vtwin_mpc::gradient::upload_messages;
-use vtwin_mpc::{InputClient, Message, Peer, SessionId};
+use vtwin_iteration::party::{Party, ShardError};
+use vtwin_mpc::{Message, SessionId};
 use zeroize::Zeroizing;
 
 use crate::backend::BackendError;
 use crate::fixed::{noise_share, party_upload_batch, Renormalise};
+use crate::iteration_inputs::{input_bounds, input_error, noise_to_canonical, plain_upload};
+use crate::kernels::Device;
 use crate::layout::Layout;
-use crate::mpc::{input_bounds, input_error, noise_to_canonical, plain_upload};
 use crate::stats::PartyBatch;
 
 /// Everything party `party` needs for one iteration: the public request and its own batch.
@@ -109,7 +105,7 @@ impl PartyTask<'_> {
 /// Party `task.party`'s messages for one iteration, by addressee node (module docs for the
 /// steps, the draw order and the sizes). `noise_rng` is the party's noise generator for the
 /// iteration, `client_rng` its client generator (e.g.
-/// [`crate::secret_randomness::SecretRandomness::party`]). Errors: a bad task
+/// [`vtwin_iteration::SecretRandomness::party`]). Errors: a bad task
 /// ([`PartyTask::validate`]), a kernel failure, or a range violation
 /// ([`BackendError::Range`] naming the party); nothing is shared then.
 pub fn party_messages(
@@ -161,29 +157,16 @@ pub fn party_messages_with_noise(
         &party_upload_batch(device, layout, task.theta, task.batch, task.renormalise)?,
         p,
     );
-    let (mut data_client, data_setup) = InputClient::new(p as u16, task.session, client_rng);
+    let party = Party {
+        index: p,
+        parties,
+        session: task.session,
+    };
     let bounds = input_bounds(task.renormalise, parties);
-    let data_input = upload_messages(&mut data_client, &upload, bounds)
-        .map_err(|e| input_error(layout, task.batch.rows, p, &e))?;
-    // 3-4. The noise contributor's seeds come after the data client's.
-    let (mut noise_client, noise_setup) =
-        InputClient::new((parties + p) as u16, task.session, client_rng);
-    let noise_input = noise_client.share_raw(z);
-    let mut out: [Vec<Message>; 3] = Default::default();
-    for m in data_setup
-        .into_iter()
-        .chain(data_input)
-        .chain(noise_setup)
-        .chain(noise_input)
-    {
-        // An input client addresses nodes only; anything else would be a vtwin-mpc bug.
-        let Peer::Node(n) = m.to else {
-            return Err(BackendError::Shape(format!(
-                "party {}: an input message addressed to {}",
-                layout.parties[p], m.to
-            )));
-        };
-        out[n.index()].push(m);
-    }
-    Ok(out)
+    party
+        .shard(&upload, bounds, z, d, client_rng)
+        .map_err(|e| match e {
+            ShardError::Input(e) => input_error(layout, task.batch.rows, p, &e),
+            other => BackendError::Shape(format!("party {}: {other}", layout.parties[p])),
+        })
 }

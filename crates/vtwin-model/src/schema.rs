@@ -391,7 +391,7 @@ impl Schema {
                     }
                     if *integer {
                         for i in 0..edges.len() - 1 {
-                            if crate::codec::integer_bin_range(edges, i).is_none() {
+                            if integer_bin_range(edges, i).is_none() {
                                 return Err(issue(
                                     col,
                                     format!(
@@ -613,4 +613,18 @@ impl From<Schema> for RawSchema {
             columns,
         }
     }
+}
+
+/// The integers `lo..=hi` that bin `i` of `edges` holds (`e_i <= x < e_{i+1}`, the last bin
+/// closed), or `None` if it holds none. Schema validation requires every bin of an integer
+/// column to hold one; the codec writes the middle one.
+pub(crate) fn integer_bin_range(edges: &[f64], i: usize) -> Option<(f64, f64)> {
+    let last = i + 2 == edges.len();
+    let lo = edges[i].ceil();
+    let hi = if last {
+        edges[i + 1].floor()
+    } else {
+        edges[i + 1].ceil() - 1.0
+    };
+    (lo <= hi).then_some((lo, hi))
 }

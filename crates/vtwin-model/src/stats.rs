@@ -1,5 +1,5 @@
 //! A party's sufficient statistics T_p(x_n): what each party computes from its own columns
-//! and feeds, per batch, to a gradient backend (ARCHITECTURE step 2).
+//! and feeds, per batch, to a gradient backend (`docs/architecture.md` step 2).
 //!
 //! Per column, in schema order within the party ([`crate::layout`]): a one-hot vector of
 //! width C for a categorical or binned column; (ln u, ln(1-u)) for a Beta column, u being

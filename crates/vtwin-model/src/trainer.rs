@@ -32,11 +32,11 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
 use crate::adam::Adam;
-use crate::dpvi::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q};
 use crate::layout::Layout;
 use crate::prior::elbo_gradients;
 use crate::rng_state::RngState;
 use crate::secret_randomness::BatchKey;
+use crate::training_state::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q};
 use vtwin_dp::{PrivacyLedger, Sampling};
 
 /// The public inputs of one iteration (what [`Trainer::plan`] drew).

@@ -5,6 +5,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::{Fx, Probabilistic};
+use vtwin_iteration::node::iteration_node;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseRngs};
 use vtwin_model::demo::{demo_schema, demo_table};
@@ -21,8 +22,7 @@ use vtwin_model::secret_randomness::{seeded_noise_rng, BatchKey, SecretRandomnes
 use vtwin_model::stats::{PartyBatch, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_mpc::gradient::{
-    gradient, iteration_node, masks_in_reference_order, receive_inputs, upload_messages,
-    CircuitPublic, PlainUpload,
+    gradient, masks_in_reference_order, receive_inputs, upload_messages, CircuitPublic, PlainUpload,
 };
 use vtwin_mpc::input::reveal_to;
 use vtwin_mpc::{

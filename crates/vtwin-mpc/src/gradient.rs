@@ -1,4 +1,4 @@
-//! The gradient circuit of ARCHITECTURE step 4 (nodes' side), vectorised over the batch:
+//! The gradient circuit of `docs/architecture.md` step 4 (nodes' side), vectorised over the batch:
 //! the MPC twin of `vtwin_model::fixed::fixed_gradient` (same products, same truncations).
 //!
 //! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
@@ -30,21 +30,17 @@
 //! Truncation layers: P + 27. Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 2 + 46 + 1 + 2 + 2 + 2 =
 //! 2P + 92.
 
-use rand_core::{CryptoRng, RngCore};
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
 
-use crate::counters::Counters;
 use crate::error::MpcError;
-use crate::input::{accept_client, input_many, reveal_to, InputClient, InputError, Opening};
+use crate::input::{accept_client, input_many, InputClient, InputError};
 use crate::inv_sqrt::clip_factor;
-use crate::keys::{simulated_seeds, PairSeeds};
-use crate::message::{Message, NodeId, SessionId};
+use crate::message::Message;
 use crate::multiply::{inner_products_many, mul, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
-use crate::runtime::{Ctx, Node};
+use crate::runtime::Ctx;
 use crate::share::Shared;
-use crate::sim::{run_nodes, Delivery};
 
 /// The public side of one iteration.
 #[derive(Clone, Debug)]
@@ -406,34 +402,6 @@ pub struct InputBounds {
     pub stats: (Fx, Fx),
 }
 
-/// Why an in-memory iteration failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum IterationError {
-    /// A party refused its input (out of range); nothing was shared.
-    #[error("party {party}: {source}")]
-    Input {
-        /// The party (index).
-        party: usize,
-        /// The range violation.
-        source: InputError,
-    },
-    /// The protocol failed.
-    #[error(transparent)]
-    Mpc(#[from] MpcError),
-}
-
-/// The result of one in-memory iteration.
-#[derive(Clone, Debug)]
-pub struct Iteration {
-    /// G + Z as opened by the coordinator, canonical order (module docs), raw ring elements.
-    pub gradient: Vec<u128>,
-    /// The three nodes' counters (inputs, circuit and reveal).
-    pub counters: [Counters; 3],
-    /// Bytes the clients (parties, noise contributors) uploaded.
-    pub client_bytes: u64,
-}
-
 /// A party's upload as input messages: each segment checked against its public range (an
 /// error names the first bad element; nothing is produced), then `[mat | root | stats]` shared
 /// as one input (number `client.next_seq()`, 1 when fresh).
@@ -571,85 +539,4 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         out.push(g[i]);
     }
     out
-}
-
-/// Node `id`'s program for one training iteration of `session`, as a sans-IO [`Node`]
-/// (not started): [`receive_inputs`] (clients 0..P-1 the parties' uploads, P..P+m-1 the noise
-/// contributions, one round), [`gradient`], and [`reveal_to`] the coordinator (client P + m,
-/// [`CircuitPublic::coordinator`]); it accepts clients `0..=P+m` and returns its counters.
-/// `seeds` come from [`crate::keys::PairSeeds::derive`] with this session. Every deployment
-/// (the in-memory backend, a node process) runs exactly this node, so their results agree bit
-/// for bit given the same keys and client messages.
-pub fn iteration_node(
-    id: NodeId,
-    session: SessionId,
-    seeds: PairSeeds,
-    public: CircuitPublic,
-) -> Node<Counters> {
-    let clients = public.coordinator() + 1;
-    Node::new(id, session, seeds, clients, move |ctx| async move {
-        let (ups, z) = receive_inputs(&ctx, &public).await?;
-        let g = gradient(&ctx, &public, &ups, &z).await?;
-        reveal_to(&ctx, &g, public.coordinator()).await?;
-        Ok(ctx.counters())
-    })
-}
-
-/// Runs one iteration with three in-memory nodes: party p (client p) validates and shares
-/// its upload, noise contributor j (client P + j) shares `noise[j]` (raw ring elements in the
-/// canonical order; `public.noise_contributors` of them), the three [`iteration_node`]s
-/// evaluate [`gradient`] ([`crate::sim::run_nodes`], FIFO), and the coordinator (client
-/// P + m) opens G with an [`Opening`]. From `rng` (a CSPRNG), in this order: the session id
-/// (16 bytes), each client's two PRG seeds (parties, then contributors), the three node keys.
-pub fn simulate_iteration<R: RngCore + CryptoRng>(
-    public: &CircuitPublic,
-    uploads: &[PlainUpload],
-    noise: &[&[u128]],
-    bounds: InputBounds,
-    rng: &mut R,
-) -> Result<Iteration, IterationError> {
-    if noise.len() != public.noise_contributors || noise.is_empty() {
-        return Err(MpcError::LengthMismatch {
-            protocol: "noise contributors",
-            left: noise.len(),
-            right: public.noise_contributors,
-        }
-        .into());
-    }
-    let parties = public.parties.len();
-    let mut session = [0u8; 16];
-    rng.fill_bytes(&mut session);
-    let session = SessionId(session);
-    let mut msgs = Vec::new();
-    for (p, up) in uploads.iter().enumerate() {
-        let (mut c, setup) = InputClient::new(p as u16, session, rng);
-        msgs.extend(setup);
-        msgs.extend(
-            upload_messages(&mut c, up, bounds)
-                .map_err(|source| IterationError::Input { party: p, source })?,
-        );
-    }
-    for (j, z) in noise.iter().enumerate() {
-        let (mut nc, setup) = InputClient::new((parties + j) as u16, session, rng);
-        msgs.extend(setup);
-        msgs.extend(nc.share_raw(z));
-    }
-    let [s0, s1, s2] = simulated_seeds(rng, session)?;
-    let [n0, n1, n2] = NodeId::ALL;
-    let nodes = [
-        iteration_node(n0, session, s0, public.clone()),
-        iteration_node(n1, session, s1, public.clone()),
-        iteration_node(n2, session, s2, public.clone()),
-    ];
-    let rep = run_nodes(nodes, msgs, Delivery::Fifo)?;
-    let mut o = Opening::new(session, public.coordinator(), public.dim());
-    for m in rep.to_clients {
-        o.handle(m)?;
-    }
-    let gradient = o.result().ok_or(MpcError::Stalled { node: 0 })?;
-    Ok(Iteration {
-        gradient,
-        counters: rep.outputs,
-        client_bytes: rep.client_bytes,
-    })
 }

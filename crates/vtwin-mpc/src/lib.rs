@@ -11,8 +11,8 @@
 //! - Each node is a sans-IO state machine ([`Node`]): `handle(msg) -> messages to send`,
 //!   deterministic, no sockets, threads or clocks. Protocols are `async` programs over a
 //!   [`Ctx`]; [`sim::Simulation`] drives three nodes in memory, and [`sim::run_nodes`] drives
-//!   three nodes built by the caller. One training iteration's node is
-//!   [`gradient::iteration_node`]: a node process and the in-memory backend run exactly it.
+//!   three nodes built by the caller. One training iteration's node program (inputs,
+//!   [`gradient::gradient`], reveal) is built in the vtwin-iteration crate.
 //! - Clients (parties, noise contributors) input with PRG-compressed shares and receive
 //!   openings addressed to them only ([`input`]).
 //!

@@ -147,7 +147,7 @@ impl Simulation {
 }
 
 /// Drives three nodes built by the caller (indexed by node id, not yet started; e.g.
-/// `vtwin_mpc::gradient::iteration_node`) to completion in memory: injects the clients'
+/// `vtwin_iteration::node::iteration_node`) to completion in memory: injects the clients'
 /// messages, then starts the nodes and delivers every message in `delivery` order, encoded
 /// and decoded as on a wire. Errors: the first node error, or a node that did not finish
 /// ([`MpcError::Stalled`]). The report's views are empty; its masks are node 0's if the

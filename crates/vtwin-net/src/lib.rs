@@ -14,7 +14,8 @@
 //! - [`tls`]: rustls 0.23 (ring only, TLS 1.3 only) mutual-TLS configurations.
 //! - [`transport`]: [`transport::Endpoint`] (accept, connect with backoff) and
 //!   [`transport::Link`] (send, recv, split), with an optional receive delay line.
-//! - [`config`]: the services' TOML configurations; [`keygen`] writes them with the keys.
+//!
+//! It moves bytes only: the services' configurations and keygen are in vtwin-consortium.
 //!
 //! Normative descriptions: protocols/wire-format.md and protocols/sealing.md.
 //!
@@ -35,9 +36,7 @@
 //! (Under load, wire version 1: `frame_decode` 50,200/s and `unseal` 952/s.)
 
 pub mod atomic_file;
-pub mod config;
 pub mod frame;
-pub mod keygen;
 pub mod pki;
 pub mod role;
 pub mod seal;

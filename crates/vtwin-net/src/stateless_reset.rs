@@ -10,7 +10,7 @@
 //! until their idle timeout (60 s by default then, 15 s now) before redialling. With both keys derived from
 //! the role's private key, the restarted process recognises the old ids and its tokens equal
 //! the old process's: the peer drops the stale link on its next packet (a keep-alive, at most
-//! [`crate::config::KEEP_ALIVE_MAX`] away) and redials.
+//! [`crate::transport::KEEP_ALIVE_MAX`] away) and redials.
 //!
 //! `HKDF-SHA256(ikm = PKCS#8 DER of the TLS private key, salt = none, info = label)`, with
 //! label `"vtwin/v1 quic stateless reset key"` (32 bytes, an HMAC-SHA256 key) and

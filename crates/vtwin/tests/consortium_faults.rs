@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use consortium_support::{coordinate, keygen, wait_until, Job, Kids};
-use vtwin_net::config::{self, CoordinatorConfig, NodeConfig, PartyConfig};
+use vtwin_consortium::config::{self, CoordinatorConfig, NodeConfig, PartyConfig};
 use vtwin_net::tls::client_config;
 use vtwin_net::transport::{Backoff, Endpoint, TransportError, TransportOptions, HELLO_INSECURE};
 use vtwin_net::Role;

@@ -6,7 +6,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 
 use common::{assert_one_line_error, stdout, vtwin};
-use vtwin_net::config::{CoordinatorConfig, NodeConfig, PartyConfig};
+use vtwin_consortium::config::{CoordinatorConfig, NodeConfig, PartyConfig};
 use vtwin_net::Role;
 
 #[test]

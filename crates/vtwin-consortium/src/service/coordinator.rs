@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::opening_log::OpeningRecord;
-use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::Trainer;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};

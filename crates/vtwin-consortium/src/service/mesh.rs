@@ -176,6 +176,8 @@ impl Mesh {
     }
 
     /// Closes every link after the frames already queued.
+    // Only the coordinator's service closes every link (absent from a node-only build).
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
     pub(crate) fn close_all(&mut self, reason: &str) {
         for (_, (_, tx)) in self.writers.drain() {
             let _ = tx.send(Out::Close(reason.to_owned()));

@@ -10,13 +10,17 @@
 //!
 //! Logs: tracing, one `iteration` span per iteration (fields `t` and the role).
 
+#[cfg(feature = "model")]
 pub mod coordinator;
 mod mesh;
 pub mod node;
+#[cfg(feature = "model")]
 pub mod party;
 
+#[cfg(feature = "model")]
 pub use coordinator::{run_coordinator, CoordinatorHooks, CoordinatorRun};
 pub use node::{NodeRun, NodeServer};
+#[cfg(feature = "model")]
 pub use party::PartyServer;
 
 use vtwin_net::transport::TransportError;
@@ -29,6 +33,7 @@ pub enum ServiceError {
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// The job aborted (names the peer at fault).
+    #[cfg(feature = "model")]
     #[error(transparent)]
     Job(#[from] crate::coordinator::JobError),
     /// The driver's own step failed (e.g. writing a checkpoint, a resume check).

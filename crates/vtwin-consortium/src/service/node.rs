@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::config::NodePolicy;
 use tokio::sync::{oneshot, Notify};
 use tracing::Instrument;
-use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
-use vtwin_net::config::NodePolicy;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Role, SealKey};

@@ -23,6 +23,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_consortium::config::{CoordinatorConfig, TrainingSettings};
 use vtwin_consortium::coordinator::Timeouts;
 use vtwin_consortium::service::{run_coordinator, CoordinatorHooks, CoordinatorRun};
 use vtwin_model::adam::AdamConfig;
@@ -35,7 +36,6 @@ use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::synth::sample_table;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Schema;
-use vtwin_net::config::{CoordinatorConfig, TrainingSettings};
 use vtwin_net::Role;
 
 use super::node::{init_logging, randomness, runtime};

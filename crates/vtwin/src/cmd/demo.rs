@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use vtwin_consortium::config::TrainingSettings;
 use vtwin_consortium::loopback::{run_with_hooks, LoopbackSettings};
 use vtwin_eval::report::{evaluate, EvalConfig, EvalInputs};
 use vtwin_model::adam::AdamConfig;
@@ -25,7 +26,6 @@ use vtwin_model::model_file::ModelFile;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::stats::PartyData;
 use vtwin_model::Table;
-use vtwin_net::config::TrainingSettings;
 
 use super::coordinator::Driver;
 use super::node::{init_logging, runtime};

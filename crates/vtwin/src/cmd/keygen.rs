@@ -1,5 +1,5 @@
 //! `vtwin keygen`: a consortium's keys, certificates and configurations
-//! (`vtwin_net::keygen`), two ways.
+//! (`vtwin_consortium::keygen`), two ways.
 //!
 //! Deployment, by certificate requests (no private key leaves its role):
 //! - `vtwin keygen ca --out DIR` (CA operator): `ca.pem`, `ca.key`;
@@ -25,9 +25,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use vtwin_consortium::config::{DataSource, PartyPolicy, TrainingSettings};
+use vtwin_consortium::keygen::{self, verify, KeygenSpec, RequestRole};
 use vtwin_consortium::party::policy_for_plan;
-use vtwin_net::config::{DataSource, PartyPolicy, TrainingSettings};
-use vtwin_net::keygen::{self, verify, KeygenSpec, RequestRole};
 use vtwin_net::JobTerms;
 
 use super::train::noise_multiplier;

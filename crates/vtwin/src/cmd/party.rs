@@ -9,13 +9,13 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
+use vtwin_consortium::config::{DataSource, PartyConfig};
 use vtwin_consortium::service::PartyServer;
 use vtwin_consortium::{PartyLedger, PartyResponder, PartySetup};
 use vtwin_model::fixed::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::stats::PartyData;
 use vtwin_model::Schema;
-use vtwin_net::config::{DataSource, PartyConfig};
 use vtwin_net::Role;
 
 use super::node::{init_logging, randomness, runtime};

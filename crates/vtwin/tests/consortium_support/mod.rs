@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
-use vtwin_consortium::PartyLedger;
-use vtwin_net::config::{
+use vtwin_consortium::config::{
     self, CoordinatorConfig, DataSource, Insecure, NodeConfig, NodePolicy, PartyConfig, PartyPolicy,
 };
+use vtwin_consortium::party_ledger::{batch_digest, UploadRecord};
+use vtwin_consortium::PartyLedger;
 
 /// Runs of the job a test consortium's parties agree to serve on the same batches (a full
 /// run, an interrupted one and its resume): with seeds every run draws the same batches, so

@@ -7,13 +7,13 @@
 //!    key `ROLE.seal` (both 0600), and the request `ROLE.csr` (public) to send to the CA
 //!    operator. `ROLE` is `coordinator`, `node-I` or `party-NAME` ([`RequestRole`]).
 //! 3. [`sign`] (the CA operator): verifies every request and signs one certificate per role
-//!    (a node's binds its seal public key, [`crate::pki`]), and writes the public files of
+//!    (a node's binds its seal public key, [`vtwin_net::pki`]), and writes the public files of
 //!    the consortium: `ca.pem`, `ROLE.pem` and `ROLE.toml` for every role. The configs name
 //!    each role's key files by the names [`request`] gave them, so each role puts `ca.pem`,
 //!    its `ROLE.pem` and `ROLE.toml` (a party also the three `node-I.pem`) next to its own
 //!    keys. No private key leaves its role.
 //!
-//! Both ends print SHA-256 fingerprints ([`crate::pki::fingerprint`]) of the CA certificate,
+//! Both ends print SHA-256 fingerprints ([`vtwin_net::pki::fingerprint`]) of the CA certificate,
 //! each public key and each seal key, to be compared out of band.
 //!
 //! **Demos and tests: [`keygen`]**, one step, everything in one directory (the operator sees
@@ -40,14 +40,15 @@ use std::path::{Path, PathBuf};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-use crate::atomic_file::{self, Mode};
+use vtwin_net::atomic_file::{self, Mode};
+use vtwin_net::pki::{self, fingerprint, Ca, CertRequest, PkiError};
+use vtwin_net::role::{Role, NODES};
+use vtwin_net::seal::{hex, SealKey};
+
 use crate::config::{
     self, CoordinatorConfig, DataSource, Insecure, NodeConfig, NodePolicy, PartyConfig,
     PartyEndpoint, PartyPolicy, Timeouts, TlsFiles, TrainingSettings,
 };
-use crate::pki::{self, fingerprint, Ca, CertRequest, PkiError};
-use crate::role::{Role, NODES};
-use crate::seal::{hex, SealKey};
 
 /// What to generate.
 #[derive(Clone, Debug)]

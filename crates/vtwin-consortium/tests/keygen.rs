@@ -11,11 +11,11 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateSigningRequestDer;
-use vtwin_net::config::{
+use vtwin_consortium::config::{
     ConfigError, CoordinatorConfig, DataSource, Insecure, NodeConfig, PartyConfig, PartyPolicy,
     TrainingSettings,
 };
-use vtwin_net::keygen::{self, keygen, verify, KeygenError, KeygenSpec, RequestRole};
+use vtwin_consortium::keygen::{self, keygen, verify, KeygenError, KeygenSpec, RequestRole};
 use vtwin_net::pki::{check_seal_binding, Ca, CertRequest, Identity, PkiError};
 use vtwin_net::seal::{seal, unseal, SealContext, SealKey};
 use vtwin_net::{Backoff, Endpoint, Role, TransportOptions};

@@ -2,12 +2,12 @@
 //! (the PRG seeds of its data input and of its noise input), each node's ephemeral X25519 key,
 //! and each party's noise generator.
 //!
-//! Production ([`SecretRandomness::Os`], [`crate::backend::NoiseRngs::from_os`]): every
+//! Production ([`SecretRandomness::Os`], `vtwin_model::backend::NoiseRngs::from_os`): every
 //! generator is a ChaCha20 seeded from the OS CSPRNG when it is asked for, nothing is ever
 //! written down, and a retried iteration draws fresh values.
 //!
 //! Tests and reproducible simulations ([`SecretRandomness::InsecureSeed`],
-//! [`crate::backend::NoiseRngs::seeded`]): every generator is a pure function of
+//! `vtwin_model::backend::NoiseRngs::seeded`): every generator is a pure function of
 //! (seed, role, index, iteration): a ChaCha20 keyed by
 //! `SHA-256("vtwin/v1 secret-randomness" || 0x00 || role || 0x00 || seed || index || t)`
 //! (the three numbers as 8-byte little-endian, role one of `session`, `party`, `node`,
@@ -26,8 +26,8 @@
 //!
 //! Cost: one SHA-256 of 64 bytes per generator (seeded), or one OS read (production).
 
-use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use vtwin_mpc::SessionId;
@@ -135,7 +135,7 @@ impl SecretRandomness {
 
     /// Party `p`'s client generator for iteration `t`: the PRG seeds of its data input
     /// (client p) and then of its noise input (client P + p), drawn in that order by
-    /// [`crate::party_upload::party_messages`].
+    /// [`crate::party::Party::shard`].
     pub fn party(&self, p: usize, t: u64) -> ChaCha20Rng {
         self.rng("party", p as u64, t)
     }
@@ -148,7 +148,7 @@ impl SecretRandomness {
 }
 
 /// Party `p`'s noise generator for iteration `t` under the insecure noise seed `seed` (a pure
-/// function; see the module docs). [`crate::backend::NoiseRngs::seeded`] positions its
+/// function; see the module docs). `vtwin_model::backend::NoiseRngs::seeded` positions its
 /// generators with it, and a party process builds its own with it.
 pub fn seeded_noise_rng(seed: u64, p: usize, t: u64) -> ChaCha20Rng {
     ChaCha20Rng::from_seed(derive("noise", seed, p as u64, t))

@@ -14,15 +14,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_file;
-use crate::pki::{Identity, PkiError};
-use crate::role::NODES;
-use crate::transport::{Backoff, TransportOptions};
-
-/// Longest keep-alive interval: a link sends at least this often, so a restarted peer answers
-/// with a stateless reset (crate `reset_key`) and the link is redialled within about this long
-/// instead of the idle timeout. Cost: one small packet per link per interval.
-pub const KEEP_ALIVE_MAX: Duration = Duration::from_secs(2);
+use vtwin_net::atomic_file;
+use vtwin_net::pki::{Identity, PkiError};
+use vtwin_net::role::NODES;
+use vtwin_net::transport::{Backoff, TransportOptions, KEEP_ALIVE_MAX};
 
 /// The TLS files of one role.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -298,11 +293,11 @@ pub struct PartyConfig {
 }
 
 impl PartyConfig {
-    /// The nodes' seal public keys, read from `node_certs` ([`crate::pki::node_seal_publics`]:
+    /// The nodes' seal public keys, read from `node_certs` ([`vtwin_net::pki::node_seal_publics`]:
     /// each certificate valid under `tls.ca`, naming its node, binding a seal key). Errors
     /// name the file. Cost: four small reads and three chain verifications.
     pub fn node_publics(&self) -> Result<[[u8; 32]; 3], PkiError> {
-        crate::pki::node_seal_publics(&self.tls.ca, &self.node_certs)
+        vtwin_net::pki::node_seal_publics(&self.tls.ca, &self.node_certs)
     }
 }
 

@@ -1,0 +1,331 @@
+//! The endpoint: binds, accepts links from the roles it serves (each handshake in its own
+//! task) and connects to others with backoff ([`super`] for the handshake and hello).
+
+use super::*;
+
+/// A QUIC endpoint that accepts links from some roles and connects to others.
+pub struct Endpoint {
+    quinn: quinn::Endpoint,
+    role: Role,
+    client: quinn::ClientConfig,
+    options: TransportOptions,
+    accepted: Mutex<mpsc::Receiver<Link>>,
+    refusals: Arc<AtomicU64>,
+    /// Dropped with the endpoint: stops the acceptor task, so the socket is released once
+    /// the last connection is gone (and the address can be bound again).
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Endpoint({} at {:?})",
+            self.role,
+            self.quinn.local_addr()
+        )
+    }
+}
+
+fn transport_config(options: &TransportOptions, accepts_stream: bool) -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    // Idle timeouts above 2^62 us do not exist; fall back to quinn's default then.
+    if let Ok(idle) = quinn::IdleTimeout::try_from(options.idle_timeout) {
+        t.max_idle_timeout(Some(idle));
+    }
+    t.keep_alive_interval(Some(options.keep_alive));
+    // One link = one bidirectional stream opened by the connector; nothing else.
+    t.max_concurrent_bidi_streams(VarInt::from_u32(u32::from(accepts_stream)));
+    t.max_concurrent_uni_streams(VarInt::from_u32(0));
+    // Windows large enough for a 1 MB frame in flight without stalling on loopback.
+    t.stream_receive_window(VarInt::from_u32(16 << 20));
+    t.receive_window(VarInt::from_u32(32 << 20));
+    t.send_window(32 << 20);
+    t
+}
+
+fn peer_role_of(conn: &quinn::Connection) -> Result<Role, String> {
+    let identity = conn
+        .peer_identity()
+        .ok_or_else(|| "no peer certificate".to_string())?;
+    let chain = identity
+        .downcast::<Vec<CertificateDer<'static>>>()
+        .map_err(|_| "unexpected peer identity type".to_string())?;
+    let leaf = chain
+        .first()
+        .ok_or_else(|| "empty peer chain".to_string())?;
+    role_of_certificate(leaf).map_err(|e| e.to_string())
+}
+
+/// Whether a connection failure means "nobody answered" (retry) rather than "refused".
+fn is_transient(e: &ConnectionError) -> bool {
+    matches!(
+        e,
+        ConnectionError::TimedOut | ConnectionError::Reset | ConnectionError::CidsExhausted
+    )
+}
+
+enum Attempt {
+    Retry(String),
+    Fatal(String),
+}
+
+impl Endpoint {
+    /// Binds `addr` (port 0: any free port) with `identity`. If `accept` is non-empty the
+    /// endpoint listens and accepts clients whose certificate names one of these roles;
+    /// otherwise it only connects. Must be called inside a tokio runtime (spawns the
+    /// acceptor task).
+    pub fn bind(
+        addr: SocketAddr,
+        identity: &Identity,
+        accept: &[Role],
+        options: TransportOptions,
+    ) -> Result<Endpoint, TransportError> {
+        let client_crypto =
+            QuicClientConfig::try_from(client_config(identity)?).map_err(|e| TlsError {
+                reason: e.to_string(),
+            })?;
+        let mut client = quinn::ClientConfig::new(Arc::new(client_crypto));
+        client.transport_config(Arc::new(transport_config(&options, false)));
+        let server = if accept.is_empty() {
+            None
+        } else {
+            let server_crypto = QuicServerConfig::try_from(server_config(identity, accept)?)
+                .map_err(|e| TlsError {
+                    reason: e.to_string(),
+                })?;
+            let mut server = quinn::ServerConfig::with_crypto(Arc::new(server_crypto));
+            server.transport_config(Arc::new(transport_config(&options, true)));
+            Some(server)
+        };
+        // Keys derived from the identity: a restarted process's stateless resets are honoured
+        // by its peers (crate::stateless_reset).
+        let config = endpoint_config(identity);
+        let bind = |source| TransportError::Bind { addr, source };
+        let socket = std::net::UdpSocket::bind(addr).map_err(bind)?;
+        let runtime = quinn::default_runtime()
+            .ok_or_else(|| bind(std::io::Error::other("no tokio runtime")))?;
+        let quinn = quinn::Endpoint::new(config, server, socket, runtime).map_err(bind)?;
+        let (tx, rx) = mpsc::channel(ACCEPT_QUEUE);
+        let refusals = Arc::new(AtomicU64::new(0));
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        if !accept.is_empty() {
+            tokio::spawn(accept_loop(
+                quinn.clone(),
+                identity.role(),
+                options.clone(),
+                tx,
+                refusals.clone(),
+                stopped,
+            ));
+        }
+        Ok(Endpoint {
+            quinn,
+            role: identity.role(),
+            client,
+            options,
+            accepted: Mutex::new(rx),
+            refusals,
+            _stop: stop,
+        })
+    }
+
+    /// The bound address (with the actual port if 0 was asked).
+    pub fn local_addr(&self) -> Result<SocketAddr, TransportError> {
+        self.quinn
+            .local_addr()
+            .map_err(|source| TransportError::Bind {
+                addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+                source,
+            })
+    }
+
+    /// This endpoint's own role.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Number of incoming connections refused so far (each also logged at `warn`).
+    pub fn refusals(&self) -> u64 {
+        self.refusals.load(Ordering::Relaxed)
+    }
+
+    /// The next accepted link (mutual TLS done, peer role from its certificate, hello
+    /// exchanged). Refused handshakes are logged and skipped. Errors only with
+    /// [`TransportError::EndpointClosed`] (or on an endpoint that accepts no role).
+    pub async fn accept(&self) -> Result<Link, TransportError> {
+        self.accepted
+            .lock()
+            .await
+            .recv()
+            .await
+            .ok_or(TransportError::EndpointClosed)
+    }
+
+    /// Connects to the peer `expect` at `addr`, retrying per `backoff` while it does not
+    /// answer. Fails at once with [`TransportError::Refused`] if it answers but the
+    /// handshake fails (another CA, a certificate for another role on either side); with
+    /// [`TransportError::Unreachable`] after the last attempt. Both name `expect` and
+    /// `addr`, and are logged at `warn`.
+    pub async fn connect(
+        &self,
+        addr: SocketAddr,
+        expect: Role,
+        backoff: Backoff,
+    ) -> Result<Link, TransportError> {
+        let attempts = backoff.attempts.max(1);
+        let mut last = String::new();
+        for n in 1..=attempts {
+            let attempt =
+                tokio::time::timeout(backoff.attempt_timeout, self.try_connect(addr, expect));
+            match attempt.await {
+                Ok(Ok(link)) => return Ok(link),
+                Ok(Err(Attempt::Fatal(reason))) => {
+                    tracing::warn!(peer = %expect, %addr, %reason, "connection refused");
+                    return Err(TransportError::Refused {
+                        peer: expect,
+                        addr,
+                        reason,
+                    });
+                }
+                Ok(Err(Attempt::Retry(reason))) => last = reason,
+                Err(_) => last = format!("no answer within {:?}", backoff.attempt_timeout),
+            }
+            if n < attempts {
+                let delay = backoff.delay(n);
+                tracing::info!(peer = %expect, %addr, attempt = n, reason = %last, ?delay, "peer not reachable yet, retrying");
+                tokio::time::sleep(delay).await;
+            }
+        }
+        tracing::warn!(peer = %expect, %addr, attempts, reason = %last, "peer unreachable");
+        Err(TransportError::Unreachable {
+            peer: expect,
+            addr,
+            attempts,
+            last,
+        })
+    }
+
+    async fn try_connect(&self, addr: SocketAddr, expect: Role) -> Result<Link, Attempt> {
+        let connecting = self
+            .quinn
+            .connect_with(self.client.clone(), addr, &expect.dns_name())
+            .map_err(|e| Attempt::Fatal(e.to_string()))?;
+        let classify = |e: ConnectionError| {
+            if is_transient(&e) {
+                Attempt::Retry(e.to_string())
+            } else {
+                Attempt::Fatal(e.to_string())
+            }
+        };
+        let conn = connecting.await.map_err(classify)?;
+        let role = peer_role_of(&conn).map_err(Attempt::Fatal)?;
+        if role != expect {
+            // Unreachable with the CA's certificates (the server name is checked), kept as
+            // defence in depth.
+            conn.close(VarInt::from_u32(CLOSE_BAD_HELLO), b"unexpected role");
+            return Err(Attempt::Fatal(format!("peer is {role}, expected {expect}")));
+        }
+        let (mut send, mut recv) = conn.open_bi().await.map_err(classify)?;
+        send.write_all(&own_hello(&self.options))
+            .await
+            .map_err(|e| Attempt::Fatal(format!("sending hello: {e}")))?;
+        let mut answer = [0u8; HELLO.len()];
+        match recv.read_exact(&mut answer).await {
+            Ok(()) => {
+                if let Err((code, reason)) = check_hello(&answer, role, &self.options) {
+                    conn.close(VarInt::from_u32(code), close_reason(code));
+                    return Err(Attempt::Fatal(format!("hello answer: {reason}")));
+                }
+            }
+            Err(quinn::ReadExactError::ReadError(quinn::ReadError::ConnectionLost(e))) => {
+                return Err(classify(e))
+            }
+            Err(e) => return Err(Attempt::Fatal(format!("reading hello: {e}"))),
+        }
+        Ok(Link::new(conn, send, recv, self.role, role, &self.options))
+    }
+
+    /// Closes the endpoint and all its connections (code [`CLOSE_NORMAL`]).
+    pub fn close(&self) {
+        self.quinn
+            .close(VarInt::from_u32(CLOSE_NORMAL), b"endpoint closed");
+    }
+
+    /// Waits until all connections are closed and their close was sent (bounded by the
+    /// idle timeout).
+    pub async fn wait_idle(&self) {
+        self.quinn.wait_idle().await;
+    }
+}
+
+async fn accept_loop(
+    quinn: quinn::Endpoint,
+    own: Role,
+    options: TransportOptions,
+    tx: mpsc::Sender<Link>,
+    refusals: Arc<AtomicU64>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    loop {
+        let incoming = tokio::select! {
+            incoming = quinn.accept() => incoming,
+            _ = &mut stopped => None,
+        };
+        let Some(incoming) = incoming else { return };
+        let (tx, refusals, options) = (tx.clone(), refusals.clone(), options.clone());
+        tokio::spawn(async move {
+            let addr = incoming.remote_address();
+            match accept_one(incoming, own, &options).await {
+                Ok(link) => {
+                    tracing::debug!(peer = %link.peer(), %addr, "link accepted");
+                    // A closed receiver means the endpoint is gone; the link drops.
+                    let _ = tx.send(link).await;
+                }
+                Err(reason) => {
+                    refusals.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%addr, %reason, "incoming connection refused");
+                }
+            }
+        });
+    }
+}
+
+async fn accept_one(
+    incoming: quinn::Incoming,
+    own: Role,
+    options: &TransportOptions,
+) -> Result<Link, String> {
+    let conn = incoming.await.map_err(|e| format!("handshake: {e}"))?;
+    let peer = peer_role_of(&conn)?;
+    let hello = async {
+        let (send, mut recv) = conn
+            .accept_bi()
+            .await
+            .map_err(|e| (CLOSE_BAD_HELLO, e.to_string()))?;
+        let mut got = [0u8; HELLO.len()];
+        recv.read_exact(&mut got)
+            .await
+            .map_err(|e| (CLOSE_BAD_HELLO, e.to_string()))?;
+        check_hello(&got, peer, options)?;
+        Ok((send, recv))
+    };
+    let (mut send, recv) = match tokio::time::timeout(options.hello_timeout, hello).await {
+        Ok(Ok(streams)) => streams,
+        Ok(Err((code, reason))) => {
+            conn.close(VarInt::from_u32(code), close_reason(code));
+            return Err(format!("{peer}: {reason}"));
+        }
+        Err(_) => {
+            conn.close(VarInt::from_u32(CLOSE_BAD_HELLO), b"no hello");
+            return Err(format!(
+                "{peer}: no hello within {:?}",
+                options.hello_timeout
+            ));
+        }
+    };
+    send.write_all(&own_hello(options))
+        .await
+        .map_err(|e| format!("{peer}: answering hello: {e}"))?;
+    Ok(Link::new(conn, send, recv, own, peer, options))
+}
