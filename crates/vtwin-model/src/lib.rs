@@ -1,22 +1,15 @@
-//! Schema, data loading, the mixture model, local kernels, DPVI training and synthesis, and
-//! the model's side of one MPC training iteration (the protocol's roles are in
-//! vtwin-iteration: this crate computes a party's upload and the public parameters from the
-//! model, and drives the roles in memory as the `mpc` backend).
+//! The mixture model over the data of vtwin-data (re-exported here: schema, tables,
+//! synthesis), local kernels, DPVI training, and the model's side of one MPC training
+//! iteration (the protocol's roles are in vtwin-iteration: this crate computes a party's
+//! upload and the public parameters from the model, and drives the roles in memory as the
+//! `mpc` backend).
 
-// DATA modules: schema, encoding, tables and CSV, parameters and likelihood, synthesis, demo.
-pub mod codec;
-pub mod csv_table;
-pub mod demo;
-pub mod params;
-pub mod schema;
-pub mod synth;
-pub mod table;
+// The data modules live in vtwin-data; here at the paths callers have always used.
+pub use vtwin_data::{codec, csv_table, demo, params, schema, synth, table};
+pub use vtwin_data::{Column, ColumnKind, ColumnParams, ColumnSpec, DataError, MixtureParams};
+pub use vtwin_data::{Schema, Table};
 
-pub use params::{ColumnParams, MixtureParams};
-pub use schema::{ColumnKind, ColumnSpec, Schema};
-pub use table::{Column, DataError, Table};
-
-// MODEL modules: parameter layout, prior, local kernels, sufficient statistics, gradient
+// Modules: parameter layout, prior, local kernels, sufficient statistics, gradient
 // backends, Adam, the DPVI loop, checkpoints and model files. The roles of a consortium
 // iteration: the coordinator's public `trainer`, a party's `party_upload` (its upload from its
 // own batch, sharded by vtwin-iteration's party role), and `iteration_inputs` (the model's

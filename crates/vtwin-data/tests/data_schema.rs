@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use vtwin_model::schema::SchemaError;
-use vtwin_model::{ColumnKind, Schema};
+use vtwin_data::schema::SchemaError;
+use vtwin_data::{ColumnKind, Schema};
 
 const HEAD: &str = "[csv]\ntrim = true\nmissing = [\"?\"]\n";
 
@@ -318,6 +318,6 @@ fn demo_schema_file_matches_the_built_in_demo() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo/schema.toml");
     assert_eq!(
         Schema::load(&path).unwrap(),
-        vtwin_model::demo::demo_schema()
+        vtwin_data::demo::demo_schema()
     );
 }

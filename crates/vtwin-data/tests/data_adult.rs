@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use vtwin_model::codec::Encoded;
-use vtwin_model::{Column, Schema, Table};
+use vtwin_data::codec::Encoded;
+use vtwin_data::{Column, Schema, Table};
 
 fn data_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("VTWIN_DATA_DIR")
@@ -46,7 +46,7 @@ fn adult_train_and_test_load_their_complete_rows() {
     // Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K".
     let get = |t: &Table, name: &str, row: usize| t.columns[s.column_index(name).unwrap()].get(row);
     let decode = |t: &Table, name: &str, row: usize| {
-        vtwin_model::codec::decode(
+        vtwin_data::codec::decode(
             &s.columns[s.column_index(name).unwrap()].kind,
             get(t, name, row),
         )

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use vtwin_model::{Schema, Table};
+use vtwin_data::{Schema, Table};
 
 fn schema() -> Schema {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema.toml");

@@ -4,9 +4,9 @@
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-use vtwin_model::codec::{self, Encoded, UNIT_EPS};
-use vtwin_model::demo::{demo_schema, demo_table};
-use vtwin_model::{ColumnKind, Table};
+use vtwin_data::codec::{self, Encoded, UNIT_EPS};
+use vtwin_data::demo::{demo_schema, demo_table};
+use vtwin_data::{ColumnKind, Table};
 
 /// Same schema, ids and encoded values, bit for bit (decoding picks, for a real-valued
 /// column, a value that encodes back to exactly the same unit value; see `codec`).
@@ -108,7 +108,7 @@ fn write_is_atomic_and_leaves_no_temp_files() {
     assert_eq!(names, ["out.csv"]);
     // A hand-built table that breaks the encoding is refused, naming file and column.
     let mut broken = t.clone();
-    broken.columns[1] = vtwin_model::Column::Unit(vec![1.5; 50]);
+    broken.columns[1] = vtwin_data::Column::Unit(vec![1.5; 50]);
     let e = broken.write_csv(&path).unwrap_err().to_string();
     assert!(
         e.contains("out.csv") && e.contains("column \"bmi\"") && e.contains("1.5"),

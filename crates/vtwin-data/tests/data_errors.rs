@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use vtwin_model::table::DataError;
-use vtwin_model::{Schema, Table};
+use vtwin_data::table::DataError;
+use vtwin_data::{Schema, Table};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -43,9 +43,9 @@ fn good_file_loads_with_drop_row_and_suffix() {
     // Row 3 (id 2) has "?" in color, a drop-row column.
     assert_eq!(t.ids, ["1", "3", "4"]);
     // "yes." is read as "yes" (index 0); "no" is index 1.
-    assert_eq!(t.columns[4], vtwin_model::Column::Index(vec![0, 1, 0]));
+    assert_eq!(t.columns[4], vtwin_data::Column::Index(vec![0, 1, 0]));
     // band: 5 -> [0,10), 100 -> last bin (closed), 0 -> first bin.
-    assert_eq!(t.columns[3], vtwin_model::Column::Index(vec![0, 1, 0]));
+    assert_eq!(t.columns[3], vtwin_data::Column::Index(vec![0, 1, 0]));
 }
 
 #[test]
@@ -188,8 +188,8 @@ fn party_files_match_by_id_and_drop_rows_for_all() {
     t.check().unwrap();
     // Party a's order; id 9 is dropped (color "?") from both parties.
     assert_eq!(t.ids, ["7", "8"]);
-    assert_eq!(t.columns[3], vtwin_model::Column::Index(vec![0, 1]));
-    assert_eq!(t.columns[4], vtwin_model::Column::Index(vec![0, 1]));
+    assert_eq!(t.columns[3], vtwin_data::Column::Index(vec![0, 1]));
+    assert_eq!(t.columns[4], vtwin_data::Column::Index(vec![0, 1]));
 }
 
 #[test]

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use vtwin_model::synth::sample_table;
-use vtwin_model::{ColumnParams, MixtureParams, Schema, Table};
+use vtwin_data::synth::sample_table;
+use vtwin_data::{ColumnParams, MixtureParams, Schema, Table};
 
 fn adult_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("VTWIN_DATA_DIR")

@@ -9,9 +9,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use statrs::distribution::{Beta, Continuous};
 
-use vtwin_model::demo::{demo_schema, demo_table, demo_truth};
-use vtwin_model::synth::sample_table;
-use vtwin_model::{Column, ColumnParams, MixtureParams, Table};
+use vtwin_data::demo::{demo_schema, demo_table, demo_truth};
+use vtwin_data::synth::sample_table;
+use vtwin_data::{Column, ColumnParams, MixtureParams, Table};
 
 const N: usize = 60_000;
 

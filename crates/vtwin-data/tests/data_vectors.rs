@@ -3,9 +3,9 @@
 //! and the per-record log-likelihood of a small mixture.
 
 use serde_json::Value;
-use vtwin_model::params::{beta_ln_pdf, ln_beta};
-use vtwin_model::schema::{CsvDialect, Missing};
-use vtwin_model::{Column, ColumnKind, ColumnParams, ColumnSpec, MixtureParams, Schema, Table};
+use vtwin_data::params::{beta_ln_pdf, ln_beta};
+use vtwin_data::schema::{CsvDialect, Missing};
+use vtwin_data::{Column, ColumnKind, ColumnParams, ColumnSpec, MixtureParams, Schema, Table};
 
 fn vectors(name: &str) -> Value {
     let path = format!("{}/tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
