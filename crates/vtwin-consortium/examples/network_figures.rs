@@ -22,10 +22,10 @@ use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
-use vtwin_model::mpc::MpcBackend;
-use vtwin_model::stats::PartyData;
+use vtwin_model::mpc_backend::MpcBackend;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::{Schema, Table};
 
 const WARMUP: usize = 3;

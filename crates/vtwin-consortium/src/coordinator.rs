@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::dpvi::DpviError;
-use vtwin_model::mpc::{circuit_public_for, gradient_from_canonical, input_bounds};
+use vtwin_model::mpc_backend::{circuit_public_for, gradient_from_canonical, input_bounds};
 use vtwin_model::opening_log::OpeningRecord;
 use vtwin_model::trainer::{IterationPlan, Trainer};
 use vtwin_mpc::gradient::CircuitPublic;
@@ -390,7 +390,7 @@ impl CoordinatorJob {
         // (the consortium runs closed-form renormalisation only: `vtwin coordinator` refuses
         // another mode and every party enforces it).
         let truncation_failure = public.truncation_failure_bound(&input_bounds(
-            vtwin_model::fixed::Renormalise::ClosedForm,
+            vtwin_model::fixed_backend::Renormalise::ClosedForm,
             self.parties,
         ));
         for node in all_nodes() {

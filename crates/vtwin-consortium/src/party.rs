@@ -3,7 +3,7 @@
 //! A party holds its own columns only (as sufficient statistics, [`PartyData`]) and answers
 //! the coordinator:
 //! - `Hello` -> `PartyInfo { rows, ids_digest }` (SHA-256 of its id column,
-//!   [`vtwin_model::stats::ids_digest`]), so
+//!   [`vtwin_model::party_data::ids_digest`]), so
 //!   the coordinator can check that every party holds the same individuals in the same order;
 //! - `Request { batch, theta, terms }` of iteration t in session s_t -> it checks the job's
 //!   terms against its own [`PartyPolicy`] (sigma at least its floor, nominal clip at most its
@@ -41,14 +41,14 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 
 use crate::config::PartyPolicy;
 use vtwin_iteration::randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::kernels::{compute_device, Device};
 use vtwin_model::layout::Layout;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyTask};
-use vtwin_model::stats::PartyData;
 use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
 use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
@@ -70,7 +70,7 @@ pub struct PartySetup {
     pub schema: Schema,
     /// The party's sufficient statistics, rows in id order.
     pub data: PartyData,
-    /// [`vtwin_model::stats::ids_digest`] of the party's id column.
+    /// [`vtwin_model::party_data::ids_digest`] of the party's id column.
     pub ids_digest: [u8; 32],
     /// The three nodes' long-term seal public keys, by node.
     pub node_seal_publics: [[u8; 32]; 3],

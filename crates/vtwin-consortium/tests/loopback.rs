@@ -7,11 +7,11 @@ use vtwin_consortium::loopback::{run, LoopbackSettings};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::NoiseRngs;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
-use vtwin_model::mpc::MpcBackend;
+use vtwin_model::mpc_backend::MpcBackend;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::stats::PartyData;
 
 #[test]
 fn loopback_quic_equals_the_in_memory_mpc_backend() {

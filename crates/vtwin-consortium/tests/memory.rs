@@ -18,12 +18,12 @@ use vtwin_consortium::{
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::NoiseRngs;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
-use vtwin_model::mpc::MpcBackend;
+use vtwin_model::mpc_backend::MpcBackend;
+use vtwin_model::party_data::{ids_digest, PartyData};
 use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
@@ -393,7 +393,7 @@ fn the_early_buffer_is_bounded() {
 fn a_retried_session_buffers_the_new_attempts_early_frames_and_drops_the_old_ones() {
     let w = world();
     let theta = vec![0.1; w.layout.dim()];
-    let public = vtwin_model::mpc::circuit_public_for(&w.layout, &theta, 1.0, 3).unwrap();
+    let public = vtwin_model::mpc_backend::circuit_public_for(&w.layout, &theta, 1.0, 3).unwrap();
     let wire = WirePublic::try_from(&public).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     let mut nodes: Vec<NodeSession> = NodeId::ALL

@@ -10,10 +10,10 @@ use vtwin_consortium::config::{NodePolicy, PartyPolicy};
 use vtwin_consortium::outgoing::{frame, Attempt, Outgoing};
 use vtwin_consortium::party::policy_for_plan;
 use vtwin_consortium::{NodeSession, PartyLedger, PartyResponder, PartySetup};
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
+use vtwin_model::party_data::{ids_digest, PartyData};
 use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_model::stats::{ids_digest, PartyData};
 use vtwin_model::table::Column;
 use vtwin_model::Table;
 use vtwin_mpc::NodeId;
@@ -315,7 +315,8 @@ fn node(policy: NodePolicy) -> NodeSession {
 /// A `Start` whose circuit clips to `circuit_clip` under `terms`.
 fn start(terms: JobTerms, circuit_clip: f64) -> Frame {
     let theta = vec![0.1; layout().dim()];
-    let public = vtwin_model::mpc::circuit_public_for(&layout(), &theta, circuit_clip, 3).unwrap();
+    let public =
+        vtwin_model::mpc_backend::circuit_public_for(&layout(), &theta, circuit_clip, 3).unwrap();
     let at = Attempt {
         session: [9; 16],
         attempt: [9; 8],

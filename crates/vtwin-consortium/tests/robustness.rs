@@ -10,7 +10,7 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::outgoing::{frame, Attempt};
 use vtwin_consortium::{CoordinatorJob, NodeSession, Timeouts};
 use vtwin_model::layout::Layout;
-use vtwin_model::mpc::circuit_public_for;
+use vtwin_model::mpc_backend::circuit_public_for;
 use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::{Body, Role, SealKey, WirePublic};

@@ -8,7 +8,7 @@ use vtwin_eval::audit::mechanism::{
     audit_mechanism, AuditBackend, MechanismAuditReport, MechanismAuditSettings,
 };
 use vtwin_model::demo::demo_table;
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 
 fn settings(trials: usize, iterations: u64) -> MechanismAuditSettings {
     let sigma = calibrate_sigma(

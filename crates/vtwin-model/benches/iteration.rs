@@ -10,11 +10,11 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::FloatBackend;
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::stats::PartyData;
 use vtwin_model::{Schema, Table};
 
 fn adult() -> Option<(Schema, Table)> {

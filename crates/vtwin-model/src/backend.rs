@@ -8,8 +8,8 @@
 //! [`Diagnostics`], which are for tests and benchmarks of a simulation only (they are
 //! data-dependent: a deployment must not release them).
 //!
-//! Implementations: [`crate::float::FloatBackend`] (f64, log space, the non-partitioned
-//! baseline) and [`crate::fixed::FixedBackend`] (`docs/architecture.md` steps 2-4 in plaintext fixed
+//! Implementations: [`crate::float_backend::FloatBackend`] (f64, log space, the non-partitioned
+//! baseline) and [`crate::fixed_backend::FixedBackend`] (`docs/architecture.md` steps 2-4 in plaintext fixed
 //! point). The MPC backend implements the same trait with the same inputs: each party runs
 //! the local kernels on its own [`PartyBatch`] and secret-shares the results
 //! ([`crate::party_upload::party_messages`]), and each party's noise share comes from that
@@ -21,9 +21,9 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::kernels::KernelError;
 use crate::layout::Layout;
+use crate::party_data::PartyBatch;
 use crate::rng_state::RngState;
 use crate::secret_randomness::seeded_noise_rng;
-use crate::stats::PartyBatch;
 
 /// The noise of one iteration: Z has standard deviation `sigma * clip` per coordinate.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -24,8 +24,8 @@ use std::time::Instant;
 use crate::backend::{Diagnostics, GradientBackend, GradientInput, NoiseConfig, NoiseRngs};
 use crate::layout::Layout;
 use crate::opening_log::{OpeningLog, OpeningRecord};
+use crate::party_data::PartyData;
 use crate::secret_randomness::BatchKey;
-use crate::stats::PartyData;
 use crate::trainer::Trainer;
 // The run's settings, state and errors, at the paths callers have always used.
 pub use crate::training_state::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q};

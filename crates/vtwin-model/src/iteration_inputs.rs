@@ -12,15 +12,15 @@ use vtwin_mpc::gradient::{CircuitPublic, InputBounds, PartyMap, PlainUpload};
 use vtwin_mpc::input::InputError;
 
 use crate::backend::{softmax, BackendError, GradientInput};
-use crate::fixed::{PartyUpload, Renormalise};
+use crate::fixed_backend::{PartyUpload, Renormalise};
 use crate::kernels::PartyMaps;
 use crate::layout::Layout;
 
-/// The public ranges every party checks before sharing: mat in [0, [`crate::fixed::mat_max`]],
+/// The public ranges every party checks before sharing: mat in [0, [`crate::fixed_backend::mat_max`]],
 /// score roots in [0, [`vtwin_fixed::clip_bound::score_root_max`]] (2^7 plus 2 ulp), T in
 /// [-14, 14] ([`crate::fixed`]'s bounds).
 pub fn input_bounds(renormalise: Renormalise, parties: usize) -> InputBounds {
-    let mat_max = Fx::from_f64(crate::fixed::mat_max(renormalise, parties))
+    let mat_max = Fx::from_f64(crate::fixed_backend::mat_max(renormalise, parties))
         .expect("a power of two below 2^16 encodes");
     InputBounds {
         mat: (Fx::ZERO, mat_max),
@@ -52,7 +52,7 @@ pub fn circuit_public(input: &GradientInput<'_>, b: usize) -> Result<CircuitPubl
 
 /// The circuit's public side for a batch of `b` rows, from public values only (the
 /// coordinator needs no party data): pi = softmax(theta[0..K]) and every party's score maps
-/// ([`PartyMaps::new`], with the public map checks of [`crate::fixed::check_score_map_bound`],
+/// ([`PartyMaps::new`], with the public map checks of [`crate::fixed_backend::check_score_map_bound`],
 /// [`BackendError::Range`] naming the party), encoded by
 /// [`vtwin_iteration::coordinator::circuit_public`] (the circuit clip C' of
 /// [`vtwin_fixed::clip_bound::effective_clip`] for the nominal `clip`; P noise contributors).
@@ -85,7 +85,7 @@ pub fn circuit_public_for(
     let mut maps = Vec::with_capacity(layout.n_parties());
     for p in 0..layout.n_parties() {
         let m = PartyMaps::new(theta, layout, p);
-        crate::fixed::check_score_map_bound(&m, b, &layout.parties[p])?;
+        crate::fixed_backend::check_score_map_bound(&m, b, &layout.parties[p])?;
         maps.push(m);
     }
     let maps: Vec<ScoreMap<'_>> = maps

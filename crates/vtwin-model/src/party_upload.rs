@@ -5,9 +5,9 @@
 //!
 //! Party p of P, for iteration t of session s, given the public theta, C, sigma:
 //! 1. draws its noise share from `noise_rng` (d exact discrete Gaussians
-//!    N_Z(0, (sigma C 2^32)^2 / P), [`crate::fixed::noise_share`]; no draws when sigma = 0);
+//!    N_Z(0, (sigma C 2^32)^2 / P), [`crate::fixed_backend::noise_share`]; no draws when sigma = 0);
 //! 2. runs the local kernels on its own [`PartyBatch`], renormalises and encodes
-//!    ([`crate::fixed::party_upload_batch`]; a value outside the fixed-point pipeline's range
+//!    ([`crate::fixed_backend::party_upload_batch`]; a value outside the fixed-point pipeline's range
 //!    is [`BackendError::Range`] naming the party) and checks the encoding against the public
 //!    [`crate::iteration_inputs::input_bounds`] (the same error): on either refusal no
 //!    message exists;
@@ -25,11 +25,11 @@ use vtwin_mpc::{Message, SessionId};
 use zeroize::Zeroizing;
 
 use crate::backend::BackendError;
-use crate::fixed::{noise_share, party_upload_batch, Renormalise};
+use crate::fixed_backend::{noise_share, party_upload_batch, Renormalise};
 use crate::iteration_inputs::{input_bounds, input_error, noise_to_canonical, plain_upload};
 use crate::kernels::Device;
 use crate::layout::Layout;
-use crate::stats::PartyBatch;
+use crate::party_data::PartyBatch;
 
 /// Everything party `party` needs for one iteration: the public request and its own batch.
 #[derive(Clone, Copy, Debug)]

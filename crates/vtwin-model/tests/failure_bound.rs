@@ -7,9 +7,9 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::{ColumnModel, Layout, LOG_BETA_PARAM_MAX};
-use vtwin_model::mpc::{circuit_public_for, input_bounds};
+use vtwin_model::mpc_backend::{circuit_public_for, input_bounds};
 use vtwin_model::schema::Schema;
 
 #[test]

@@ -5,11 +5,11 @@ use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::{GradientBackend, GradientInput, NoiseRngs};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::{log_likelihood, per_example_gradients, FloatBackend};
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::{log_likelihood, per_example_gradients, FloatBackend};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::natural_params;
-use vtwin_model::stats::{PartyBatch, PartyData};
+use vtwin_model::party_data::{PartyBatch, PartyData};
 
 mod common;
 
@@ -75,7 +75,7 @@ fn log_likelihood_matches_the_data_side_mixture_density() {
 
 /// The circuit clip C' the fixed backends use for C = 1 (`vtwin_fixed::clip_bound`).
 fn circuit_clip_of(layout: &Layout) -> f64 {
-    vtwin_model::mpc::circuit_clip(layout, 1.0)
+    vtwin_model::mpc_backend::circuit_clip(layout, 1.0)
         .unwrap()
         .circuit
         .to_f64()
@@ -151,7 +151,7 @@ fn fixed_batch_sum_agrees_with_float() {
 
 /// The paper's Figure 2: without renormalisation, a record whose every mat_p underflows
 /// for one party gets den = 0 and r = 0, so its component parameters get exactly zero
-/// gradient (its weight-logit part is -c pi, see fixed.rs), while closed-form
+/// gradient (its weight-logit part is -c pi, see fixed_backend.rs), while closed-form
 /// renormalisation recovers the float gradient for the same record.
 #[test]
 fn without_renormalisation_underflowing_records_give_zero_gradient() {

@@ -4,7 +4,7 @@
 
 use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::layout::Layout;
-use vtwin_model::stats::{ids_digest, PartyData, PartyDataError};
+use vtwin_model::party_data::{ids_digest, PartyData, PartyDataError};
 use vtwin_model::DataError;
 
 fn layout() -> Layout {

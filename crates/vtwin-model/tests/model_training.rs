@@ -5,12 +5,12 @@ use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::demo::{demo_schema, demo_table, demo_truth};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::FloatBackend;
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
+use vtwin_model::party_data::PartyData;
 use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::stats::PartyData;
 use vtwin_model::trainer::Trainer;
 
 fn backend(name: &str) -> Box<dyn GradientBackend> {

@@ -10,16 +10,16 @@ use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseRngs};
 use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
-use vtwin_model::fixed::{fixed_gradient, party_upload, FixedBackend, Renormalise};
+use vtwin_model::fixed_backend::{fixed_gradient, party_upload, FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::natural_params;
-use vtwin_model::mpc::{
+use vtwin_model::mpc_backend::{
     circuit_public, circuit_public_for, gradient_from_canonical, input_bounds, noise_to_canonical,
     plain_upload, MpcBackend,
 };
+use vtwin_model::party_data::{PartyBatch, PartyData};
 use vtwin_model::party_upload::{party_messages, PartyTask};
 use vtwin_model::secret_randomness::{seeded_noise_rng, BatchKey, SecretRandomness};
-use vtwin_model::stats::{PartyBatch, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_mpc::gradient::{
     gradient, masks_in_reference_order, receive_inputs, upload_messages, CircuitPublic, PlainUpload,
@@ -86,7 +86,7 @@ fn run_recorded(
 }
 
 /// (a) The backend's mapping (party uploads, public side, noise order, output order) run
-/// through the circuit equals `vtwin_model::fixed::fixed_gradient` bit for bit when
+/// through the circuit equals `vtwin_model::fixed_backend::fixed_gradient` bit for bit when
 /// `fixed_gradient`'s truncator replays the nodes' masks.
 #[test]
 fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {

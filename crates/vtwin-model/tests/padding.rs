@@ -7,10 +7,10 @@ mod common;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::FloatBackend;
-use vtwin_model::mpc::MpcBackend;
-use vtwin_model::stats::PartyBatch;
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::FloatBackend;
+use vtwin_model::mpc_backend::MpcBackend;
+use vtwin_model::party_data::PartyBatch;
 
 use common::{demo, input};
 

@@ -1,5 +1,5 @@
 //! The gradient circuit of `docs/architecture.md` step 4 (nodes' side), vectorised over the batch:
-//! the MPC twin of `vtwin_model::fixed::fixed_gradient` (same products, same truncations).
+//! the MPC twin of `vtwin_model::fixed_backend::fixed_gradient` (same products, same truncations).
 //!
 //! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
 //! caller as the fixed backend does), per party the public score maps `scale`/`offset`
@@ -491,7 +491,7 @@ pub async fn receive_inputs(
 
 /// The nodes' truncation masks as recorded by [`crate::sim::Simulation::record_masks`] for one run of
 /// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
-/// rearranged into the order in which `vtwin_model::fixed::fixed_gradient` calls its
+/// rearranged into the order in which `vtwin_model::fixed_backend::fixed_gradient` calls its
 /// truncator: per record the mat products and pm, the reciprocal, the two divide
 /// truncations per component, the score-root products y (P K, party-major), the two norm sums, the clip factor, w; then trunc(pi sc)
 /// per component; then M and G_p per coordinate. Feeding them, in this order, to a

@@ -34,7 +34,7 @@
 //! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 43 | 222 |
 //! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 46 | 279 |
 //! | [`exp::exp`] | `vtwin_fixed::exp` | 31 | 132 |
-//! | [`gradient::gradient`] | `vtwin_model::fixed::fixed_gradient` | 2P + 91 | 21 B K + 465 B + 3 K + 6 (d - K) in all |
+//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | 2P + 91 | 21 B K + 465 B + 3 K + 6 (d - K) in all |
 //!
 //! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to nodes
 //! 0 and 1 ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,

@@ -1,4 +1,4 @@
-//! The gradient circuit against a plaintext replica of `vtwin_model::fixed::fixed_gradient`
+//! The gradient circuit against a plaintext replica of `vtwin_model::fixed_backend::fixed_gradient`
 //! (same products and truncations, in that function's order), bit for bit given the
 //! MPC's masks, revealed to the coordinator only.
 

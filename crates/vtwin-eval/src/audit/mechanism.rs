@@ -59,12 +59,12 @@ use vtwin_dp::{Accountant, PrivacyReport, PrivacySetting, Sampling};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseConfig, NoiseRngs};
 use vtwin_model::dpvi::{DpviConfig, DpviError};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
-use vtwin_model::mpc::MpcBackend;
+use vtwin_model::mpc_backend::MpcBackend;
+use vtwin_model::party_data::{PartyBatch, PartyData, StatsError};
 use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::stats::{PartyBatch, PartyData, StatsError};
 use vtwin_model::trainer::Trainer;
 use vtwin_model::Table;
 

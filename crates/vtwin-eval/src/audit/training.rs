@@ -10,13 +10,13 @@
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, DpviError};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::FloatBackend;
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::model_file::natural_params;
+use vtwin_model::party_data::{PartyData, StatsError};
 use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::stats::{PartyData, StatsError};
 use vtwin_model::{MixtureParams, Table};
 
 /// Which gradient backend trains an audit model.

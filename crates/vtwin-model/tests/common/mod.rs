@@ -6,7 +6,7 @@
 use vtwin_model::backend::{GradientInput, NoiseConfig};
 use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::layout::Layout;
-use vtwin_model::stats::{PartyBatch, PartyData};
+use vtwin_model::party_data::{PartyBatch, PartyData};
 use vtwin_model::Table;
 
 /// The demo table (`rows` rows from seed `seed`), its layout with `k` components and the

@@ -1,4 +1,4 @@
-//! A plaintext transcription of the node side of `vtwin_model::fixed::fixed_gradient` (the
+//! A plaintext transcription of the node side of `vtwin_model::fixed_backend::fixed_gradient` (the
 //! normative reference, which vtwin-mpc cannot depend on) and random instances, shared by
 //! the gradient test and bench.
 
@@ -28,7 +28,7 @@ pub struct Instance {
     pub noise: Vec<i128>,
 }
 
-/// The node side of `vtwin_model::fixed::fixed_gradient`, transcribed (ring values, noise
+/// The node side of `vtwin_model::fixed_backend::fixed_gradient`, transcribed (ring values, noise
 /// added, canonical order).
 pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
     let p = &inst.public;

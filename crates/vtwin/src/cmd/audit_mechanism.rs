@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring};
 use vtwin_eval::audit::mechanism::{audit_mechanism, AuditBackend, MechanismAuditSettings};
 use vtwin_model::checkpoint::write_atomic;
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 
 use super::training_data::{sample_rate, TrainingData};
 

@@ -41,14 +41,14 @@ use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::write_atomic;
 use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::FloatBackend;
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
-use vtwin_model::mpc::{CostLog, IterationCost, MpcBackend};
+use vtwin_model::mpc_backend::{CostLog, IterationCost, MpcBackend};
 use vtwin_model::params::{ColumnParams, MixtureParams};
+use vtwin_model::party_data::{OwnPartyData, PartyData};
 use vtwin_model::schema::{ColumnKind, ColumnSpec, CsvDialect, Missing};
 use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::stats::{OwnPartyData, PartyData};
 use vtwin_model::{Schema, Table};
 
 /// The Adult schema that ships with the project (public: bounds and categories only).

@@ -20,11 +20,11 @@ use vtwin_model::adam::AdamConfig;
 use vtwin_model::checkpoint::write_atomic;
 use vtwin_model::demo::{demo_schema, demo_table, DEMO_ROWS};
 use vtwin_model::dpvi::DpviConfig;
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_model::stats::PartyData;
 use vtwin_model::Table;
 
 use super::coordinator::Driver;

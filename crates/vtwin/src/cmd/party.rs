@@ -12,9 +12,9 @@ use anyhow::bail;
 use vtwin_consortium::config::{DataSource, PartyConfig};
 use vtwin_consortium::service::PartyServer;
 use vtwin_consortium::{PartyLedger, PartyResponder, PartySetup};
-use vtwin_model::fixed::Renormalise;
+use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
-use vtwin_model::stats::PartyData;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::Schema;
 use vtwin_net::Role;
 

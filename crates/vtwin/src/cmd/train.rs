@@ -24,15 +24,15 @@ use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{write_atomic, Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
-use vtwin_model::fixed::{FixedBackend, Renormalise};
-use vtwin_model::float::FloatBackend;
+use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
+use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
-use vtwin_model::mpc::{CostLog, MpcBackend};
+use vtwin_model::mpc_backend::{CostLog, MpcBackend};
 use vtwin_model::opening_log::OpeningLog;
+use vtwin_model::party_data::PartyData;
 use vtwin_model::rng_state::RngState;
 use vtwin_model::secret_randomness::{BatchKey, SecretRandomness};
-use vtwin_model::stats::PartyData;
 use vtwin_model::trainer::Trainer;
 use vtwin_model::{Schema, Table};
 
@@ -306,7 +306,7 @@ fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<s
 /// Medians over the timed iterations of the MPC costs (rounds, bytes, products).
 fn mpc_cost_json(log: &CostLog) -> serde_json::Value {
     let costs = log.snapshot();
-    let med = |f: &dyn Fn(&vtwin_model::mpc::IterationCost) -> u64| {
+    let med = |f: &dyn Fn(&vtwin_model::mpc_backend::IterationCost) -> u64| {
         let mut v: Vec<f64> = costs.iter().map(|c| f(c) as f64).collect();
         median(&mut v)
     };

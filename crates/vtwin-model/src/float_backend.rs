@@ -20,7 +20,7 @@ use crate::backend::{
 };
 use crate::kernels::{compute_device, local_terms, log_sum_exp, KernelError, PartyMaps};
 use crate::layout::Layout;
-use crate::stats::PartyBatch;
+use crate::party_data::PartyBatch;
 
 /// The f64 baseline backend.
 #[derive(Clone, Debug)]

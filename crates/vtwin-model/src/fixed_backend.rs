@@ -51,7 +51,7 @@ use crate::backend::{
 };
 use crate::kernels::{compute_device, local_terms, KernelError, PartyMaps};
 use crate::layout::Layout;
-use crate::stats::PartyBatch;
+use crate::party_data::PartyBatch;
 
 /// How a party renormalises its log-densities before exponentiating (paper section 4.5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -284,7 +284,7 @@ pub fn party_upload_batch(
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let map = crate::mpc::encoded_party_map(&maps, layout.stat_width(party))?;
+    let map = crate::mpc_backend::encoded_party_map(&maps, layout.stat_width(party))?;
     let wd = map.width;
     let mut root = Vec::with_capacity(batch.rows * k_n);
     for n in 0..batch.rows {
@@ -364,7 +364,7 @@ pub fn fixed_gradient<T: Truncator>(
     let layout = input.layout;
     let (k_n, d) = (layout.components, layout.dim());
     // The public side exactly as the circuit gets it: pi, the circuit clip C', the maps.
-    let public = crate::mpc::circuit_public(input, b)?;
+    let public = crate::mpc_backend::circuit_public(input, b)?;
     let pi = &public.pi;
     let mul = |a: Fx, c: Fx, t: &mut T| Fx(t.trunc(a.0.wrapping_mul(c.0), FRAC_BITS));
 
@@ -431,7 +431,7 @@ pub fn fixed_gradient<T: Truncator>(
     for k in 0..k_n {
         g[layout.weight_index(k)] = sw[k] - mul(pi[k], sc, t);
     }
-    let idx = crate::float::param_indices(layout);
+    let idx = crate::float_backend::param_indices(layout);
     for (p, (up, map)) in uploads.iter().zip(&public.parties).enumerate() {
         let wd = map.width;
         for k in 0..k_n {

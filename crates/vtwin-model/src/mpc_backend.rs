@@ -10,7 +10,7 @@
 //! - party p: [`crate::party_upload::party_messages`] from its own batch only, with its noise
 //!   generator positioned at t ([`NoiseRngs::seek`]) and its client generator
 //!   `randomness.party(p, t)`: the fixed backend's party side
-//!   ([`crate::fixed::party_upload_batch`]: local kernels, renormalisation, exp, encoding
+//!   ([`crate::fixed_backend::party_upload_batch`]: local kernels, renormalisation, exp, encoding
 //!   and range checks, so an out-of-range value is refused before anything is shared), then
 //!   [`vtwin_iteration::party::Party::shard`] (PRG-compressed shares of its data, client p,
 //!   and of its noise share, client P + p: the nodes add the P contributions, so no single
@@ -20,7 +20,7 @@
 //!   [`vtwin_iteration::memory::run`] (FIFO).
 //!
 //! Node side: the circuit of `protocols/mpc-gradient.md`, the MPC twin of
-//! [`crate::fixed::fixed_gradient`] with probabilistic truncation; given the nodes' masks
+//! [`crate::fixed_backend::fixed_gradient`] with probabilistic truncation; given the nodes' masks
 //! replayed through [`vtwin_fixed::Probabilistic`] it equals `fixed_gradient` bit for bit
 //! (`tests/mpc_backend.rs`). Against the fixed backend's floor truncation the two differ
 //! by the accumulated rounding of the truncations (each < 1 ulp = 2^-32, amplified by the
@@ -48,7 +48,7 @@ use vtwin_mpc::Delivery;
 use crate::backend::{
     BackendError, Diagnostics, GradientBackend, GradientInput, GradientOutput, NoiseRngs,
 };
-use crate::fixed::Renormalise;
+use crate::fixed_backend::Renormalise;
 use crate::kernels::{compute_device, Device, KernelError};
 use crate::party_upload::{party_messages, PartyTask};
 
