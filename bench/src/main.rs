@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde_json::json;
 
 mod plot;
 mod report;
@@ -32,7 +31,10 @@ use results::{LoadSample, Results, ScalingConfig};
 use scaling::ScalingPlan;
 use timing::TimingPlan;
 use utility::UtilityPlan;
-use vtwin_cli::{load_average, source_id, utc_now, workspace_root, Vtwin};
+use vtwin_cli::{source_id, workspace_root, Vtwin};
+use vtwin_host::atomic::{self, Mode};
+use vtwin_host::clock::utc_now;
+use vtwin_host::machine::{load_average, Machine};
 
 /// A section of the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -96,25 +98,6 @@ struct Args {
     audit_reports: Vec<PathBuf>,
 }
 
-/// CPU model and logical cores of this host.
-fn machine() -> serde_json::Value {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim() == "model name").then(|| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    json!({
-        "cpu_model": model,
-        "logical_cores": cores,
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-    })
-}
-
 fn sample(r: &mut Results, at: &str) {
     r.load.push(LoadSample {
         at: at.into(),
@@ -123,18 +106,9 @@ fn sample(r: &mut Results, at: &str) {
     });
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory.
+/// Writes a report file atomically (vtwin-host: temporary file, sync, rename).
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).with_context(|| dir.display().to_string())?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| path.display().to_string())?;
-    Ok(())
+    atomic::write(path, bytes, Mode::Public).with_context(|| path.display().to_string())
 }
 
 type Drawer = fn(&Results, &Path) -> anyhow::Result<bool>;
@@ -330,7 +304,7 @@ fn run(a: Args) -> anyhow::Result<()> {
         format!("{} ({} rerun {now})", r.date_utc, names.join(", "))
     };
     r.source = source_id();
-    r.machine = machine();
+    r.machine = Some(Machine::detect());
     r.quick = a.quick;
     let data_dir = a
         .data_dir

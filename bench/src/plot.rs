@@ -4,6 +4,7 @@
 //! the date, the load average and the measured source.
 
 use std::path::Path;
+use vtwin_harness::BenchReport;
 
 use anyhow::{anyhow, Context};
 use plotters::coord::Shift;
@@ -71,16 +72,15 @@ pub(crate) fn si(v: f64) -> String {
 
 /// "CPU, N cores · date UTC · load a/b/c · source X" for the figures' footer.
 pub(crate) fn stamp(r: &Results) -> String {
-    let m = &r.machine;
     let load = r
         .load
         .iter()
-        .filter_map(|s| s.load_average.first())
-        .fold(f64::NAN, |a: f64, &b| a.max(b));
+        .filter_map(|s| s.load_average.map(|l| l[0]))
+        .fold(f64::NAN, f64::max);
     format!(
         "{}, {} logical cores | {} UTC | 1-min load up to {:.1} | source {}{}",
-        m["cpu_model"].as_str().unwrap_or("unknown CPU"),
-        m["logical_cores"].as_u64().unwrap_or(0),
+        r.machine.as_ref().map_or("unknown CPU", |m| &m.cpu_model),
+        r.machine.as_ref().map_or(0, |m| m.logical_cores),
         r.date_utc,
         load,
         r.source,
@@ -540,24 +540,20 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-fn backend_bars(j: &serde_json::Value) -> Vec<Bar> {
-    j["backends"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn backend_bars(j: &BenchReport) -> Vec<Bar> {
+    j.backends
+        .iter()
         .map(|e| {
-            let name = e["backend"].as_str().unwrap_or("?").to_owned();
-            let ms = &e["ms_per_iteration"];
-            let med = ms["median"].as_f64().unwrap_or(f64::NAN);
-            let ratio = e["ratio_vs_fixed"]
-                .as_f64()
+            let ms = &e.ms_per_iteration;
+            let ratio = e
+                .ratio_vs_fixed
                 .map_or(String::new(), |r| format!(" (x{r:.2})"));
             Bar {
-                colour: colour(&name),
-                name,
-                value: med,
-                whisker: ms["p10"].as_f64().zip(ms["p90"].as_f64()),
-                note: format!("{}{ratio}", si(med)),
+                colour: colour(&e.backend),
+                name: e.backend.clone(),
+                value: ms.median,
+                whisker: Some((ms.p10, ms.p90)),
+                note: format!("{}{ratio}", si(ms.median)),
             }
         })
         .collect()
@@ -570,12 +566,12 @@ pub(crate) fn ms_per_iteration(r: &Results, path: &Path) -> anyhow::Result<bool>
     let (root, body) = figure(path, (1240, 520), &st)?;
     let areas = body.split_evenly((1, 2));
     for (area, (name, j)) in areas.iter().zip([("Adult", &t.adult), ("demo", &t.demo)]) {
-        let w = &j["workload"];
+        let w = &j.workload;
         bar_panel(
             area,
             &format!(
                 "{name}: B {}, K {}, d {} (x = ratio to fixed)",
-                w["batch_expected"], w["components"], w["dimension"]
+                w.batch_expected, w.components, w.dimension
             ),
             "ms per iteration (median; whiskers p10-p90)",
             &backend_bars(j),
@@ -697,9 +693,9 @@ pub(crate) fn bytes_rounds(r: &Results, path: &Path) -> anyhow::Result<bool> {
     let (root, body) = figure(path, (1240, 520), &st)?;
     let areas = body.split_evenly((1, 2));
     let mut bars = Vec::new();
-    for e in t.adult["backends"].as_array().into_iter().flatten() {
-        let b = e["backend"].as_str().unwrap_or("?");
-        let Some(between) = e["bytes_between_nodes_per_iteration"].as_f64() else {
+    for e in &t.adult.backends {
+        let b = e.backend.as_str();
+        let Some(traffic) = &e.traffic else {
             continue;
         };
         let c = colour(b);
@@ -712,19 +708,20 @@ pub(crate) fn bytes_rounds(r: &Results, path: &Path) -> anyhow::Result<bool> {
                 note: si(v),
             })
         };
-        add(format!("{b}: nodes"), between);
-        if let Some(v) = e["bytes_to_coordinator_per_iteration"].as_f64() {
-            add(format!("{b}: to coord."), v);
-        }
-        for (p, v) in e["bytes_uploaded_per_party_per_iteration"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        add(
+            format!("{b}: nodes"),
+            traffic.bytes_between_nodes_per_iteration,
+        );
+        add(
+            format!("{b}: to coord."),
+            traffic.bytes_to_coordinator_per_iteration,
+        );
+        for (p, &v) in traffic
+            .bytes_uploaded_per_party_per_iteration
+            .iter()
             .enumerate()
         {
-            if let Some(v) = v.as_f64() {
-                add(format!("{b}: party {}", p + 1), v);
-            }
+            add(format!("{b}: party {}", p + 1), v);
         }
     }
     bar_panel(

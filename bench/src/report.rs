@@ -2,8 +2,8 @@
 //! the load, and what was not measured.
 
 use std::fmt::Write as _;
-
-use serde_json::Value;
+use vtwin_harness::BenchReport;
+use vtwin_host::machine::Machine;
 
 use crate::plot::si;
 use crate::results::Results;
@@ -13,13 +13,12 @@ fn f(v: Option<f64>, digits: usize) -> String {
         .map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
-fn int(v: &Value) -> String {
-    v.as_f64()
-        .map_or("-".into(), |x| format!("{}", x.round() as i64))
+fn int(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{}", x.round() as i64))
 }
 
-fn thousands(v: &Value) -> String {
-    let Some(x) = v.as_f64() else {
+fn thousands(v: Option<f64>) -> String {
+    let Some(x) = v else {
         return "-".into();
     };
     let s = format!("{}", x.round() as i64);
@@ -36,11 +35,11 @@ fn thousands(v: &Value) -> String {
 /// The load verdict: the machine counts as loaded when any 1-minute load average sampled
 /// during the run exceeded its logical cores.
 fn load_note(r: &Results) -> String {
-    let cores = r.machine["logical_cores"].as_f64().unwrap_or(1.0);
+    let cores = r.machine.as_ref().map_or(1, |m| m.logical_cores) as f64;
     let max = r
         .load
         .iter()
-        .filter_map(|s| s.load_average.first().copied())
+        .filter_map(|s| s.load_average.map(|l| l[0]))
         .fold(f64::NAN, f64::max);
     let samples: Vec<String> = r
         .load
@@ -50,11 +49,11 @@ fn load_note(r: &Results) -> String {
                 "{} ({}): {}",
                 s.at,
                 s.utc,
-                s.load_average
+                s.load_average.map_or("unreadable".into(), |l| l
                     .iter()
                     .map(|v| format!("{v:.2}"))
                     .collect::<Vec<_>>()
-                    .join(" / ")
+                    .join(" / "))
             )
         })
         .collect();
@@ -77,79 +76,75 @@ fn load_note(r: &Results) -> String {
     )
 }
 
-fn bench_table(out: &mut String, j: &Value) {
-    let w = &j["workload"];
-    let s = &j["settings"];
+fn bench_table(out: &mut String, j: &BenchReport) {
+    let w = &j.workload;
+    let s = &j.settings;
     let _ = writeln!(
         out,
-        "Workload `{}`: {} records, parties {}, statistics widths {}, K = {}, expected B = {}, \
+        "Workload `{}`: {} records, parties {:?}, statistics widths {:?}, K = {}, expected B = {}, \
          d = {}; {} timed iterations after {} warm-up per backend, sigma {}, started {}.\n",
-        w["name"].as_str().unwrap_or("?"),
-        w["rows"],
-        w["parties"],
-        w["stat_width_per_party"],
-        w["components"],
-        w["batch_expected"],
-        w["dimension"],
-        s["iters"],
-        s["warmup"],
-        s["sigma"],
-        j["date_utc"].as_str().unwrap_or("?"),
+        w.name,
+        w.rows,
+        w.parties,
+        w.stat_width_per_party,
+        w.components,
+        w.batch_expected,
+        w.dimension,
+        s.iters,
+        s.warmup,
+        s.sigma,
+        j.date_utc,
     );
     out.push_str(
         "| backend | median ms | p10 | p90 | IQR | / fixed | / float | rounds | bytes between nodes | bytes to coordinator | bytes uploaded per party |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for e in j["backends"].as_array().into_iter().flatten() {
-        let ms = &e["ms_per_iteration"];
-        let per_party = e["bytes_uploaded_per_party_per_iteration"]
-            .as_array()
-            .map_or("-".into(), |a| {
-                a.iter().map(thousands).collect::<Vec<_>>().join(" / ")
-            });
+    for e in &j.backends {
+        let ms = &e.ms_per_iteration;
+        let t = e.traffic.as_ref();
+        let per_party = t.map_or("-".into(), |t| {
+            t.bytes_uploaded_per_party_per_iteration
+                .iter()
+                .map(|&v| thousands(Some(v)))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        });
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {}-{} | {} | {} | {} | {} | {} | {} |",
-            e["backend"].as_str().unwrap_or("?"),
-            f(ms["median"].as_f64(), 2),
-            f(ms["p10"].as_f64(), 2),
-            f(ms["p90"].as_f64(), 2),
-            f(ms["q1"].as_f64(), 2),
-            f(ms["q3"].as_f64(), 2),
-            f(e["ratio_vs_fixed"].as_f64(), 2),
-            f(e["ratio_vs_float"].as_f64(), 2),
-            int(&e["rounds_per_iteration"]),
-            thousands(&e["bytes_between_nodes_per_iteration"]),
-            thousands(&e["bytes_to_coordinator_per_iteration"]),
+            e.backend,
+            f(Some(ms.median), 2),
+            f(Some(ms.p10), 2),
+            f(Some(ms.p90), 2),
+            f(Some(ms.q1), 2),
+            f(Some(ms.q3), 2),
+            f(e.ratio_vs_fixed, 2),
+            f(e.ratio_vs_float, 2),
+            int(e.rounds_per_iteration),
+            thousands(t.map(|t| t.bytes_between_nodes_per_iteration)),
+            thousands(t.map(|t| t.bytes_to_coordinator_per_iteration)),
             per_party,
         );
     }
-    let phases: Vec<String> = j["backends"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["phases_median_ms"].is_object())
-        .map(|e| {
-            let p = &e["phases_median_ms"];
-            format!(
+    let phases: Vec<String> = j
+        .backends
+        .iter()
+        .filter_map(|e| {
+            let p = e.phases_median_ms?;
+            Some(format!(
                 "{}: local kernels {}, noise {}, combine {}, backend {}, update {}",
-                e["backend"].as_str().unwrap_or("?"),
-                f(p["local_kernels"].as_f64(), 2),
-                f(p["noise"].as_f64(), 2),
-                f(p["combine"].as_f64(), 2),
-                f(p["backend"].as_f64(), 2),
-                f(p["update"].as_f64(), 2),
-            )
+                e.backend,
+                f(Some(p.local_kernels), 2),
+                f(Some(p.noise), 2),
+                f(Some(p.combine), 2),
+                f(Some(p.backend), 2),
+                f(Some(p.update), 2),
+            ))
         })
         .collect();
     let _ = writeln!(out, "\nMedian ms per phase: {}.\n", phases.join("; "));
-    for m in j["not_measured"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            out,
-            "Not measured: {} ({}).\n",
-            m["backend"].as_str().unwrap_or("?"),
-            m["reason"].as_str().unwrap_or("?")
-        );
+    for m in &j.not_measured {
+        let _ = writeln!(out, "Not measured: {} ({}).\n", m.backend, m.reason);
     }
 }
 
@@ -164,7 +159,13 @@ fn eval_value(row: &crate::results::UtilityRow, key: &str) -> Option<f64> {
 /// Renders docs/results.md.
 pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
     let mut out = String::new();
-    let m = &r.machine;
+    let unknown = Machine {
+        cpu_model: "unknown CPU".into(),
+        logical_cores: 0,
+        os: "?".into(),
+        arch: "?".into(),
+    };
+    let m = r.machine.as_ref().unwrap_or(&unknown);
     let _ = writeln!(
         out,
         "# vtwin: benchmark and utility results\n\n\
@@ -180,10 +181,10 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
         },
         r.source,
         r.date_utc,
-        m["cpu_model"].as_str().unwrap_or("unknown CPU"),
-        m["logical_cores"],
-        m["os"].as_str().unwrap_or("?"),
-        m["arch"].as_str().unwrap_or("?"),
+        m.cpu_model,
+        m.logical_cores,
+        m.os,
+        m.arch,
     );
     out.push_str(&load_note(r));
     out.push('\n');
@@ -369,26 +370,30 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
 mod tests {
     use super::*;
     use crate::results::LoadSample;
-    use serde_json::json;
 
     #[test]
     fn thousands_separators() {
-        assert_eq!(thousands(&json!(2_173_154.0)), "2,173,154");
-        assert_eq!(thousands(&json!(999)), "999");
-        assert_eq!(thousands(&json!(1000)), "1,000");
-        assert_eq!(thousands(&json!(-1234)), "-1,234");
-        assert_eq!(thousands(&Value::Null), "-");
+        assert_eq!(thousands(Some(2_173_154.0)), "2,173,154");
+        assert_eq!(thousands(Some(999.0)), "999");
+        assert_eq!(thousands(Some(1000.0)), "1,000");
+        assert_eq!(thousands(Some(-1234.0)), "-1,234");
+        assert_eq!(thousands(None), "-");
     }
 
     fn with_load(loads: &[f64]) -> Results {
         Results {
-            machine: json!({"logical_cores": 2}),
+            machine: Some(Machine {
+                cpu_model: "test CPU".into(),
+                logical_cores: 2,
+                os: "linux".into(),
+                arch: "x86_64".into(),
+            }),
             load: loads
                 .iter()
                 .map(|&l| LoadSample {
                     at: "x".into(),
                     utc: "t".into(),
-                    load_average: vec![l, l, l],
+                    load_average: Some([l, l, l]),
                 })
                 .collect(),
             ..Results::default()

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use vtwin_harness::BenchReport;
+use vtwin_host::machine::Machine;
 
 /// The whole run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -13,7 +15,7 @@ pub(crate) struct Results {
     pub(crate) source: String,
     /// CPU model, cores, OS and architecture of the host (`machine` in main.rs, the same
     /// description as `vtwin bench`'s; the load averages are in `load`).
-    pub(crate) machine: Value,
+    pub(crate) machine: Option<Machine>,
     /// 1, 5 and 15 minute load averages at the start and at the end of each section.
     pub(crate) load: Vec<LoadSample>,
     /// Whether `--quick` (smoke-test sizes: not for reading) produced these numbers.
@@ -36,7 +38,8 @@ pub(crate) struct LoadSample {
     /// UTC time.
     pub(crate) utc: String,
     /// 1, 5, 15 minute load averages.
-    pub(crate) load_average: Vec<f64>,
+    #[serde(default)]
+    pub(crate) load_average: Option<[f64; 3]>,
 }
 
 /// Section (a).
@@ -84,10 +87,10 @@ pub(crate) struct UtilityRow {
 /// Section (b).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Timing {
-    /// `vtwin bench --workload adult` JSON.
-    pub(crate) adult: Value,
-    /// `vtwin bench --workload demo` JSON.
-    pub(crate) demo: Value,
+    /// `vtwin bench --workload adult` report.
+    pub(crate) adult: BenchReport,
+    /// `vtwin bench --workload demo` report.
+    pub(crate) demo: BenchReport,
 }
 
 /// Sections (c) and (d).

@@ -2,8 +2,8 @@
 //! point, sweeping one factor at a time: batch size B, components K, parties P (total
 //! statistics width fixed, so d is fixed) and gradient dimension d = K (1 + width) (P = 2).
 
-use anyhow::{anyhow, Context};
-use serde_json::Value;
+use anyhow::Context;
+use vtwin_harness::BenchReport;
 
 use crate::results::{Scaling, ScalingConfig, ScalingPoint};
 use crate::timing::{bench, TimingPlan};
@@ -26,29 +26,32 @@ pub(crate) struct ScalingPlan {
     pub(crate) width: Vec<usize>,
 }
 
-fn point(factor: &str, config: ScalingConfig, j: &Value) -> anyhow::Result<Vec<ScalingPoint>> {
-    let dimension = j["workload"]["dimension"]
-        .as_u64()
-        .ok_or_else(|| anyhow!("bench JSON without workload.dimension"))?;
-    let mut out = Vec::new();
-    for e in j["backends"].as_array().into_iter().flatten() {
-        let f = |k: &str| e[k].as_f64();
-        let ms = &e["ms_per_iteration"];
-        out.push(ScalingPoint {
+fn point(factor: &str, config: ScalingConfig, j: &BenchReport) -> Vec<ScalingPoint> {
+    j.backends
+        .iter()
+        .map(|e| ScalingPoint {
             factor: factor.into(),
             config,
-            dimension,
-            backend: e["backend"].as_str().unwrap_or("?").into(),
-            ms_median: ms["median"].as_f64().unwrap_or(f64::NAN),
-            ms_p10: ms["p10"].as_f64().unwrap_or(f64::NAN),
-            ms_p90: ms["p90"].as_f64().unwrap_or(f64::NAN),
-            rounds: f("rounds_per_iteration"),
-            bytes_between_nodes: f("bytes_between_nodes_per_iteration"),
-            bytes_uploaded_total: f("bytes_uploaded_total_per_iteration"),
-            bytes_to_coordinator: f("bytes_to_coordinator_per_iteration"),
-        });
-    }
-    Ok(out)
+            dimension: j.workload.dimension as u64,
+            backend: e.backend.clone(),
+            ms_median: e.ms_per_iteration.median,
+            ms_p10: e.ms_per_iteration.p10,
+            ms_p90: e.ms_per_iteration.p90,
+            rounds: e.rounds_per_iteration,
+            bytes_between_nodes: e
+                .traffic
+                .as_ref()
+                .map(|t| t.bytes_between_nodes_per_iteration),
+            bytes_uploaded_total: e
+                .traffic
+                .as_ref()
+                .map(|t| t.bytes_uploaded_total_per_iteration),
+            bytes_to_coordinator: e
+                .traffic
+                .as_ref()
+                .map(|t| t.bytes_to_coordinator_per_iteration),
+        })
+        .collect()
 }
 
 /// Runs every sweep.
@@ -108,7 +111,7 @@ pub(crate) fn run(vtwin: &Vtwin, plan: &ScalingPlan) -> anyhow::Result<Scaling> 
             plan.timing,
             &work.path().join(format!("scaling-{i}.json")),
         )?;
-        points.extend(point(factor, *c, &j)?);
+        points.extend(point(factor, *c, &j));
     }
     Ok(Scaling {
         base: plan.base,

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use serde_json::Value;
+use vtwin_harness::BenchReport;
 
 use crate::results::Timing;
 use crate::vtwin_cli::{read_json, Vtwin};
@@ -18,13 +18,13 @@ pub(crate) struct TimingPlan {
     pub(crate) warmup: u64,
 }
 
-/// Runs `vtwin bench --workload W` and returns its JSON.
+/// Runs `vtwin bench --workload W` and returns its report.
 pub(crate) fn bench(
     vtwin: &Vtwin,
     extra: &[String],
     plan: TimingPlan,
     out: &Path,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<BenchReport> {
     let mut args: Vec<String> = vec![
         "bench".into(),
         "--iters".into(),
@@ -39,14 +39,10 @@ pub(crate) fn bench(
     read_json(out)
 }
 
-/// Copies a bench JSON's `not_measured` entries into the run's list.
-fn collect_not_measured(workload: &str, j: &Value, not_measured: &mut Vec<String>) {
-    for m in j["not_measured"].as_array().into_iter().flatten() {
-        not_measured.push(format!(
-            "{} on {workload}: {}",
-            m["backend"].as_str().unwrap_or("?"),
-            m["reason"].as_str().unwrap_or("?")
-        ));
+/// Copies a bench report's `not_measured` entries into the run's list.
+fn collect_not_measured(workload: &str, j: &BenchReport, not_measured: &mut Vec<String>) {
+    for m in &j.not_measured {
+        not_measured.push(format!("{} on {workload}: {}", m.backend, m.reason));
     }
 }
 

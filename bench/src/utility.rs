@@ -103,7 +103,7 @@ fn one_run(
     .map(|a| (*a).to_owned())
     .collect();
     let (_, train_seconds) = vtwin.run(&args)?;
-    let sigma = read_json(&dir.join("privacy.json"))?["sigma"].as_f64();
+    let sigma = read_json::<serde_json::Value>(&dir.join("privacy.json"))?["sigma"].as_f64();
     let nll_test = last_nll(&dir.join("train.csv"))?;
     let eval = if has_eval {
         let synth = dir.join("synthetic.csv");

@@ -6,7 +6,6 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use serde_json::Value;
 
 /// The workspace root (the harness lives in `<root>/bench`).
 pub(crate) fn workspace_root() -> PathBuf {
@@ -83,32 +82,10 @@ impl Vtwin {
     }
 }
 
-/// Reads a JSON file the binary wrote.
-pub(crate) fn read_json(path: &Path) -> anyhow::Result<Value> {
+/// Reads a JSON file the binary wrote, as `T`.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     serde_json::from_str(&text).with_context(|| path.display().to_string())
-}
-
-/// The 1, 5 and 15 minute load averages (empty where /proc/loadavg is unreadable).
-pub(crate) fn load_average() -> Vec<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .filter_map(|s| s.parse().ok())
-        .collect()
-}
-
-/// The current UTC time as `YYYY-MM-DD HH:MM` (from `date -u`, present on every host the
-/// harness targets; "unknown" otherwise).
-pub(crate) fn utc_now() -> String {
-    Command::new("date")
-        .args(["-u", "+%Y-%m-%d %H:%M"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The measured source tree: `git rev-parse --short HEAD`, with `-dirty` when the working

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use vtwin_net::atomic_file;
+use vtwin_host::atomic;
 use vtwin_net::pki::{Identity, PkiError};
 use vtwin_net::role::NODES;
 use vtwin_net::transport::{Backoff, TransportOptions, KEEP_ALIVE_MAX};
@@ -504,11 +504,9 @@ pub fn write<T: Serialize>(file: &Path, config: &T) -> Result<(), ConfigError> {
         file: file.display().to_string(),
         reason: e.to_string(),
     })?;
-    atomic_file::write(file, text.as_bytes(), atomic_file::Mode::Public).map_err(|source| {
-        ConfigError::Io {
-            file: file.display().to_string(),
-            source,
-        }
+    atomic::write(file, text.as_bytes(), atomic::Mode::Public).map_err(|source| ConfigError::Io {
+        file: file.display().to_string(),
+        source,
     })
 }
 

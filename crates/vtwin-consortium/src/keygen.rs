@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-use vtwin_net::atomic_file::{self, Mode};
+use vtwin_host::atomic::{self, Mode};
 use vtwin_net::pki::{self, fingerprint, Ca, CertRequest, PkiError};
 use vtwin_net::role::{Role, NODES};
 use vtwin_net::seal::{hex, SealKey};
@@ -651,7 +651,7 @@ fn write_all(out: &Path, plan: Plan) -> Result<Vec<PathBuf>, KeygenError> {
     let mut written = Vec::new();
     for (name, mut bytes, mode) in plan {
         let path = out.join(&name);
-        let result = atomic_file::write(&path, &bytes, mode);
+        let result = atomic::write(&path, &bytes, mode);
         zeroize::Zeroize::zeroize(&mut bytes);
         if let Err(e) = result {
             for p in &written {

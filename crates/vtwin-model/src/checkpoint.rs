@@ -12,10 +12,9 @@
 //! the digest makes a damaged file (a flipped bit, a truncated copy, trailing bytes) fail to
 //! load with a clear error instead of resuming from silently wrong parameters. The file is
 //! private to whoever runs the trainer (it holds the batch key): never publish it. Writes are
-//! atomic ([`write_atomic`]), so a crash never leaves a half-written checkpoint. Cost: one
+//! atomic and private (mode 0600: it holds the batch key; [`vtwin_host::atomic::write`]), so a crash never leaves a half-written checkpoint. Cost: one
 //! SHA-256 pass over the file per save and per load.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -105,20 +104,6 @@ pub enum CheckpointError {
     },
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed
-/// and synced, then renamed over `path`. On error `path` is untouched.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), std::io::Error> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
 impl Checkpoint {
     /// Saves atomically.
     pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
@@ -130,10 +115,12 @@ impl Checkpoint {
         bytes.extend_from_slice(&body);
         let d = digest(&bytes);
         bytes.extend_from_slice(&d);
-        write_atomic(path, &bytes).map_err(|source| CheckpointError::Io {
-            path: path.into(),
-            source,
-        })
+        vtwin_host::atomic::write(path, &bytes, vtwin_host::atomic::Mode::Secret).map_err(
+            |source| CheckpointError::Io {
+                path: path.into(),
+                source,
+            },
+        )
     }
 
     /// Loads, checking the header, the format version and the digest (module docs).

@@ -12,10 +12,10 @@ use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::softmax;
-use crate::checkpoint::write_atomic;
 use crate::layout::{ColumnModel, Layout};
 use crate::params::{ColumnParams, MixtureParams};
 use crate::schema::Schema;
+use vtwin_host::atomic::{self, Mode};
 
 /// The format tag written in every model file.
 pub const FORMAT: &str = "vtwin-model/1";
@@ -154,7 +154,7 @@ impl ModelFile {
             path: path.into(),
             source,
         })?;
-        write_atomic(path, text.as_bytes()).map_err(|source| ModelFileError::Io {
+        atomic::write(path, text.as_bytes(), Mode::Public).map_err(|source| ModelFileError::Io {
             path: path.into(),
             source,
         })

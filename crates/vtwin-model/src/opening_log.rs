@@ -25,7 +25,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint::write_atomic;
+use vtwin_host::atomic::{self, Mode};
 
 /// The first line of every log (with the format version).
 pub const HEADER: &str = "vtwin opening log v1";
@@ -98,7 +98,7 @@ impl OpeningLog {
             path: path.into(),
             source,
         };
-        write_atomic(path, format!("{HEADER}\n").as_bytes()).map_err(io)?;
+        atomic::write(path, format!("{HEADER}\n").as_bytes(), Mode::Public).map_err(io)?;
         sync_dir(path).map_err(io)?;
         let file = OpenOptions::new().append(true).open(path).map_err(io)?;
         Ok(OpeningLog {

@@ -35,7 +35,6 @@
 //! `unseal` 678,603 (5,600/s: two X25519 operations each); no crash or property failure.
 //! (Under load, wire version 1: `frame_decode` 50,200/s and `unseal` 952/s.)
 
-pub mod atomic_file;
 pub mod frame;
 pub mod pki;
 pub mod role;

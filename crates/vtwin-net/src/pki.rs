@@ -119,33 +119,9 @@ pub struct Issued {
     pub key_pem: Zeroizing<String>,
 }
 
-/// (year, month, day) of a day count since 1970-01-01 (proleptic Gregorian; Hinnant's
-/// civil_from_days), for certificate validity and for dating reports. Exact for every
-/// day count whose year fits an i32. Cost O(1).
-pub fn civil_from_days(days: i64) -> (i32, u8, u8) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
-    (year, month, day)
-}
-
 fn validity(params: &mut CertificateParams) {
-    let today = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| (d.as_secs() / 86_400) as i64)
-        .unwrap_or(0);
-    let date = |days: i64| {
-        let (y, m, d) = civil_from_days(days);
-        rcgen::date_time_ymd(y, m, d)
-    };
-    params.not_before = date(today - 1);
-    params.not_after = date(today + VALIDITY_DAYS);
+    params.not_before = vtwin_host::clock::utc_midnight_in(-1);
+    params.not_after = vtwin_host::clock::utc_midnight_in(VALIDITY_DAYS);
 }
 
 fn gen_err(e: rcgen::Error) -> PkiError {
@@ -801,17 +777,6 @@ pub fn role_of_certificate(cert: &CertificateDer<'_>) -> Result<Role, PkiError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        // 2000-02-29 (leap century) and 2026-11-21.
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(20_778), (2026, 11, 21));
-    }
 
     #[test]
     fn issued_certificates_name_their_role() {

@@ -32,7 +32,7 @@ use sha2::Sha256;
 use x25519_dalek::{PublicKey, StaticSecret};
 use zeroize::Zeroizing;
 
-use crate::atomic_file;
+use vtwin_host::atomic;
 
 /// Bytes of a sealed blob beyond the plaintext: ephemeral public key (32) + GCM tag (16).
 pub const SEAL_OVERHEAD: usize = 32 + 16;
@@ -168,7 +168,7 @@ impl SealKey {
     pub fn write_file(&self, path: &Path) -> Result<(), SealKeyError> {
         let mut text = Zeroizing::new(hex(self.to_bytes().as_ref()));
         text.push('\n');
-        atomic_file::write(path, text.as_bytes(), atomic_file::Mode::Secret).map_err(|source| {
+        atomic::write(path, text.as_bytes(), atomic::Mode::Secret).map_err(|source| {
             SealKeyError::Io {
                 path: path.display().to_string(),
                 source,

@@ -9,7 +9,7 @@ use vtwin_eval::audit::privacy_claim::PrivacyClaim;
 use vtwin_eval::audit::training::TrainBackend;
 use vtwin_eval::audit::{run_audit, Attack, AuditConfig, AuditData};
 use vtwin_eval::TableSource;
-use vtwin_model::checkpoint::write_atomic;
+use vtwin_host::atomic::{self, Mode};
 use vtwin_model::model_file::ModelFile;
 use vtwin_model::{Schema, Table};
 
@@ -221,7 +221,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     };
     let report = run_audit(&data, &config, &mut |line| eprintln!("audit: {line}"))?;
     let json = serde_json::to_string_pretty(&report)?;
-    write_atomic(&a.out, json.as_bytes()).with_context(|| format!("--out {}", a.out.display()))?;
+    atomic::write(&a.out, json.as_bytes(), Mode::Public)
+        .with_context(|| format!("--out {}", a.out.display()))?;
     let eps = |e: Option<f64>| e.map_or("none".to_owned(), |v| format!("{v:.3}"));
     println!(
         "{} members, {} non-members; epsilon_theoretical {}",

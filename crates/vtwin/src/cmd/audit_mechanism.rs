@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring};
 use vtwin_eval::audit::mechanism::{audit_mechanism, AuditBackend, MechanismAuditSettings};
-use vtwin_model::checkpoint::write_atomic;
+use vtwin_host::atomic::{self, Mode};
 use vtwin_model::fixed_backend::Renormalise;
 
 use super::training_data::{sample_rate, TrainingData};
@@ -148,8 +148,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             eprintln!("audit-mechanism: {done}/{total} runs");
         }
     })?;
-    write_atomic(&a.out, serde_json::to_string_pretty(&report)?.as_bytes())
-        .with_context(|| format!("--out {}", a.out.display()))?;
+    atomic::write(
+        &a.out,
+        serde_json::to_string_pretty(&report)?.as_bytes(),
+        Mode::Public,
+    )
+    .with_context(|| format!("--out {}", a.out.display()))?;
     println!(
         "audit-mechanism ({:?}, {} runs per world, T {}, sigma {:.4}): epsilon lower bound {:.3} (GDP fit; Clopper-Pearson {:.3}) vs theoretical {:.3}: {}",
         report.backend,

@@ -26,8 +26,9 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::config::{CoordinatorConfig, TrainingSettings};
 use vtwin_consortium::coordinator::Timeouts;
 use vtwin_consortium::service::{run_coordinator, CoordinatorHooks, CoordinatorRun};
+use vtwin_host::atomic::{self, Mode};
 use vtwin_model::adam::AdamConfig;
-use vtwin_model::checkpoint::{write_atomic, Checkpoint, HistoryRow, RunSettings};
+use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
@@ -243,18 +244,20 @@ impl Driver {
             settings,
         )?;
         let privacy = privacy_json(settings, trainer)?;
-        write_atomic(
+        atomic::write(
             &self.out.join("privacy.json"),
             serde_json::to_string_pretty(&privacy)?.as_bytes(),
+            Mode::Public,
         )?;
         let timing = serde_json::json!({
             "backend": "mpc over QUIC",
             "iterations_timed": self.iter_ms.len(),
             "median_ms": { "iteration": median(&mut self.iter_ms.clone()) },
         });
-        write_atomic(
+        atomic::write(
             &self.out.join("timing.json"),
             serde_json::to_string_pretty(&timing)?.as_bytes(),
+            Mode::Public,
         )?;
         let model = ModelFile::new(
             self.schema.clone(),

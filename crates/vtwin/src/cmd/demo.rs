@@ -16,8 +16,8 @@ use anyhow::Context;
 use vtwin_consortium::config::TrainingSettings;
 use vtwin_consortium::loopback::{run_with_hooks, LoopbackSettings};
 use vtwin_eval::report::{evaluate, EvalConfig, EvalInputs};
+use vtwin_host::atomic::{self, Mode};
 use vtwin_model::adam::AdamConfig;
-use vtwin_model::checkpoint::write_atomic;
 use vtwin_model::demo::{demo_schema, demo_table, DEMO_ROWS};
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::fixed_backend::Renormalise;
@@ -125,9 +125,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         },
     )
     .context("evaluating the demo model")?;
-    write_atomic(
+    atomic::write(
         &a.out.join("eval.json"),
         (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
+        Mode::Public,
     )?;
     let privacy: serde_json::Value =
         serde_json::from_slice(&std::fs::read(a.out.join("privacy.json"))?)?;

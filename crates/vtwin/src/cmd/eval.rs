@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use vtwin_eval::tstr::Target;
 use vtwin_eval::{evaluate, EvalConfig, EvalInputs, TableSource};
-use vtwin_model::checkpoint::write_atomic;
+use vtwin_host::atomic::{self, Mode};
 use vtwin_model::model_file::ModelFile;
 
 /// Evaluate a model and its synthetic table against real data.
@@ -93,7 +93,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         &config,
     )?;
     let text = serde_json::to_string_pretty(&report)? + "\n";
-    write_atomic(&a.out, text.as_bytes()).map_err(|e| anyhow!("--out {}: {e}", a.out.display()))?;
+    atomic::write(&a.out, text.as_bytes(), Mode::Public)
+        .map_err(|e| anyhow!("--out {}: {e}", a.out.display()))?;
     eprintln!(
         "nll_test {:.6} over {} test records",
         report.nll_test, report.n_test

@@ -20,9 +20,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, PrivacySetting};
+use vtwin_host::atomic::{self, Mode};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
-use vtwin_model::checkpoint::{write_atomic, Checkpoint, HistoryRow, RunSettings};
+use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
 use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::float_backend::FloatBackend;
@@ -175,7 +176,7 @@ pub(crate) fn write_outputs(
         let nll = r.test_nll.map_or(String::new(), |v| format!("{v}"));
         csv.push_str(&format!("{},{},{}\n", r.iteration, r.epsilon, nll));
     }
-    write_atomic(&out.join("train.csv"), csv.as_bytes())
+    atomic::write(&out.join("train.csv"), csv.as_bytes(), Mode::Public)
         .with_context(|| out.join("train.csv").display().to_string())?;
     Checkpoint {
         settings: settings.clone(),
@@ -632,9 +633,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         &settings,
     )?;
     let privacy = privacy_json(&settings, dpvi.trainer())?;
-    write_atomic(
+    atomic::write(
         &a.out.join("privacy.json"),
         serde_json::to_string_pretty(&privacy)?.as_bytes(),
+        Mode::Public,
     )?;
     let phase = |f: &dyn Fn(&StepReport) -> f64| {
         let mut v: Vec<f64> = reports.iter().map(f).collect();
@@ -659,9 +661,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         "bytes_between_nodes_per_iteration": mpc.as_ref().map_or(0.0, |m| m["median_per_iteration"]["bytes_between_nodes"].as_f64().unwrap_or(0.0)),
         "mpc": mpc,
     });
-    write_atomic(
+    atomic::write(
         &a.out.join("timing.json"),
         serde_json::to_string_pretty(&timing)?.as_bytes(),
+        Mode::Public,
     )?;
     let last = history.last();
     println!(

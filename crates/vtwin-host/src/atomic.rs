@@ -60,3 +60,48 @@ pub fn write(path: &Path, bytes: &[u8], mode: Mode) -> std::io::Result<()> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode_of(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn writes_with_the_mode_and_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("key.pem");
+        write(&secret, b"one", Mode::Secret).unwrap();
+        assert_eq!(std::fs::read(&secret).unwrap(), b"one");
+        assert_eq!(mode_of(&secret), 0o600);
+        write(&secret, b"two", Mode::Secret).unwrap();
+        assert_eq!(std::fs::read(&secret).unwrap(), b"two");
+        let public = dir.path().join("cert.pem");
+        write(&public, b"cert", Mode::Public).unwrap();
+        assert_eq!(mode_of(&public), 0o644);
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_target_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.json");
+        write(&target, b"old", Mode::Public).unwrap();
+        // Renaming a file over a non-empty directory fails after the temporary is written.
+        let blocker = dir.path().join("sub");
+        std::fs::create_dir(&blocker).unwrap();
+        std::fs::write(blocker.join("x"), b"x").unwrap();
+        assert!(write(&blocker, b"new", Mode::Public).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(write(Path::new("/"), b"x", Mode::Public).is_err());
+    }
+}

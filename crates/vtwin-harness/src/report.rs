@@ -1,0 +1,204 @@
+//! The report of one `vtwin bench` run: the JSON schema of its `--out` file, written by
+//! [`crate::run`] and read back, typed, by the figure generator. Keys are stable (INTERFACE.md);
+//! optional parts are absent or null where they do not apply (no protocol runs for the
+//! plaintext backends).
+
+use serde::{Deserialize, Serialize};
+use vtwin_host::machine::Machine;
+
+use crate::spread::Spread;
+
+/// One `vtwin bench` run: where and when it ran, on what, and each backend's figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// Always "vtwin bench".
+    pub command: String,
+    /// The vtwin version measured.
+    pub version: String,
+    /// UTC start, RFC 3339.
+    pub date_utc: String,
+    /// UTC end, RFC 3339.
+    pub finished_utc: String,
+    /// The host and its load averages at the start.
+    pub machine: MachineAtStart,
+    /// 1, 5 and 15 minute load averages at the end (null where unreadable).
+    #[serde(default)]
+    pub load_average_after: Option<[f64; 3]>,
+    /// The data the iterations ran on.
+    pub workload: WorkloadReport,
+    /// The training settings of every backend's run.
+    pub settings: SettingsReport,
+    /// One entry per measured backend, in the order run.
+    pub backends: Vec<BackendEntry>,
+    /// Backends asked for but not measured, with the reason.
+    #[serde(default)]
+    pub not_measured: Vec<NotMeasured>,
+}
+
+impl BenchReport {
+    /// The entry of backend `name` ("float", "fixed", "mpc", "mpc-quic"), if measured.
+    pub fn backend(&self, name: &str) -> Option<&BackendEntry> {
+        self.backends.iter().find(|e| e.backend == name)
+    }
+}
+
+/// The host as the run started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineAtStart {
+    /// CPU, cores, OS, architecture.
+    #[serde(flatten)]
+    pub machine: Machine,
+    /// 1, 5 and 15 minute load averages (null where unreadable).
+    #[serde(default)]
+    pub load_average: Option<[f64; 3]>,
+}
+
+/// The workload's public shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    /// "adult", "demo" or "synthetic".
+    pub name: String,
+    /// Where the records came from (a file, or the generator and its seed).
+    pub source: String,
+    /// Records N.
+    pub rows: usize,
+    /// The parties, in layout order.
+    pub parties: Vec<String>,
+    /// Sufficient statistics per party.
+    pub stat_width_per_party: Vec<usize>,
+    /// Mixture components K.
+    pub components: usize,
+    /// Expected batch size B = q N.
+    pub batch_expected: usize,
+    /// Poisson sampling rate q.
+    pub sample_rate: f64,
+    /// Gradient dimension d.
+    pub dimension: usize,
+}
+
+/// The settings every backend ran with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SettingsReport {
+    /// Timed iterations per backend.
+    pub iters: u64,
+    /// Untimed warm-up iterations per backend.
+    pub warmup: u64,
+    /// Noise multiplier.
+    pub sigma: f64,
+    /// Clip bound C.
+    pub clip: f64,
+    /// Adam learning rate.
+    pub lr: f64,
+    /// Public seed.
+    pub seed: u64,
+    /// Renormalisation mode.
+    pub renormalise: String,
+    /// Where the secret randomness came from ("os": the production path).
+    pub secret_randomness: String,
+    /// What a timed iteration spans.
+    pub timed: String,
+}
+
+/// One backend's figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BackendEntry {
+    /// "float", "fixed", "mpc" or "mpc-quic".
+    pub backend: String,
+    /// Timed iterations.
+    pub iterations_timed: usize,
+    /// Milliseconds per iteration.
+    pub ms_per_iteration: Spread,
+    /// Median milliseconds of each phase (in-process backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases_median_ms: Option<Phases>,
+    /// Median records per batch (in-process backends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_records_median: Option<f64>,
+    /// Setup milliseconds (certificates, connections; mpc-quic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_ms: Option<f64>,
+    /// Whole-run milliseconds (mpc-quic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_ms: Option<f64>,
+    /// What this entry does not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Median communication rounds per iteration (the mpc backends; null otherwise).
+    #[serde(default)]
+    pub rounds_per_iteration: Option<f64>,
+    /// Median traffic per iteration as the in-memory nodes count it (mpc only).
+    #[serde(flatten, default)]
+    pub traffic: Option<Traffic>,
+    /// Median over the fixed backend's median (null where fixed was not measured).
+    #[serde(default)]
+    pub ratio_vs_fixed: Option<f64>,
+    /// Median over the float backend's median (null where float was not measured).
+    #[serde(default)]
+    pub ratio_vs_float: Option<f64>,
+}
+
+/// Median milliseconds per phase of an in-process iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Sampling the batch and eta.
+    pub sample: f64,
+    /// Gathering the parties' batches.
+    pub gather: f64,
+    /// The whole backend (kernels, noise, combination).
+    pub backend: f64,
+    /// The parties' local kernels.
+    pub local_kernels: f64,
+    /// Drawing the noise shares.
+    pub noise: f64,
+    /// Combining (the circuit, in the clear or under MPC).
+    pub combine: f64,
+    /// The public update (prior, entropy, Adam).
+    pub update: f64,
+}
+
+/// Median protocol traffic per iteration (the in-memory mpc backend's cost log).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Bytes between the three nodes (encoded messages, headers included).
+    pub bytes_between_nodes_per_iteration: f64,
+    /// Ring elements between the nodes.
+    pub elements_between_nodes_per_iteration: f64,
+    /// Bytes from the nodes to the coordinator (the opening).
+    pub bytes_to_coordinator_per_iteration: f64,
+    /// Bytes each party uploaded, party order.
+    pub bytes_uploaded_per_party_per_iteration: Vec<f64>,
+    /// Bytes all parties uploaded.
+    pub bytes_uploaded_total_per_iteration: f64,
+    /// Element-wise secret products.
+    pub mults_per_iteration: f64,
+    /// Element-wise probabilistic truncations.
+    pub truncations_per_iteration: f64,
+}
+
+/// A backend that was asked for and not measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotMeasured {
+    /// The backend.
+    pub backend: String,
+    /// Why (the error, with its causes).
+    pub reason: String,
+}
+
+/// Sets every entry's `ratio_vs_fixed` and `ratio_vs_float` (median over median; None
+/// where the reference was not measured or is not positive). Cost O(backends).
+pub fn add_ratios(entries: &mut [BackendEntry]) {
+    let median = |name: &str, entries: &[BackendEntry]| {
+        entries
+            .iter()
+            .find(|e| e.backend == name)
+            .map(|e| e.ms_per_iteration.median)
+            .filter(|m| *m > 0.0)
+    };
+    let fixed = median("fixed", entries);
+    let float = median("float", entries);
+    for e in entries.iter_mut() {
+        let m = e.ms_per_iteration.median;
+        e.ratio_vs_fixed = fixed.map(|r| m / r);
+        e.ratio_vs_float = float.map(|r| m / r);
+    }
+}
