@@ -159,3 +159,24 @@ impl ScalingPoint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed docs/results.json (written before the report was typed) still reads
+    /// back, so `--only` and `--render-only` keep working on it.
+    #[test]
+    fn committed_results_parse_typed() {
+        let path = crate::vtwin_cli::workspace_root().join("docs/results.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let r: Results = serde_json::from_str(&text).unwrap();
+        let t = r.timing.expect("timing section");
+        let mpc = t.adult.backend("mpc").expect("mpc entry");
+        assert!(mpc.rounds_per_iteration.unwrap() > 0.0);
+        let traffic = mpc.traffic.as_ref().expect("mpc traffic");
+        assert_eq!(traffic.bytes_uploaded_per_party_per_iteration.len(), 2);
+        assert!(t.adult.backend("fixed").unwrap().traffic.is_none());
+        assert!(r.machine.unwrap().logical_cores >= 1);
+    }
+}

@@ -202,3 +202,62 @@ pub fn add_ratios(entries: &mut [BackendEntry]) {
         e.ratio_vs_float = float.map(|r| m / r);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(backend: &str, median: f64, traffic: Option<Traffic>) -> BackendEntry {
+        BackendEntry {
+            backend: backend.into(),
+            iterations_timed: 3,
+            ms_per_iteration: Spread::of(&[median - 1.0, median, median + 1.0]),
+            phases_median_ms: None,
+            batch_records_median: None,
+            setup_ms: None,
+            total_ms: None,
+            note: None,
+            rounds_per_iteration: traffic.as_ref().map(|_| 98.0),
+            traffic,
+            ratio_vs_fixed: None,
+            ratio_vs_float: None,
+        }
+    }
+
+    #[test]
+    fn ratios_and_json_shape() {
+        let traffic = Traffic {
+            bytes_between_nodes_per_iteration: 10.0,
+            elements_between_nodes_per_iteration: 1.0,
+            bytes_to_coordinator_per_iteration: 2.0,
+            bytes_uploaded_per_party_per_iteration: vec![3.0, 4.0],
+            bytes_uploaded_total_per_iteration: 7.0,
+            mults_per_iteration: 5.0,
+            truncations_per_iteration: 6.0,
+        };
+        let mut entries = vec![
+            entry("float", 2.0, None),
+            entry("fixed", 4.0, None),
+            entry("mpc", 12.0, Some(traffic)),
+        ];
+        add_ratios(&mut entries);
+        assert_eq!(entries[2].ratio_vs_fixed, Some(3.0));
+        assert_eq!(entries[2].ratio_vs_float, Some(6.0));
+        assert_eq!(entries[1].ratio_vs_fixed, Some(1.0));
+        // The traffic keys sit flat in the entry (the documented JSON), absent for plaintext.
+        let mpc = serde_json::to_value(&entries[2]).unwrap();
+        assert_eq!(mpc["bytes_between_nodes_per_iteration"], 10.0);
+        assert_eq!(mpc["rounds_per_iteration"], 98.0);
+        let fixed = serde_json::to_value(&entries[1]).unwrap();
+        assert!(fixed["bytes_between_nodes_per_iteration"].is_null());
+        // Both read back as they were.
+        let back: BackendEntry = serde_json::from_value(mpc).unwrap();
+        assert_eq!(back, entries[2]);
+        let back: BackendEntry = serde_json::from_value(fixed).unwrap();
+        assert_eq!(back, entries[1]);
+        // Without a fixed entry there is no ratio to it.
+        let mut alone = vec![entry("mpc", 12.0, None)];
+        add_ratios(&mut alone);
+        assert_eq!(alone[0].ratio_vs_fixed, None);
+    }
+}
