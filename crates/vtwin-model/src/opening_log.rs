@@ -18,8 +18,8 @@
 //! was never used; [`OpeningLog::open`] drops it. The log holds no secret (opening and
 //! iteration numbers only).
 //!
-//! Cost: one `write` and one `fdatasync` per opening (0.16 ms measured on the development
-//! machine's disk; storage-dependent), one read of the file at resume.
+//! Cost: one `write` and one `fdatasync` per opening (storage-dependent; measured in
+//! docs/component-costs.md), one read of the file at resume.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

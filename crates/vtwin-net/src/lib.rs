@@ -19,21 +19,9 @@
 //!
 //! Normative descriptions: protocols/wire-format.md and protocols/sealing.md.
 //!
-//! # Measured (this 2-core machine, load average about 10 from parallel builds, so upper
-//! bounds on the cost; `cargo bench -p vtwin-net --bench wire`, 1 MiB payload)
-//!
-//! | operation | time per MiB (median) | throughput |
-//! |---|---|---|
-//! | [`frame::encode`] of a `Body::Mpc` | 97 us | 10 GiB/s |
-//! | [`frame::decode`] (with the canonical check) | 149 us | 6.5 GiB/s |
-//! | [`seal::seal`] | 2.0 ms | 0.50 GiB/s |
-//! | [`seal::unseal`] | 2.2 ms | 0.45 GiB/s |
-//!
-//! Fuzzing (fuzz/, coverage-instrumented, stable toolchain, 121 s each, one core, on
-//! 2026-11-21 with wire version 2 and no other build running): `frame_decode` 31,325,862
-//! executions (259,000/s), `mpc_message` (vtwin-mpc's message decoder) 175,863,905 (1,453,000/s),
-//! `unseal` 678,603 (5,600/s: two X25519 operations each); no crash or property failure.
-//! (Under load, wire version 1: `frame_decode` 50,200/s and `unseal` 952/s.)
+//! Costs: encoding and decoding are linear in the frame; sealing is two X25519 scalar
+//! multiplications plus AES-256-GCM over the plaintext. Measured figures (and fuzzing
+//! counts) are in docs/component-costs.md.
 
 pub mod frame;
 pub mod pki;

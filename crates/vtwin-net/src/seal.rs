@@ -223,8 +223,8 @@ fn blob_key(
 ///
 /// Output: `32 + plaintext.len() + 16` bytes. Panics never; a non-contributory node key
 /// (a low-order point, which no honest keygen produces) is an error. Cost: two X25519
-/// scalar multiplications, one HKDF, AES-256-GCM over the plaintext (about 2 ms per MiB
-/// here, see the crate docs).
+/// scalar multiplications, one HKDF, AES-256-GCM over the plaintext (linear in its length;
+/// measured in docs/component-costs.md).
 pub fn seal<R: RngCore + CryptoRng>(
     node_public: &[u8; 32],
     ctx: &SealContext,

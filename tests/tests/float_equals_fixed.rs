@@ -11,9 +11,7 @@ use vtwin_model::layout::Layout;
 use vtwin_model::model_file::natural_params;
 use vtwin_model::party_data::{PartyBatch, PartyData};
 
-mod common;
-
-use common::{demo, input};
+use vtwin_tests::{demo, input};
 
 fn random_theta(layout: &Layout, rng: &mut ChaCha20Rng, scale: f64) -> Vec<f64> {
     (0..layout.dim())

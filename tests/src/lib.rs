@@ -1,7 +1,10 @@
-//! Fixtures the model-level gradient tests share: a demo data set split across the parties
-//! and a gradient input built from it.
-
-#![allow(dead_code, unreachable_pub)]
+//! The cross-crate suites of vtwin (in `tests/tests/`): the `mpc` backend against the
+//! `fixed` reference bit for bit, `float` against `fixed`, padding across backends, and the
+//! consortium over loopback QUIC against the in-memory `mpc` backend. Each crate's own
+//! tests stay in the crate; what needs several crates at once lives here.
+//!
+//! This library holds the fixtures those suites share: a demo data set split across the
+//! parties and a gradient input built from it.
 
 use vtwin_model::backend::{GradientInput, NoiseConfig};
 use vtwin_model::demo::{demo_schema, demo_table};

@@ -2,8 +2,6 @@
 //! so a backend given the padded batch releases what it releases for the real records, and
 //! the compute nodes see only the public size.
 
-mod common;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
@@ -12,7 +10,7 @@ use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::PartyBatch;
 
-use common::{demo, input};
+use vtwin_tests::{demo, input};
 
 #[test]
 fn padding_rows_add_exactly_nothing_on_every_backend() {

@@ -29,9 +29,7 @@ use vtwin_mpc::{
     InputClient, Message, NodeId, NodeKey, Opening, PairSeeds, Peer, SessionId, Simulation,
 };
 
-mod common;
-
-use common::{demo, input};
+use vtwin_tests::{demo, input};
 
 const SESSION: SessionId = SessionId(*b"vtwin-model-mpc!");
 
