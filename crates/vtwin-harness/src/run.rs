@@ -90,6 +90,33 @@ pub struct BenchSettings {
     pub seed: u64,
 }
 
+impl BenchSettings {
+    /// Checks the settings against `workload` without running anything ([`run`] checks
+    /// them too). Cost O(1).
+    pub fn check(&self, workload: &Workload) -> Result<(), BenchError> {
+        if self.iters == 0 {
+            return Err(BenchError::NoIterations);
+        }
+        if self.components == 0 {
+            return Err(BenchError::NoComponents);
+        }
+        if !(self.sigma.is_finite() && self.sigma >= 0.0) {
+            return Err(BenchError::Sigma { sigma: self.sigma });
+        }
+        if self.backends.is_empty() {
+            return Err(BenchError::NoBackends);
+        }
+        let rows = workload.table.n_rows();
+        if self.batch == 0 || self.batch > rows {
+            return Err(BenchError::Batch {
+                batch: self.batch,
+                rows,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Why a benchmark could not run. A failure of `mpc-quic` is not an error: the other
 /// figures stand and the report lists it under `not_measured`.
 #[derive(Debug, thiserror::Error)]
@@ -157,34 +184,15 @@ pub enum BenchError {
 /// Runs every backend of `settings` on `workload` and returns the report (not written
 /// anywhere: the caller decides). Cost: (warmup + iters) iterations per backend.
 pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
-    if settings.iters == 0 {
-        return Err(BenchError::NoIterations);
-    }
-    if settings.components == 0 {
-        return Err(BenchError::NoComponents);
-    }
-    if !(settings.sigma.is_finite() && settings.sigma >= 0.0) {
-        return Err(BenchError::Sigma {
-            sigma: settings.sigma,
-        });
-    }
+    settings.check(workload)?;
     let mut backends = settings.backends.clone();
     backends.dedup();
-    if backends.is_empty() {
-        return Err(BenchError::NoBackends);
-    }
     let date_utc = vtwin_host::clock::utc_now();
     let machine = MachineAtStart {
         machine: Machine::detect(),
         load_average: load_average(),
     };
     let rows = workload.table.n_rows();
-    if settings.batch == 0 || settings.batch > rows {
-        return Err(BenchError::Batch {
-            batch: settings.batch,
-            rows,
-        });
-    }
     let layout = Layout::from_schema(&workload.schema, settings.components)?;
     let config = DpviConfig {
         sample_rate: settings.batch as f64 / rows as f64,

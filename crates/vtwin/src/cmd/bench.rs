@@ -143,6 +143,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         sigma: a.sigma,
         seed: a.seed,
     };
+    settings.check(&workload).map_err(bench_error)?;
     eprintln!(
         "bench {}: {} timed + {} warm-up iterations per backend",
         workload.name, a.iters, a.warmup
