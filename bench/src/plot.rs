@@ -197,38 +197,28 @@ where
     let rel = |q: (i32, i32)| (q.0 - base.0, q.1 - base.1);
     let grid = RGBColor(215, 215, 215);
     let label_font = (FONT, 14).into_font();
-    if x.log {
-        for v in log_ticks(x0, x1) {
-            let t = v.log10();
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(t, y0), (t, y1)],
-                    grid,
-                )))
-                .map_err(err)?;
-            let (px, py) = rel(chart.backend_coord(&(t, y0)));
-            area.draw(&Text::new(
-                si(v),
-                (px, py + 6),
-                TextStyle::from(label_font.clone()).pos(Pos::new(HPos::Center, VPos::Top)),
-            ))
-            .map_err(err)?;
+    // (log scale?, range, along x?) of each axis.
+    for (log, lo, hi, along_x) in [(x.log, x0, x1, true), (y.log, y0, y1, false)] {
+        if !log {
+            continue;
         }
-    }
-    if y.log {
-        for v in log_ticks(y0, y1) {
+        for v in log_ticks(lo, hi) {
             let t = v.log10();
+            let (line, at, offset, pos) = if along_x {
+                let pos = Pos::new(HPos::Center, VPos::Top);
+                (vec![(t, y0), (t, y1)], (t, y0), (0, 6), pos)
+            } else {
+                let pos = Pos::new(HPos::Right, VPos::Center);
+                (vec![(x0, t), (x1, t)], (x0, t), (-6, 0), pos)
+            };
             chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(x0, t), (x1, t)],
-                    grid,
-                )))
+                .draw_series(std::iter::once(PathElement::new(line, grid)))
                 .map_err(err)?;
-            let (px, py) = rel(chart.backend_coord(&(x0, t)));
+            let (px, py) = rel(chart.backend_coord(&at));
             area.draw(&Text::new(
                 si(v),
-                (px - 6, py),
-                TextStyle::from(label_font.clone()).pos(Pos::new(HPos::Right, VPos::Center)),
+                (px + offset.0, py + offset.1),
+                TextStyle::from(label_font.clone()).pos(pos),
             ))
             .map_err(err)?;
         }
