@@ -1,0 +1,254 @@
+//! The protocol's messages and their canonical byte codec (version 1).
+//!
+//! Layout, integers little-endian (30-byte header, then the points):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 1 | version, [`VERSION`] |
+//! | 1 | kind: 1 blinded set, 2 filter, 3 intersection ([`Kind`]) |
+//! | 16 | session id |
+//! | 2 | P, the number of parties (≥ 2) |
+//! | 2 | sender, < P |
+//! | 2 | addressee, < P, not the sender |
+//! | 2 | step (the round), consistent with the kind ([`Kind::of_step`]) |
+//! | 4 | n, the number of points |
+//! | 32 n | the points, canonical compressed ristretto255 encodings |
+//!
+//! [`Message::decode`] accepts exactly the outputs of [`Message::encode`]: it rejects a wrong
+//! version or kind, impossible addressing or steps, a length other than 30 + 32 n (truncated
+//! or trailing bytes), point encodings that are not canonical field elements (s ≥ p or s
+//! negative, the two cheap checks of RFC 9496 decoding), and, for the sets that must be
+//! sorted (the first blinded set, filters, the intersection), points not in strictly
+//! increasing byte order. Whether a canonical s is a group element at all costs a square
+//! root; it is checked where a point is decompressed (re-blinding), and a tag that is not a
+//! group element can never equal an honest tag.
+
+use crate::blind::Point;
+
+/// The codec version this crate writes and reads.
+pub const VERSION: u8 = 1;
+
+/// Bytes before the points.
+pub const HEADER_BYTES: usize = 30;
+
+/// A run's 16-byte identifier (chosen by whoever starts the run, e.g. at random); every
+/// message carries it and parties reject other runs' messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub [u8; 16]);
+
+/// What a message carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A set on its way around the ring (steps 1..=P), in its owner's order.
+    Blinded = 1,
+    /// The running intersection of fully blinded tags (P ≥ 3), sorted.
+    Filter = 2,
+    /// The final intersection's tags in the common order (P ≥ 3), sorted.
+    Intersection = 3,
+}
+
+impl Kind {
+    /// The kind of step `step` of a run of `parties` parties, `None` if there is no such
+    /// step. Steps: 1..=P blinded; for P ≥ 3, P+1..=2P−1 filters and 2P the intersection.
+    pub fn of_step(parties: u16, step: u16) -> Option<Kind> {
+        let p = u32::from(parties);
+        let s = u32::from(step);
+        if p < 2 || s == 0 {
+            None
+        } else if s <= p {
+            Some(Kind::Blinded)
+        } else if p >= 3 && s < 2 * p {
+            Some(Kind::Filter)
+        } else if p >= 3 && s == 2 * p {
+            Some(Kind::Intersection)
+        } else {
+            None
+        }
+    }
+
+    /// Whether sets of this kind at `step` must be strictly increasing: the first blinded
+    /// set (sorting hides the owner's input order), filters and the intersection.
+    pub fn sorted(self, step: u16) -> bool {
+        self != Kind::Blinded || step == 1
+    }
+
+    fn from_byte(b: u8) -> Option<Kind> {
+        match b {
+            1 => Some(Kind::Blinded),
+            2 => Some(Kind::Filter),
+            3 => Some(Kind::Intersection),
+            _ => None,
+        }
+    }
+}
+
+/// One protocol message (module docs for the encoding).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// The run.
+    pub session: SessionId,
+    /// P.
+    pub parties: u16,
+    /// Sender's party index.
+    pub from: u16,
+    /// Addressee's party index.
+    pub to: u16,
+    /// What the points are.
+    pub kind: Kind,
+    /// The step (round) that sends it.
+    pub step: u16,
+    /// The points.
+    pub points: Vec<Point>,
+}
+
+/// Why bytes are not a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// Fewer bytes than the header, or than the header's point count announces.
+    #[error("truncated message: {got} bytes, {need} needed")]
+    Truncated {
+        /// Bytes needed.
+        need: u64,
+        /// Bytes given.
+        got: u64,
+    },
+    /// Bytes after the last announced point.
+    #[error("{extra} bytes after the message")]
+    Trailing {
+        /// Extra bytes.
+        extra: u64,
+    },
+    /// A version this crate does not read.
+    #[error("message version {0}, this codec reads {VERSION}")]
+    Version(u8),
+    /// An unknown kind byte.
+    #[error("unknown message kind {0}")]
+    Kind(u8),
+    /// Fewer than two parties, a sender or addressee out of range, or a message to oneself.
+    #[error("message from {from} to {to} among {parties} parties")]
+    Addressing {
+        /// P.
+        parties: u16,
+        /// Sender.
+        from: u16,
+        /// Addressee.
+        to: u16,
+    },
+    /// A step that does not exist for P parties or that sends another kind.
+    #[error("step {step} does not send kind {kind}")]
+    Step {
+        /// The step.
+        step: u16,
+        /// The kind byte.
+        kind: u8,
+    },
+    /// A point whose 32 bytes are not a canonical encoding (s ≥ p, or s odd).
+    #[error("point {position} is not a canonical encoding")]
+    NonCanonicalPoint {
+        /// Index of the point.
+        position: usize,
+    },
+    /// A set that must be strictly increasing is not, at this position.
+    #[error("point {position} is out of order or repeated")]
+    Unsorted {
+        /// Index of the first point not above its predecessor.
+        position: usize,
+    },
+}
+
+/// Whether 32 bytes are a canonical non-negative field element, the cheap half of
+/// ristretto255 decoding: s < p = 2^255 − 19 and s even.
+pub fn canonical_field_encoding(s: &Point) -> bool {
+    if s[0] & 1 == 1 || s[31] & 0x80 != 0 {
+        return false;
+    }
+    // s ≥ p only for 2^255 − 19 ..= 2^255 − 1: top byte 0x7f, middle 0xff, low ≥ 0xed.
+    let at_least_p = s[31] == 0x7f && s[1..31].iter().all(|&b| b == 0xff) && s[0] >= 0xed;
+    !at_least_p
+}
+
+impl Message {
+    /// Bytes of the encoding: 30 + 32 n.
+    pub fn encoded_len(&self) -> usize {
+        HEADER_BYTES + 32 * self.points.len()
+    }
+
+    /// The canonical encoding (module docs). Panics if there are more than u32::MAX points
+    /// (a party never makes such a message: inputs are limited to u32::MAX ids). Cost: one
+    /// copy.
+    pub fn encode(&self) -> Vec<u8> {
+        let n = u32::try_from(self.points.len()).expect("at most u32::MAX points");
+        let mut out = Vec::with_capacity(self.encoded_len());
+        out.push(VERSION);
+        out.push(self.kind as u8);
+        out.extend_from_slice(&self.session.0);
+        out.extend_from_slice(&self.parties.to_le_bytes());
+        out.extend_from_slice(&self.from.to_le_bytes());
+        out.extend_from_slice(&self.to.to_le_bytes());
+        out.extend_from_slice(&self.step.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+        for p in &self.points {
+            out.extend_from_slice(p);
+        }
+        out
+    }
+
+    /// Decodes exactly one message (module docs for what is rejected). Cost: one pass over
+    /// the bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
+        let got = bytes.len() as u64;
+        if bytes.len() < HEADER_BYTES {
+            return Err(DecodeError::Truncated {
+                need: HEADER_BYTES as u64,
+                got,
+            });
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
+        if bytes[0] != VERSION {
+            return Err(DecodeError::Version(bytes[0]));
+        }
+        let kind = Kind::from_byte(bytes[1]).ok_or(DecodeError::Kind(bytes[1]))?;
+        let mut session = [0u8; 16];
+        session.copy_from_slice(&bytes[2..18]);
+        let (parties, from, to, step) = (u16_at(18), u16_at(20), u16_at(22), u16_at(24));
+        if parties < 2 || from >= parties || to >= parties || from == to {
+            return Err(DecodeError::Addressing { parties, from, to });
+        }
+        if Kind::of_step(parties, step) != Some(kind) {
+            return Err(DecodeError::Step {
+                step,
+                kind: bytes[1],
+            });
+        }
+        let n = u32::from_le_bytes([bytes[26], bytes[27], bytes[28], bytes[29]]);
+        let need = HEADER_BYTES as u64 + 32 * u64::from(n);
+        if got < need {
+            return Err(DecodeError::Truncated { need, got });
+        }
+        if got > need {
+            return Err(DecodeError::Trailing { extra: got - need });
+        }
+        let mut points = Vec::with_capacity(n as usize);
+        for (position, chunk) in bytes[HEADER_BYTES..].chunks_exact(32).enumerate() {
+            let mut p = [0u8; 32];
+            p.copy_from_slice(chunk);
+            if !canonical_field_encoding(&p) {
+                return Err(DecodeError::NonCanonicalPoint { position });
+            }
+            if kind.sorted(step) && points.last().is_some_and(|q: &Point| *q >= p) {
+                return Err(DecodeError::Unsorted { position });
+            }
+            points.push(p);
+        }
+        Ok(Message {
+            session: SessionId(session),
+            parties,
+            from,
+            to,
+            kind,
+            step,
+            points,
+        })
+    }
+}
