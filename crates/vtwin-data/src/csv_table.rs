@@ -22,7 +22,6 @@
 //! order of the first party file given.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::codec::{self, Encoded};
@@ -193,48 +192,49 @@ impl Table {
             file: path.to_owned(),
             problem,
         })?;
-        let io = |cause: std::io::Error| DataError::Io {
-            file: path.to_owned(),
-            cause,
-        };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        {
-            let mut w = csv::WriterBuilder::new()
-                .delimiter(self.schema.csv.delimiter as u8)
-                .from_writer(std::io::BufWriter::new(tmp.as_file_mut()));
-            let csv_err = |e: csv::Error| DataError::Io {
-                file: path.to_owned(),
-                cause: std::io::Error::other(e),
-            };
-            let mut header: Vec<&str> = Vec::with_capacity(cols.len() + 1);
-            if with_id {
-                header.push(self.schema.id.as_deref().expect("checked by callers"));
-            }
-            header.extend(cols.iter().map(|&c| self.schema.columns[c].name.as_str()));
-            w.write_record(&header).map_err(csv_err)?;
-            let mut record: Vec<String> = Vec::with_capacity(header.len());
-            for r in 0..self.n_rows() {
-                record.clear();
-                if with_id {
-                    record.push(self.ids[r].clone());
-                }
-                for &c in cols {
-                    let kind = &self.schema.columns[c].kind;
-                    record.push(codec::decode(kind, self.columns[c].get(r)));
-                }
-                w.write_record(&record).map_err(csv_err)?;
-            }
-            let mut inner = w.into_inner().map_err(|e| io(e.into_error()))?;
-            inner.flush().map_err(io)?;
+        let mut header: Vec<&str> = Vec::with_capacity(cols.len() + 1);
+        if with_id {
+            header.push(self.schema.id.as_deref().expect("checked by callers"));
         }
-        tmp.as_file().sync_all().map_err(io)?;
-        tmp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        header.extend(cols.iter().map(|&c| self.schema.columns[c].name.as_str()));
+        write_records(&self.schema, path, &header, self.n_rows(), |r, record| {
+            if with_id {
+                record.push(self.ids[r].clone());
+            }
+            for &c in cols {
+                let kind = &self.schema.columns[c].kind;
+                record.push(codec::decode(kind, self.columns[c].get(r)));
+            }
+        })
     }
+}
+
+/// Writes `header` and `rows` records (`fill(r, record)` appends row r's fields) as CSV
+/// with the schema's delimiter, atomically and world-readable (vtwin-host). Cost O(output).
+fn write_records(
+    schema: &Schema,
+    path: &Path,
+    header: &[&str],
+    rows: usize,
+    mut fill: impl FnMut(usize, &mut Vec<String>),
+) -> Result<(), DataError> {
+    vtwin_host::atomic::write_with(path, vtwin_host::atomic::Mode::Public, |out| {
+        let mut w = csv::WriterBuilder::new()
+            .delimiter(schema.csv.delimiter as u8)
+            .from_writer(out);
+        w.write_record(header).map_err(std::io::Error::other)?;
+        let mut record: Vec<String> = Vec::with_capacity(header.len());
+        for r in 0..rows {
+            record.clear();
+            fill(r, &mut record);
+            w.write_record(&record).map_err(std::io::Error::other)?;
+        }
+        w.flush()
+    })
+    .map_err(|cause| DataError::Io {
+        file: path.to_owned(),
+        cause,
+    })
 }
 
 /// One party's own columns, read from its own file alone (a party process never sees another
@@ -249,6 +249,42 @@ pub struct PartyColumns {
     pub schema_columns: Vec<usize>,
     /// The party's encoded columns, one per entry of `schema_columns`, rows in `ids` order.
     pub columns: Vec<Column>,
+}
+
+impl PartyColumns {
+    /// The rows at `rows` (positions in this party's order), in that order. Panics if a
+    /// position is out of range. Cost O(len(rows) * columns).
+    pub fn select(&self, rows: &[usize]) -> PartyColumns {
+        PartyColumns {
+            party: self.party.clone(),
+            ids: rows.iter().map(|&r| self.ids[r].clone()).collect(),
+            schema_columns: self.schema_columns.clone(),
+            columns: self.columns.iter().map(|c| c.select(rows)).collect(),
+        }
+    }
+
+    /// Writes the id column and the party's columns (original names, categories and units,
+    /// the schema's delimiter), rows in this order, atomically; [`read_party_alone`] reads
+    /// the same encoded values back (its rows sorted by id). Cost O(rows * columns).
+    pub fn write_csv(&self, schema: &Schema, path: &Path) -> Result<(), DataError> {
+        let Some(id) = schema.id.as_deref() else {
+            return Err(DataError::NoIdColumn {
+                file: path.to_owned(),
+            });
+        };
+        let mut header = vec![id];
+        header.extend(
+            self.schema_columns
+                .iter()
+                .map(|&c| schema.columns[c].name.as_str()),
+        );
+        write_records(schema, path, &header, self.ids.len(), |r, record| {
+            record.push(self.ids[r].clone());
+            for (&c, col) in self.schema_columns.iter().zip(&self.columns) {
+                record.push(codec::decode(&schema.columns[c].kind, col.get(r)));
+            }
+        })
+    }
 }
 
 /// Reads party `party`'s own file (the id column and that party's columns; the header rules

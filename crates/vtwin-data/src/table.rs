@@ -34,6 +34,15 @@ impl Column {
         self.len() == 0
     }
 
+    /// The values at `rows`, in that order (panics on a position out of range). Cost
+    /// O(len(rows)).
+    pub fn select(&self, rows: &[usize]) -> Column {
+        match self {
+            Column::Unit(v) => Column::Unit(rows.iter().map(|&r| v[r]).collect()),
+            Column::Index(v) => Column::Index(rows.iter().map(|&r| v[r]).collect()),
+        }
+    }
+
     /// The value of record `row`. Panics if `row` is out of range.
     pub fn get(&self, row: usize) -> Encoded {
         match self {
@@ -247,14 +256,7 @@ impl Table {
     /// The records at `rows`, in that order (repeats allowed). Panics if an index is out of
     /// range. Cost O(rows.len() * columns).
     pub fn select_rows(&self, rows: &[usize]) -> Table {
-        let columns = self
-            .columns
-            .iter()
-            .map(|c| match c {
-                Column::Unit(v) => Column::Unit(rows.iter().map(|&r| v[r]).collect()),
-                Column::Index(v) => Column::Index(rows.iter().map(|&r| v[r]).collect()),
-            })
-            .collect();
+        let columns = self.columns.iter().map(|c| c.select(rows)).collect();
         Table {
             schema: self.schema.clone(),
             ids: rows.iter().map(|&r| self.ids[r].clone()).collect(),

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Permissions of a written file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +30,20 @@ impl Mode {
 /// allows less of: the mode is set explicitly after creation too). Either the old content
 /// or the new one is visible, never a partial file. Cost: one write, one fsync, one rename.
 pub fn write(path: &Path, bytes: &[u8], mode: Mode) -> std::io::Result<()> {
+    write_with(path, mode, |w| w.write_all(bytes))
+}
+
+/// [`write`] for content produced as a stream: `fill` writes into a buffered temporary file
+/// in `path`'s directory, which is then synced and renamed over `path`. If `fill` fails,
+/// the temporary file is removed and `path` is untouched. Cost: `fill`, one fsync, one
+/// rename.
+pub fn write_with<F>(path: &Path, mode: Mode, fill: F) -> std::io::Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> std::io::Result<()>,
+{
+    // Unique per process and call, so concurrent writers of one path never share a
+    // temporary file (the rename decides which content wins).
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -38,10 +53,14 @@ pub fn write(path: &Path, bytes: &[u8], mode: Mode) -> std::io::Result<()> {
     })?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
+    tmp_name.push(format!(
+        ".tmp{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp = dir.join(tmp_name);
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(mode.bits())
@@ -51,7 +70,9 @@ pub fn write(path: &Path, bytes: &[u8], mode: Mode) -> std::io::Result<()> {
             &tmp,
             std::os::unix::fs::PermissionsExt::from_mode(mode.bits()),
         )?;
-        file.write_all(bytes)?;
+        let mut w = std::io::BufWriter::new(file);
+        fill(&mut w)?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -103,5 +124,19 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
         assert!(write(Path::new("/"), b"x", Mode::Public).is_err());
+    }
+
+    #[test]
+    fn a_failing_stream_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("rows.csv");
+        write_with(&target, Mode::Public, |w| w.write_all(b"a,b\n")).unwrap();
+        let err = write_with(&target, Mode::Public, |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("row 7: bad value"))
+        });
+        assert_eq!(err.unwrap_err().to_string(), "row 7: bad value");
+        assert_eq!(std::fs::read(&target).unwrap(), b"a,b\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
