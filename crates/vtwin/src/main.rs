@@ -26,6 +26,8 @@ enum Command {
     Noise(cmd::noise::Args),
     /// Evaluate a function of the fixed-point reference arithmetic (value, f64, relative error).
     Arith(cmd::arith::Args),
+    /// Align the parties' records by a private set intersection of their ids (no id leaves a party).
+    Align(cmd::align::Args),
     /// Train a model with DP variational inference (backends float, fixed and mpc).
     Train(cmd::train::Args),
     /// Sample a synthetic table (CSV, original names, categories and units) from a model.
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<()> = match cli.command {
         Command::Privacy(args) => cmd::privacy::run(args),
+        Command::Align(args) => cmd::align::run(args),
         Command::Noise(args) => cmd::noise::run(args),
         Command::Arith(args) => cmd::arith::run(args),
         Command::Train(args) => cmd::train::run(args),

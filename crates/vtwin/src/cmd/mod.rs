@@ -1,4 +1,5 @@
 //! Subcommands, one module each.
+pub(crate) mod align;
 pub(crate) mod arith;
 pub(crate) mod audit;
 pub(crate) mod audit_mechanism;
