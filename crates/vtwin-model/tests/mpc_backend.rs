@@ -614,7 +614,10 @@ fn an_aborted_and_retried_iteration_equals_an_uninterrupted_run() {
         .unwrap();
         while d.iteration() < 4 {
             if let Err(e) = d.step() {
-                assert_eq!(e.to_string(), "mpc: protocol stalled: node 0 did not finish");
+                assert_eq!(
+                    e.to_string(),
+                    "mpc: protocol stalled: node 0 did not finish"
+                );
                 assert_eq!(d.iteration(), fail_at, "the aborted iteration was counted");
                 assert_eq!(d.ledger().unwrap().steps(), fail_at, "and charged");
             }
