@@ -558,7 +558,7 @@ fn party_messages_refuse_out_of_range_values_and_follow_the_documented_layout() 
             &mut seeded_noise_rng(1, 1, 0),
             &mut randomness.party(1, 0)
         ),
-        Err(BackendError::Shape(_))
+        Err(BackendError::BatchMismatch { .. })
     ));
 }
 
@@ -583,7 +583,8 @@ impl GradientBackend for FailsOnce {
         let out = self.inner.gradient(input, noise)?;
         if input.iteration == self.fail_at && !self.failed {
             self.failed = true;
-            return Err(BackendError::Config("aborted".into()));
+            // As a coordinator sees a node that stopped answering.
+            return Err(BackendError::Mpc(vtwin_mpc::MpcError::Stalled { node: 0 }));
         }
         Ok(out)
     }
@@ -611,7 +612,10 @@ fn an_aborted_and_retried_iteration_equals_an_uninterrupted_run() {
         .unwrap();
         while d.iteration() < 4 {
             if let Err(e) = d.step() {
-                assert_eq!(e.to_string(), "aborted");
+                assert_eq!(
+                    e.to_string(),
+                    "mpc: protocol stalled: node 0 did not finish"
+                );
                 assert_eq!(d.iteration(), fail_at, "the aborted iteration was counted");
                 assert_eq!(d.ledger().unwrap().steps(), fail_at, "and charged");
             }

@@ -46,13 +46,13 @@ const MAX_T: u128 = 1 << 62;
 pub enum SamplerError {
     /// sigma^2 must be strictly positive.
     #[error("sigma^2 must be positive, got {0}")]
-    NonPositiveVariance(String),
+    NonPositiveVariance(BigRational),
     /// sigma must be strictly positive.
     #[error("sigma must be positive, got {0}")]
-    NonPositiveSigma(String),
+    NonPositiveSigma(BigRational),
     /// sigma must be below 2^62 so that every sample fits in an `i128`.
     #[error("sigma must be below 2^62, got sigma^2 = {0}")]
-    VarianceTooLarge(String),
+    VarianceTooLarge(BigRational),
     /// The number of noise contributors must be at least 1.
     #[error("the number of noise contributors must be at least 1")]
     NoContributors,
@@ -93,7 +93,7 @@ impl DiscreteGaussian {
     /// Cost: one big-integer square root and a few products.
     pub fn new(sigma2: BigRational) -> Result<Self, SamplerError> {
         if !sigma2.is_positive() {
-            return Err(SamplerError::NonPositiveVariance(sigma2.to_string()));
+            return Err(SamplerError::NonPositiveVariance(sigma2));
         }
         let n = sigma2.numer().magnitude().clone();
         let d = sigma2.denom().magnitude().clone();
@@ -101,7 +101,7 @@ impl DiscreteGaussian {
         let t_big = (&n / &d).sqrt() + 1u32;
         let t = match t_big.to_u128() {
             Some(t) if t <= MAX_T => t,
-            _ => return Err(SamplerError::VarianceTooLarge(sigma2.to_string())),
+            _ => return Err(SamplerError::VarianceTooLarge(sigma2.clone())),
         };
         let td_big = &t_big * &d;
         let den_big = BigUint::from(2u32) * &n * &d * &t_big * &t_big;
@@ -128,7 +128,7 @@ impl DiscreteGaussian {
     /// N_Z(0, sigma^2) from an exact rational standard deviation `0 < sigma < 2^62`.
     pub fn from_sigma(sigma: &BigRational) -> Result<Self, SamplerError> {
         if !sigma.is_positive() {
-            return Err(SamplerError::NonPositiveSigma(sigma.to_string()));
+            return Err(SamplerError::NonPositiveSigma(sigma.clone()));
         }
         Self::new(sigma * sigma)
     }

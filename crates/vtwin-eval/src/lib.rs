@@ -8,7 +8,7 @@
 //! - [`associations`]: Pearson, Cramér's V, correlation ratio; within/across-party differences.
 //! - [`binary_metrics`]: AUC (ranks, ties), accuracy, F1.
 //! - [`logistic`], [`forest`], [`tstr`]: train on synthetic, test on real.
-//! - [`linalg`], [`frechet`]: symmetric eigendecomposition and the Fréchet distance.
+//! - [`frechet`]: the Fréchet distance between Gaussians fitted to feature vectors.
 //! - [`report`]: the whole `vtwin eval` report ([`report::evaluate`]).
 //! - [`audit`]: membership-inference attacks.
 
@@ -19,7 +19,6 @@ pub mod cells;
 pub mod features;
 pub mod forest;
 pub mod frechet;
-pub mod linalg;
 pub mod logistic;
 pub mod marginals;
 pub mod report;

@@ -10,10 +10,10 @@
 //! round-off of near-separable data). The iteration stops when the gradient's largest
 //! component is below [`GRAD_TOL`] or after [`MAX_NEWTON`] steps (the result says which).
 
+use nalgebra::{Cholesky, DMatrix, DVector};
 use serde::Serialize;
 
 use crate::features::FeatureMatrix;
-use crate::linalg::{cholesky, cholesky_solve};
 
 /// Default L2 strength `lambda` (per-record objective; scikit-learn's `C = 1` on 30,000
 /// records is `lambda = 3.3e-5`). Small enough not to bias the fit on Adult, large enough to
@@ -77,6 +77,23 @@ fn sigmoid(z: f64) -> f64 {
         let e = z.exp();
         e / (1.0 + e)
     }
+}
+
+/// The Newton step `H^-1 g` by Cholesky, reading the lower triangle of the row-major
+/// `dim x dim` Hessian `h`; `None` if `H` is not numerically positive definite. nalgebra
+/// accepts a zero pivot (and then divides by it), so the factor's diagonal is checked too.
+fn newton_step(h: &[f64], g: &[f64], dim: usize) -> Option<Vec<f64>> {
+    let chol = Cholesky::new(DMatrix::from_row_slice(dim, dim, h))?;
+    if !chol
+        .l_dirty()
+        .diagonal()
+        .iter()
+        .all(|p| *p > 0.0 && p.is_finite())
+    {
+        return None;
+    }
+    let step = chol.solve(&DVector::from_column_slice(g));
+    Some(step.as_slice().to_vec())
 }
 
 fn margins(x: &FeatureMatrix, w: &[f64], b: f64) -> Vec<f64> {
@@ -151,7 +168,7 @@ impl LogisticModel {
                 h[i * dim + i] += 1e-10;
             }
             // h holds the lower triangle except row d, filled above as h[d][i]: both are the
-            // lower triangle, which is all cholesky reads.
+            // lower triangle, which is all nalgebra's Cholesky reads.
             let gmax = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             if gmax < GRAD_TOL {
                 return Ok(LogisticModel {
@@ -162,8 +179,7 @@ impl LogisticModel {
                     converged: true,
                 });
             }
-            let l = cholesky(&h, dim).ok_or(LogisticError::Singular)?;
-            let step = cholesky_solve(&l, dim, &g);
+            let step = newton_step(&h, &g, dim).ok_or(LogisticError::Singular)?;
             // Backtracking (Armijo) on the Newton direction -step.
             let slope: f64 = -g.iter().zip(&step).map(|(a, c)| a * c).sum::<f64>();
             let mut t = 1.0;
@@ -220,6 +236,28 @@ impl LogisticModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newton_step_solves_and_rejects_indefinite() {
+        // Only the lower triangle is filled, as fit fills it.
+        let h = [4.0, 0.0, 0.0, 2.0, 5.0, 0.0, 0.6, 1.0, 3.0];
+        let full = [4.0, 2.0, 0.6, 2.0, 5.0, 1.0, 0.6, 1.0, 3.0];
+        let g = [1.0, -2.0, 0.5];
+        let x = newton_step(&h, &g, 3).unwrap();
+        for i in 0..3 {
+            let hx: f64 = (0..3).map(|j| full[i * 3 + j] * x[j]).sum();
+            assert!((hx - g[i]).abs() < 1e-13);
+        }
+        assert!(
+            newton_step(&[1.0, 0.0, 2.0, 1.0], &[1.0, 1.0], 2).is_none(),
+            "indefinite"
+        );
+        assert!(
+            newton_step(&[1.0, 0.0, 1.0, 1.0], &[1.0, 1.0], 2).is_none(),
+            "singular"
+        );
+        assert!(newton_step(&[f64::NAN], &[1.0], 1).is_none(), "not finite");
+    }
 
     fn matrix(rows: &[&[f64]]) -> FeatureMatrix {
         FeatureMatrix::from_rows(rows)

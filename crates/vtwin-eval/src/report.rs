@@ -61,7 +61,7 @@ pub enum EvalError {
     #[error("{0}")]
     Tstr(#[from] TstrError),
     /// A target was given without a synthetic table.
-    #[error("--target needs --synthetic (TSTR trains on the synthetic table)")]
+    #[error("a TSTR target needs a synthetic table (TSTR trains on the synthetic table)")]
     TargetWithoutSynthetic,
     /// Tables of different schemas.
     #[error("the {0} table's schema differs from the model's")]

@@ -18,13 +18,13 @@ use crate::features::{FeatureError, FeatureMap, FeatureMatrix};
 use crate::forest::{ForestError, ForestParams, ProbabilityForest};
 use crate::logistic::{LogisticError, LogisticModel, DEFAULT_LAMBDA};
 
-/// The target column is unusable, or a fit failed. Messages name the `--target` flag and
-/// the column.
+/// The target column is unusable, or a fit failed. Messages name the column (the CLI adds
+/// its `--target` flag).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TstrError {
     /// No such column.
-    #[error("--target {column}: no such column in the schema (columns: {known})")]
+    #[error("target column {column}: no such column in the schema (columns: {known})")]
     UnknownColumn {
         /// The name given.
         column: String,
@@ -32,7 +32,7 @@ pub enum TstrError {
         known: String,
     },
     /// The column is not binary.
-    #[error("--target {column}: column \"{column}\" is {what}; TSTR needs a binary target (a categorical or binned column with 2 categories)")]
+    #[error("target column \"{column}\" is {what}; TSTR needs a binary target (a categorical or binned column with 2 categories)")]
     NotBinary {
         /// The column.
         column: String,
@@ -40,7 +40,7 @@ pub enum TstrError {
         what: String,
     },
     /// The feature encoding failed.
-    #[error("--target {column}: {source}")]
+    #[error("target column {column}: {source}")]
     Features {
         /// The target column.
         column: String,

@@ -219,12 +219,13 @@ fn frechet_closed_forms() {
 }
 
 #[test]
-fn tstr_target_errors_name_the_flag_and_column() {
+fn tstr_target_errors_name_the_column() {
     let (r, _) = tables();
     let e = Target::new(&r.schema, "income").unwrap_err();
     assert!(matches!(e, TstrError::UnknownColumn { .. }));
     assert!(
-        e.to_string().starts_with("--target income: no such column"),
+        e.to_string()
+            .starts_with("target column income: no such column"),
         "{e}"
     );
     let e = Target::new(&r.schema, "d").unwrap_err().to_string();

@@ -88,9 +88,58 @@ pub enum BackendError {
     /// A local kernel failed.
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    /// The inputs do not fit the layout.
-    #[error("gradient input: {0}")]
-    Shape(String),
+    /// theta does not have the layout's d values.
+    #[error("gradient input: theta has {got} values, the layout needs {expected}")]
+    ThetaLength {
+        /// Values given.
+        got: usize,
+        /// d.
+        expected: usize,
+    },
+    /// A parameter is NaN or infinite.
+    #[error("gradient input: theta[{index}] is not finite")]
+    ThetaNotFinite {
+        /// Its index in the layout.
+        index: usize,
+    },
+    /// Not one batch per party.
+    #[error("gradient input: {got} party batches for {expected} parties")]
+    PartyCount {
+        /// Batches given.
+        got: usize,
+        /// Parties in the layout.
+        expected: usize,
+    },
+    /// A party index outside the layout.
+    #[error("gradient input: party index {index} for {parties} parties")]
+    PartyIndex {
+        /// The index given.
+        index: usize,
+        /// Parties in the layout.
+        parties: usize,
+    },
+    /// A party's batch has another party's index, width or row count.
+    #[error("gradient input: party {party}: batch does not match the layout or the other parties' row count")]
+    BatchMismatch {
+        /// Party name.
+        party: String,
+    },
+    /// A noise vector whose length is not d.
+    #[error("gradient input: {got} noise values, the layout needs {expected}")]
+    NoiseLength {
+        /// Values given.
+        got: usize,
+        /// d.
+        expected: usize,
+    },
+    /// A party's upload could not be secret-shared.
+    #[error("party {party}: {source}")]
+    Shard {
+        /// Party name.
+        party: String,
+        /// Why.
+        source: vtwin_iteration::party::ShardError,
+    },
     /// A party's value is outside what the fixed-point pipeline can represent.
     #[error("party {party}: {what} = {value} is outside the fixed-point range {range}")]
     Range {
@@ -103,12 +152,21 @@ pub enum BackendError {
         /// The documented range.
         range: &'static str,
     },
-    /// The noise distribution could not be built.
+    /// The clipping bound C is not positive and finite.
+    #[error("clipping bound C = {0} must be positive and finite")]
+    Clip(f64),
+    /// The noise multiplier sigma is negative or not finite.
+    #[error("noise multiplier sigma = {0} must be non-negative and finite")]
+    Sigma(f64),
+    /// The exact discrete Gaussian noise law could not be built.
     #[error("noise: {0}")]
-    Noise(String),
-    /// Bad clip or sigma.
-    #[error("{0}")]
-    Config(String),
+    NoiseLaw(#[from] vtwin_dp::SamplerError),
+    /// The floating-point Gaussian noise law could not be built.
+    #[error("noise: {0}")]
+    NoiseNormal(#[from] rand_distr::NormalError),
+    /// The public values of the circuit (weights, score maps, clip) do not encode.
+    #[error("circuit public values: {0}")]
+    Public(#[from] vtwin_iteration::coordinator::PublicError),
     /// The MPC protocol failed (a node error, or a node that did not finish).
     #[error("mpc: {0}")]
     Mpc(#[from] vtwin_mpc::MpcError),
@@ -118,21 +176,19 @@ impl GradientInput<'_> {
     /// Checks shapes and parameters; every backend calls it first.
     pub fn validate(&self) -> Result<usize, BackendError> {
         if self.theta.len() != self.layout.dim() {
-            return Err(BackendError::Shape(format!(
-                "theta has {} values, layout needs {}",
-                self.theta.len(),
-                self.layout.dim()
-            )));
+            return Err(BackendError::ThetaLength {
+                got: self.theta.len(),
+                expected: self.layout.dim(),
+            });
         }
         if let Some(i) = self.theta.iter().position(|t| !t.is_finite()) {
-            return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
+            return Err(BackendError::ThetaNotFinite { index: i });
         }
         if self.parties.len() != self.layout.n_parties() {
-            return Err(BackendError::Shape(format!(
-                "{} party batches for {} parties",
-                self.parties.len(),
-                self.layout.n_parties()
-            )));
+            return Err(BackendError::PartyCount {
+                got: self.parties.len(),
+                expected: self.layout.n_parties(),
+            });
         }
         let b = self.parties.first().map_or(0, |p| p.rows);
         let real = self.parties.first().map_or(0, |p| p.real);
@@ -144,23 +200,16 @@ impl GradientInput<'_> {
                 || batch.width != self.layout.stat_width(p)
                 || batch.stats.len() != b * batch.width
             {
-                return Err(BackendError::Shape(format!(
-                    "party {}: batch does not match the layout or the other parties' row count",
-                    self.layout.parties[p]
-                )));
+                return Err(BackendError::BatchMismatch {
+                    party: self.layout.parties[p].clone(),
+                });
             }
         }
         if !(self.clip.is_finite() && self.clip > 0.0) {
-            return Err(BackendError::Config(format!(
-                "--clip must be positive and finite, got {}",
-                self.clip
-            )));
+            return Err(BackendError::Clip(self.clip));
         }
         if !(self.noise.sigma.is_finite() && self.noise.sigma >= 0.0) {
-            return Err(BackendError::Config(format!(
-                "--sigma must be non-negative and finite, got {}",
-                self.noise.sigma
-            )));
+            return Err(BackendError::Sigma(self.noise.sigma));
         }
         Ok(b)
     }

@@ -107,17 +107,22 @@ impl Dpvi {
     ) -> Result<Dpvi, DpviError> {
         let layout = trainer.layout();
         if data.len() != layout.n_parties() || noise.len() != layout.n_parties() {
-            return Err(DpviError::Config(
-                "one data set and one noise generator per party are needed".into(),
-            ));
+            return Err(DpviError::PartyCount {
+                data: data.len(),
+                noise: noise.len(),
+                parties: layout.n_parties(),
+            });
         }
         if let Some((p, d)) = data.iter().enumerate().find(|(p, d)| {
             d.party != *p || d.rows != trainer.rows() || d.width != layout.stat_width(*p)
         }) {
-            return Err(DpviError::Config(format!(
-                "party {}: data set {} ({} rows, width {}) does not match the layout or the other parties' {} rows",
-                layout.parties[p], d.party, d.rows, d.width, trainer.rows()
-            )));
+            return Err(DpviError::PartyData {
+                party: layout.parties[p].clone(),
+                index: d.party,
+                rows: d.rows,
+                width: d.width,
+                expected_rows: trainer.rows(),
+            });
         }
         Ok(Dpvi {
             trainer,
@@ -212,8 +217,7 @@ impl Dpvi {
             .data
             .iter()
             .map(|p| p.padded_batch(&plan.batch, plan.padded))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| DpviError::Config(e.to_string()))?;
+            .collect::<Result<Vec<_>, _>>()?;
         let gather_ms = t1.elapsed().as_secs_f64() * 1e3;
 
         let t2 = Instant::now();

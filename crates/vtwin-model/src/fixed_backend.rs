@@ -70,16 +70,19 @@ pub enum Renormalise {
     Off,
 }
 
+/// A renormalisation name other than `closed-form`, `paper` or `off`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("renormalisation: expected closed-form, paper or off, got \"{0}\"")]
+pub struct UnknownRenormalise(pub String);
+
 impl std::str::FromStr for Renormalise {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownRenormalise;
+    fn from_str(s: &str) -> Result<Self, UnknownRenormalise> {
         match s {
             "closed-form" => Ok(Renormalise::ClosedForm),
             "paper" => Ok(Renormalise::Paper),
             "off" => Ok(Renormalise::Off),
-            other => Err(format!(
-                "--renormalise: expected closed-form, paper or off, got \"{other}\""
-            )),
+            other => Err(UnknownRenormalise(other.to_owned())),
         }
     }
 }
@@ -153,13 +156,11 @@ pub fn noise_share(
     // itself is immutable once built, so it is still valid.
     let mut law = NOISE_LAW.lock().unwrap_or_else(|e| e.into_inner());
     if !matches!(&*law, Some((k, p, _)) if *k == key && *p == parties) {
-        let exact = |x: f64| {
-            vtwin_dp::rational_from_f64(x)
-                .ok_or_else(|| BackendError::Noise(format!("{x} is not finite")))
-        };
-        let s = exact(sigma)? * exact(clip)? * vtwin_dp::pow2(FRAC_BITS);
-        let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)
-            .map_err(|e| BackendError::Noise(e.to_string()))?;
+        // Only a non-finite value has no exact rational.
+        let s = vtwin_dp::rational_from_f64(sigma).ok_or(BackendError::Sigma(sigma))?
+            * vtwin_dp::rational_from_f64(clip).ok_or(BackendError::Clip(clip))?
+            * vtwin_dp::pow2(FRAC_BITS);
+        let dg = vtwin_dp::DiscreteGaussian::share_of(&(&s * &s), parties as u32)?;
         *law = Some((key, parties, dg));
     }
     let (_, _, dg) = law.as_ref().expect("set above");
@@ -451,10 +452,10 @@ pub fn fixed_gradient<T: Truncator>(
         }
     }
     if noise.len() != d {
-        return Err(BackendError::Shape(format!(
-            "{} noise values for d = {d}",
-            noise.len()
-        )));
+        return Err(BackendError::NoiseLength {
+            got: noise.len(),
+            expected: d,
+        });
     }
     let out = g
         .iter()

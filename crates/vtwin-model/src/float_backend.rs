@@ -156,8 +156,7 @@ impl GradientBackend for FloatBackend {
         let local_ms = t0.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
         if input.noise.sigma > 0.0 {
-            let normal = Normal::new(0.0, input.noise.sigma * input.clip)
-                .map_err(|e| BackendError::Noise(e.to_string()))?;
+            let normal = Normal::new(0.0, input.noise.sigma * input.clip)?;
             let rng = noise.party(0);
             for s in sum.iter_mut() {
                 *s += normal.sample(rng);

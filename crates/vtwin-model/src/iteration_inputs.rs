@@ -7,6 +7,7 @@
 
 use vtwin_fixed::Fx;
 use vtwin_iteration::coordinator::{self, ScoreMap};
+use vtwin_iteration::party::ShardError;
 use vtwin_iteration::CanonicalOrder;
 use vtwin_mpc::gradient::{CircuitPublic, InputBounds, PartyMap, PlainUpload};
 use vtwin_mpc::input::InputError;
@@ -65,19 +66,16 @@ pub fn circuit_public_for(
     b: usize,
 ) -> Result<CircuitPublic, BackendError> {
     if theta.len() != layout.dim() {
-        return Err(BackendError::Shape(format!(
-            "theta has {} values, layout needs {}",
-            theta.len(),
-            layout.dim()
-        )));
+        return Err(BackendError::ThetaLength {
+            got: theta.len(),
+            expected: layout.dim(),
+        });
     }
     if let Some(i) = theta.iter().position(|t| !t.is_finite()) {
-        return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
+        return Err(BackendError::ThetaNotFinite { index: i });
     }
     if !(clip.is_finite() && clip > 0.0) {
-        return Err(BackendError::Config(format!(
-            "--clip must be positive and finite, got {clip}"
-        )));
+        return Err(BackendError::Clip(clip));
     }
     let pi = softmax(&theta[..layout.components]);
     // The clip's range before the maps' checks, as the errors have always come.
@@ -97,8 +95,7 @@ pub fn circuit_public_for(
             offset: &m.offset,
         })
         .collect();
-    coordinator::circuit_public(b, &pi, clip, &maps)
-        .map_err(|e| BackendError::Config(e.to_string()))
+    Ok(coordinator::circuit_public(b, &pi, clip, &maps)?)
 }
 
 /// The circuit clip for a nominal clip C and this layout's shape, with its derivation
@@ -112,18 +109,17 @@ pub fn circuit_clip(
         parties: layout.n_parties(),
         dim: layout.dim(),
     };
-    coordinator::circuit_clip(clip, shape).map_err(|e| BackendError::Config(e.to_string()))
+    Ok(coordinator::circuit_clip(clip, shape)?)
 }
 
 /// One party's public score maps encoded at scale 2^32 (what the circuit and the party's
 /// score roots use). Cost O(K w_p).
 pub fn encoded_party_map(maps: &PartyMaps, width: usize) -> Result<PartyMap, BackendError> {
-    coordinator::encode_party_map(ScoreMap {
+    Ok(coordinator::encode_party_map(ScoreMap {
         width,
         scale: &maps.scale,
         offset: &maps.offset,
-    })
-    .map_err(|e| BackendError::Config(e.to_string()))
+    })?)
 }
 
 /// The layout index of every canonical output position of the circuit:
@@ -178,6 +174,9 @@ pub(crate) fn input_error(layout: &Layout, b: usize, party: usize, e: &InputErro
                 range,
             }
         }
-        _ => BackendError::Config(format!("party {}: {e}", layout.parties[party])),
+        _ => BackendError::Shard {
+            party: layout.parties[party].clone(),
+            source: ShardError::Input(e.clone()),
+        },
     }
 }

@@ -73,7 +73,7 @@ pub const LOG_BETA_PARAM_MAX: f64 = 6.907_755_278_982_137;
 #[non_exhaustive]
 pub enum LayoutError {
     /// K must be at least 1.
-    #[error("--components must be at least 1")]
+    #[error("the number of mixture components K must be at least 1")]
     NoComponents,
     /// A categorical column declared no categories.
     #[error("column {0}: a categorical column needs at least one category")]

@@ -60,43 +60,34 @@ impl PartyTask<'_> {
     pub fn validate(&self) -> Result<(), BackendError> {
         let layout = self.layout;
         if self.party >= layout.n_parties() {
-            return Err(BackendError::Shape(format!(
-                "party index {} for {} parties",
-                self.party,
-                layout.n_parties()
-            )));
+            return Err(BackendError::PartyIndex {
+                index: self.party,
+                parties: layout.n_parties(),
+            });
         }
         let b = self.batch;
         if b.party != self.party
             || b.width != layout.stat_width(self.party)
             || b.stats.len() != b.rows * b.width
         {
-            return Err(BackendError::Shape(format!(
-                "party {}: batch does not match the layout",
-                layout.parties[self.party]
-            )));
+            return Err(BackendError::BatchMismatch {
+                party: layout.parties[self.party].clone(),
+            });
         }
         if self.theta.len() != layout.dim() {
-            return Err(BackendError::Shape(format!(
-                "theta has {} values, layout needs {}",
-                self.theta.len(),
-                layout.dim()
-            )));
+            return Err(BackendError::ThetaLength {
+                got: self.theta.len(),
+                expected: layout.dim(),
+            });
         }
         if let Some(i) = self.theta.iter().position(|t| !t.is_finite()) {
-            return Err(BackendError::Shape(format!("theta[{i}] is not finite")));
+            return Err(BackendError::ThetaNotFinite { index: i });
         }
         if !(self.clip.is_finite() && self.clip > 0.0) {
-            return Err(BackendError::Config(format!(
-                "--clip must be positive and finite, got {}",
-                self.clip
-            )));
+            return Err(BackendError::Clip(self.clip));
         }
         if !(self.sigma.is_finite() && self.sigma >= 0.0) {
-            return Err(BackendError::Config(format!(
-                "--sigma must be non-negative and finite, got {}",
-                self.sigma
-            )));
+            return Err(BackendError::Sigma(self.sigma));
         }
         Ok(())
     }
@@ -147,10 +138,10 @@ pub fn party_messages_with_noise(
     let layout = task.layout;
     let (p, parties, d) = (task.party, layout.n_parties(), layout.dim());
     if z.len() != d {
-        return Err(BackendError::Shape(format!(
-            "noise share of {} values, the layout needs {d}",
-            z.len()
-        )));
+        return Err(BackendError::NoiseLength {
+            got: z.len(),
+            expected: d,
+        });
     }
     // 2. Local kernels, encoding, range checks.
     let upload = plain_upload(
@@ -167,6 +158,9 @@ pub fn party_messages_with_noise(
         .shard(&upload, bounds, z, d, client_rng)
         .map_err(|e| match e {
             ShardError::Input(e) => input_error(layout, task.batch.rows, p, &e),
-            other => BackendError::Shape(format!("party {}: {other}", layout.parties[p])),
+            source => BackendError::Shard {
+                party: layout.parties[p].clone(),
+                source,
+            },
         })
 }

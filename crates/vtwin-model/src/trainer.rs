@@ -78,28 +78,16 @@ pub struct Trainer {
 
 fn check_config(config: &DpviConfig) -> Result<(), DpviError> {
     if !(config.sample_rate > 0.0 && config.sample_rate <= 1.0) {
-        return Err(DpviError::Config(format!(
-            "--sample-rate must be in (0, 1], got {}",
-            config.sample_rate
-        )));
+        return Err(DpviError::SampleRate(config.sample_rate));
     }
     if !(config.clip.is_finite() && config.clip > 0.0) {
-        return Err(DpviError::Config(format!(
-            "--clip must be positive, got {}",
-            config.clip
-        )));
+        return Err(DpviError::Clip(config.clip));
     }
     if !(config.sigma.is_finite() && config.sigma >= 0.0) {
-        return Err(DpviError::Config(format!(
-            "--sigma must be non-negative, got {}",
-            config.sigma
-        )));
+        return Err(DpviError::Sigma(config.sigma));
     }
     if !(config.adam.lr.is_finite() && config.adam.lr > 0.0) {
-        return Err(DpviError::Config(format!(
-            "--lr must be positive, got {}",
-            config.adam.lr
-        )));
+        return Err(DpviError::LearningRate(config.adam.lr));
     }
     Ok(())
 }
@@ -130,15 +118,12 @@ impl Trainer {
             batch_key,
             openings: 0,
             ledger: if config.sigma > 0.0 {
-                Some(
-                    PrivacyLedger::new(
-                        config.sigma,
-                        Sampling::Poisson {
-                            sample_rate: config.sample_rate,
-                        },
-                    )
-                    .map_err(|e| DpviError::Config(e.to_string()))?,
-                )
+                Some(PrivacyLedger::new(
+                    config.sigma,
+                    Sampling::Poisson {
+                        sample_rate: config.sample_rate,
+                    },
+                )?)
             } else {
                 None
             },
@@ -161,9 +146,7 @@ impl Trainer {
             || state.adam_mu.m.len() != d
             || state.adam_log_sigma.m.len() != d
         {
-            return Err(DpviError::Config(
-                "the saved state does not match the model layout".into(),
-            ));
+            return Err(DpviError::StateMismatch);
         }
         let rng = state.public_rng.restore();
         let padded = vtwin_dp::padded_batch_size(
@@ -229,10 +212,12 @@ impl Trainer {
         truncation_failure: f64,
     ) -> Result<(), DpviError> {
         if plan.iteration != self.state.iteration || plan.opening != self.state.openings {
-            return Err(DpviError::Config(format!(
-                "a plan for iteration {} (opening {}) cannot be charged at iteration {} (next opening {})",
-                plan.iteration, plan.opening, self.state.iteration, self.state.openings
-            )));
+            return Err(DpviError::ChargeOutOfTurn {
+                iteration: plan.iteration,
+                opening: plan.opening,
+                current: self.state.iteration,
+                next_opening: self.state.openings,
+            });
         }
         if let Some(ledger) = &mut self.state.ledger {
             ledger.charge_with(plan.opening, truncation_failure);
@@ -273,22 +258,24 @@ impl Trainer {
     pub fn apply(&mut self, plan: IterationPlan, gradient: &[f64]) -> Result<(), DpviError> {
         let d = self.layout.dim();
         if plan.iteration != self.state.iteration {
-            return Err(DpviError::Config(format!(
-                "a plan for iteration {} cannot be applied at iteration {}",
-                plan.iteration, self.state.iteration
-            )));
+            return Err(DpviError::StalePlan {
+                iteration: plan.iteration,
+                current: self.state.iteration,
+            });
         }
         if plan.opening + 1 != self.state.openings {
-            return Err(DpviError::Config(format!(
-                "iteration {}: opening {} was not charged (next opening {}): charge before applying",
-                plan.iteration, plan.opening, self.state.openings
-            )));
+            return Err(DpviError::Uncharged {
+                iteration: plan.iteration,
+                opening: plan.opening,
+                next_opening: self.state.openings,
+            });
         }
         if gradient.len() != d || plan.theta.len() != d {
-            return Err(DpviError::Config(format!(
-                "gradient of length {} for a model of dimension {d}",
-                gradient.len()
-            )));
+            return Err(DpviError::GradientLength {
+                gradient: gradient.len(),
+                theta: plan.theta.len(),
+                expected: d,
+            });
         }
         let q = self.config.sample_rate;
         let data_grad: Vec<f64> = gradient.iter().map(|g| g / q).collect();

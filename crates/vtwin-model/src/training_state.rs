@@ -39,11 +39,95 @@ pub enum DpviError {
     /// The backend failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
-    /// A setting is out of range.
-    #[error("{0}")]
-    Config(String),
+    /// The sample rate q is not in (0, 1].
+    #[error("sample rate q = {0} must be in (0, 1]")]
+    SampleRate(f64),
+    /// The clipping bound C is not positive and finite.
+    #[error("clipping bound C = {0} must be positive and finite")]
+    Clip(f64),
+    /// The noise multiplier sigma is negative or not finite.
+    #[error("noise multiplier sigma = {0} must be non-negative and finite")]
+    Sigma(f64),
+    /// The Adam learning rate is not positive and finite.
+    #[error("learning rate {0} must be positive and finite")]
+    LearningRate(f64),
+    /// The privacy ledger refused the noise or sampling setting.
+    #[error("privacy ledger: {0}")]
+    Ledger(#[from] vtwin_dp::LedgerError),
+    /// A saved state whose vectors do not have the layout's d values.
+    #[error("the saved state does not match the model layout")]
+    StateMismatch,
+    /// Not one data set and one noise generator per party.
+    #[error("{data} data sets and {noise} noise generators for {parties} parties: one of each per party is needed")]
+    PartyCount {
+        /// Data sets given.
+        data: usize,
+        /// Noise generators given.
+        noise: usize,
+        /// Parties in the layout.
+        parties: usize,
+    },
+    /// A party's data set is out of layout order or has another width or row count.
+    #[error("party {party}: data set {index} ({rows} rows, width {width}) does not match the layout or the other parties' {expected_rows} rows")]
+    PartyData {
+        /// The layout's name for the position.
+        party: String,
+        /// The party index the data set carries.
+        index: usize,
+        /// Its rows.
+        rows: usize,
+        /// Its width.
+        width: usize,
+        /// The trainer's N.
+        expected_rows: usize,
+    },
+    /// A sampled batch larger than the public padded size.
+    #[error(transparent)]
+    BatchOverflow(#[from] crate::party_data::BatchOverflow),
+    /// A plan charged out of turn.
+    #[error("a plan for iteration {iteration} (opening {opening}) cannot be charged at iteration {current} (next opening {next_opening})")]
+    ChargeOutOfTurn {
+        /// The plan's iteration.
+        iteration: u64,
+        /// The plan's opening.
+        opening: u64,
+        /// The trainer's iteration.
+        current: u64,
+        /// The trainer's next opening.
+        next_opening: u64,
+    },
+    /// A plan applied at another iteration.
+    #[error("a plan for iteration {iteration} cannot be applied at iteration {current}")]
+    StalePlan {
+        /// The plan's iteration.
+        iteration: u64,
+        /// The trainer's iteration.
+        current: u64,
+    },
+    /// A plan applied before its opening was charged.
+    #[error("iteration {iteration}: opening {opening} was not charged (next opening {next_opening}): charge before applying")]
+    Uncharged {
+        /// The plan's iteration.
+        iteration: u64,
+        /// The plan's opening.
+        opening: u64,
+        /// The trainer's next opening.
+        next_opening: u64,
+    },
+    /// A gradient (or the plan's theta) whose length is not the model's d.
+    #[error(
+        "gradient of length {gradient} (plan theta {theta}) for a model of dimension {expected}"
+    )]
+    GradientLength {
+        /// The gradient's length.
+        gradient: usize,
+        /// The plan's theta length.
+        theta: usize,
+        /// d.
+        expected: usize,
+    },
     /// The optimisation diverged (non-finite parameters).
-    #[error("iteration {0}: parameters became non-finite (lower --lr?)")]
+    #[error("iteration {0}: parameters became non-finite (lower the learning rate?)")]
     Diverged(u64),
     /// The opening could not be recorded durably (it was not used).
     #[error(transparent)]

@@ -70,7 +70,8 @@ fn level_by_count(counts: &[usize], rarest: bool) -> u32 {
     pick.map_or(0, |(i, _)| i as u32)
 }
 
-/// The median of unit values (0.5 for none).
+/// The upper median `v[n / 2]` of unit values (0.5 for none): an observed value, unlike the
+/// midpoint average of statrs' `median` for even `n`, which would move the canaries.
 fn median(values: &[f64]) -> f64 {
     if values.is_empty() {
         return 0.5;

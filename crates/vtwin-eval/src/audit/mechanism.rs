@@ -122,9 +122,38 @@ pub struct MechanismAuditSettings {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MechanismAuditError {
-    /// A setting is out of range.
-    #[error("{0}")]
-    Setting(&'static str),
+    /// Fewer than 4 training runs per world.
+    #[error("{0} trials per world: at least 4 are needed")]
+    Trials(usize),
+    /// No training iteration.
+    #[error("{0} iterations: at least 1 is needed")]
+    Iterations(u64),
+    /// The audit needs noise.
+    #[error(
+        "noise multiplier sigma = {0}: the audit needs noise, sigma must be positive and finite"
+    )]
+    Sigma(f64),
+    /// delta outside (0, 1).
+    #[error("delta = {0} must be in (0, 1)")]
+    Delta(f64),
+    /// Confidence outside (0, 1).
+    #[error("confidence {0} must be in (0, 1)")]
+    Confidence(f64),
+    /// A sensitivity inflation below 1 or not finite.
+    #[error("sensitivity inflation {0} must be at least 1")]
+    SensitivityInflation(f64),
+    /// No worker thread.
+    #[error("at least one thread is needed")]
+    NoThreads,
+    /// A sampled batch larger than its public size.
+    #[error(transparent)]
+    BatchOverflow(#[from] vtwin_model::party_data::BatchOverflow),
+    /// The privacy report lacks the coordinator's add/remove PLD figure.
+    #[error("the privacy report has no coordinator figure")]
+    NoCoordinatorFigure,
+    /// A training run ended without a result (a worker stopped early).
+    #[error("a run did not finish")]
+    Unfinished,
     /// The schema gives no layout.
     #[error(transparent)]
     Layout(#[from] LayoutError),
@@ -275,10 +304,7 @@ fn batches(
 ) -> Result<Vec<PartyBatch>, MechanismAuditError> {
     parties
         .iter()
-        .map(|p| {
-            p.padded_batch(idx, padded)
-                .map_err(|_| MechanismAuditError::Setting("a batch overflowed its public size"))
-        })
+        .map(|p| Ok(p.padded_batch(idx, padded)?))
         .collect()
 }
 
@@ -403,30 +429,34 @@ fn run_once(
     Ok(out)
 }
 
-fn check(s: &MechanismAuditSettings) -> Result<(), MechanismAuditError> {
-    let bad = MechanismAuditError::Setting;
-    if s.trials < 4 {
-        return Err(bad("--trials must be at least 4"));
+impl MechanismAuditSettings {
+    /// Checks the settings' ranges ([`audit_mechanism`] does it first); errors name the
+    /// setting and its value.
+    pub fn check(&self) -> Result<(), MechanismAuditError> {
+        use MechanismAuditError as E;
+        if self.trials < 4 {
+            return Err(E::Trials(self.trials));
+        }
+        if self.iterations == 0 {
+            return Err(E::Iterations(self.iterations));
+        }
+        if !(self.sigma.is_finite() && self.sigma > 0.0) {
+            return Err(E::Sigma(self.sigma));
+        }
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err(E::Delta(self.delta));
+        }
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return Err(E::Confidence(self.confidence));
+        }
+        if !(self.sensitivity_inflation.is_finite() && self.sensitivity_inflation >= 1.0) {
+            return Err(E::SensitivityInflation(self.sensitivity_inflation));
+        }
+        if self.threads == 0 {
+            return Err(E::NoThreads);
+        }
+        Ok(())
     }
-    if s.iterations == 0 {
-        return Err(bad("--iters must be at least 1"));
-    }
-    if !(s.sigma.is_finite() && s.sigma > 0.0) {
-        return Err(bad("the audit needs noise: sigma must be positive"));
-    }
-    if !(s.delta > 0.0 && s.delta < 1.0) {
-        return Err(bad("delta must be in (0, 1)"));
-    }
-    if !(s.confidence > 0.0 && s.confidence < 1.0) {
-        return Err(bad("the confidence must be in (0, 1)"));
-    }
-    if !(s.sensitivity_inflation.is_finite() && s.sensitivity_inflation >= 1.0) {
-        return Err(bad("the sensitivity inflation must be at least 1"));
-    }
-    if s.threads == 0 {
-        return Err(bad("at least one thread is needed"));
-    }
-    Ok(())
 }
 
 /// The theoretical epsilon of the audited observer (module docs).
@@ -448,9 +478,7 @@ fn epsilon_theoretical(
         .find(|o| o.role == "coordinator")
         .and_then(|o| o.epsilon.get(Accountant::Pld.name()))
         .and_then(|e| e.add_remove)
-        .ok_or(MechanismAuditError::Setting(
-            "the privacy report has no coordinator figure",
-        ))
+        .ok_or(MechanismAuditError::NoCoordinatorFigure)
 }
 
 fn mean_sd(v: &[f64]) -> (f64, f64) {
@@ -467,7 +495,7 @@ pub fn audit_mechanism(
     s: &MechanismAuditSettings,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<MechanismAuditReport, MechanismAuditError> {
-    check(s)?;
+    s.check()?;
     let start = Instant::now();
     let k = CanaryKind::ALL.len();
     let records: Vec<_> = CanaryKind::ALL.iter().map(|&c| canary(c, table)).collect();
@@ -519,7 +547,7 @@ pub fn audit_mechanism(
         .unwrap_or_default()
         .into_iter()
         .collect::<Option<_>>()
-        .ok_or(MechanismAuditError::Setting("a run did not finish"))?;
+        .ok_or(MechanismAuditError::Unfinished)?;
     let world = |w: usize| &results[w * s.trials..(w + 1) * s.trials];
     let truncation_failure_per_run = results
         .iter()

@@ -162,9 +162,12 @@ pub enum AuditError {
         /// Which table.
         table: &'static str,
     },
-    /// A setting is out of range.
-    #[error("{0}")]
-    Config(String),
+    /// The confidence is not in (0, 1).
+    #[error("confidence {0} is not in (0, 1)")]
+    Confidence(f64),
+    /// Too few records to split into members, non-members and reference.
+    #[error(transparent)]
+    Split(#[from] split::SplitError),
     /// Feature encoding failed.
     #[error("{table} table: {source}")]
     Features {
@@ -264,10 +267,7 @@ pub fn run_audit(
         }
     }
     if !(config.confidence > 0.0 && config.confidence < 1.0) {
-        return Err(AuditError::Config(format!(
-            "confidence {} is not in (0, 1)",
-            config.confidence
-        )));
+        return Err(AuditError::Confidence(config.confidence));
     }
     let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
     let split = AuditSplit::draw(
@@ -276,8 +276,7 @@ pub fn run_audit(
         config.records,
         data.reference.is_some(),
         &mut rng,
-    )
-    .map_err(AuditError::Config)?;
+    )?;
     let members = data.members.select_rows(&split.members);
     let non_members = data.non_members.select_rows(&split.non_members);
     let sel = split.selection_len();

@@ -79,11 +79,16 @@ pub struct ShadowOutcome {
 #[non_exhaustive]
 pub enum ShadowError {
     /// Too few runs.
-    #[error("--shadow-runs {0}: at least 4 runs per world are needed (2 calibration, 2 test)")]
+    #[error("{0} shadow runs: at least 4 runs per world are needed (2 calibration, 2 test)")]
     Runs(usize),
     /// No target, or fewer members than 2.
-    #[error("shadow attack: {0}")]
-    Targets(String),
+    #[error("shadow attack: {targets} targets among {members} members: need at least one target and two members")]
+    Targets {
+        /// Targets given.
+        targets: usize,
+        /// Member records.
+        members: usize,
+    },
     /// Training a shadow model failed.
     #[error("shadow model (target row {row}, {world}, run {run}): {source}")]
     Fit {
@@ -145,11 +150,10 @@ pub fn shadow_attack(
         return Err(ShadowError::Runs(settings.runs));
     }
     if targets.is_empty() || members.n_rows() < 2 {
-        return Err(ShadowError::Targets(format!(
-            "{} targets among {} members: need at least one target and two members",
-            targets.len(),
-            members.n_rows()
-        )));
+        return Err(ShadowError::Targets {
+            targets: targets.len(),
+            members: members.n_rows(),
+        });
     }
     let mut seeds = ChaCha20Rng::seed_from_u64(settings.seed);
     let total = 2 * settings.runs * targets.len();

@@ -23,6 +23,23 @@ pub struct AuditSplit {
     pub reference: Vec<usize>,
 }
 
+/// Too few records for a split: fewer than 2 per class would be left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "too few records: {members} members and {non_members} non-members give {per_class} per class{}; at least 2 are needed",
+    if *external_reference { "" } else { " (half of the non-members are the reference set)" }
+)]
+pub struct SplitError {
+    /// Member records available.
+    pub members: usize,
+    /// Non-member records available.
+    pub non_members: usize,
+    /// Records per class the split would have.
+    pub per_class: usize,
+    /// Whether the reference set is a separate table (else half of the non-members).
+    pub external_reference: bool,
+}
+
 impl AuditSplit {
     /// Draws the split (module documentation). Errors if fewer than 2 records per class
     /// (or 2 reference records) would be left. Cost O(non-members).
@@ -32,7 +49,7 @@ impl AuditSplit {
         records: usize,
         external_reference: bool,
         rng: &mut R,
-    ) -> Result<AuditSplit, String> {
+    ) -> Result<AuditSplit, SplitError> {
         let available = if external_reference {
             non_members
         } else {
@@ -40,10 +57,12 @@ impl AuditSplit {
         };
         let n = records.min(members).min(available);
         if n < 2 {
-            return Err(format!(
-                "too few records: {members} members and {non_members} non-members give {n} per class{}; at least 2 are needed",
-                if external_reference { "" } else { " (half of the non-members are the reference set)" }
-            ));
+            return Err(SplitError {
+                members,
+                non_members,
+                per_class: n,
+                external_reference,
+            });
         }
         let m = sample(rng, members, n).into_vec();
         let all = sample(rng, non_members, non_members).into_vec();

@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring};
-use vtwin_eval::audit::mechanism::{audit_mechanism, AuditBackend, MechanismAuditSettings};
+use vtwin_eval::audit::mechanism::{
+    audit_mechanism, AuditBackend, MechanismAuditError, MechanismAuditSettings,
+};
 use vtwin_host::atomic::{self, Mode};
 use vtwin_model::fixed_backend::Renormalise;
 
@@ -142,6 +144,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         sensitivity_inflation: a.inflate_sensitivity,
         threads: a.threads,
     };
+    settings.check().map_err(with_flag)?;
     // A line per tenth of the runs: a full audit takes minutes.
     let report = audit_mechanism(&table, &settings, &|done, total| {
         if done % (total / 10).max(1) == 0 || done == total {
@@ -189,4 +192,20 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A settings error of the library prefixed with the flag that set the value.
+fn with_flag(e: MechanismAuditError) -> anyhow::Error {
+    use MechanismAuditError as E;
+    let flag = match e {
+        E::Trials(_) => "--trials",
+        E::Iterations(_) => "--iters",
+        E::Sigma(_) => "--sigma",
+        E::Delta(_) => "--delta",
+        E::Confidence(_) => "--confidence",
+        E::SensitivityInflation(_) => "--inflate-sensitivity",
+        E::NoThreads => "--threads",
+        _ => return e.into(),
+    };
+    anyhow::Error::new(e).context(flag)
 }

@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use vtwin_eval::tstr::Target;
 use vtwin_eval::{evaluate, EvalConfig, EvalInputs, TableSource};
 use vtwin_host::atomic::{self, Mode};
@@ -73,7 +73,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let target = a
         .target
         .as_deref()
-        .map(|t| Target::new(schema, t))
+        .map(|t| Target::new(schema, t).with_context(|| format!("--target {t}")))
         .transpose()?;
     if target.is_some() && synthetic.is_none() {
         anyhow::bail!("--target needs --synthetic (TSTR trains on the synthetic table)");
