@@ -6,11 +6,11 @@
 //! This library holds the fixtures those suites share: a demo data set split across the
 //! parties and a gradient input built from it.
 
+use vtwin_data::demo::{demo_schema, demo_table};
+use vtwin_data::Table;
 use vtwin_model::backend::{GradientInput, NoiseConfig};
-use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::{PartyBatch, PartyData};
-use vtwin_model::Table;
 
 /// The demo table (`rows` rows from seed `seed`), its layout with `k` components and the
 /// parties' data.

@@ -4,11 +4,12 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use vtwin_data::demo::{demo_schema, demo_table};
 use vtwin_fixed::{Fx, Probabilistic};
 use vtwin_iteration::node::iteration_node;
+use vtwin_iteration::randomness::{seeded_noise_rng, BatchKey, SecretRandomness};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseRngs};
-use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed_backend::{fixed_gradient, party_upload, FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
@@ -19,7 +20,6 @@ use vtwin_model::mpc_backend::{
 };
 use vtwin_model::party_data::{PartyBatch, PartyData};
 use vtwin_model::party_upload::{party_messages, PartyTask};
-use vtwin_model::secret_randomness::{seeded_noise_rng, BatchKey, SecretRandomness};
 use vtwin_model::trainer::Trainer;
 use vtwin_mpc::gradient::{
     gradient, masks_in_reference_order, receive_inputs, upload_messages, CircuitPublic, PlainUpload,

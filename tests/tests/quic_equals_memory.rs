@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use vtwin_consortium::loopback::{run, LoopbackSettings};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::NoiseRngs;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
@@ -11,12 +12,11 @@ use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::PartyData;
-use vtwin_model::secret_randomness::BatchKey;
 
 #[test]
 fn loopback_quic_equals_the_in_memory_mpc_backend() {
     let rows = 150;
-    let schema = vtwin_model::demo::demo_schema();
+    let schema = vtwin_data::demo::demo_schema();
     let layout = Layout::from_schema(&schema, 3).unwrap();
     let config = DpviConfig {
         sample_rate: 0.1,
@@ -55,7 +55,7 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
     .unwrap();
     assert_eq!(report.iteration_ms.len(), iters as usize);
 
-    let table = vtwin_model::demo::demo_table(rows, 1);
+    let table = vtwin_data::demo::demo_table(rows, 1);
     let data = PartyData::from_table(&table, &layout).unwrap();
     let backend = MpcBackend::seeded(Renormalise::ClosedForm, 21).unwrap();
     let mut dpvi = Dpvi::new(

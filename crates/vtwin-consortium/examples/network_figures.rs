@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use vtwin_consortium::loopback::{run, LoopbackSettings};
+use vtwin_data::{Schema, Table};
 use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
@@ -26,7 +27,6 @@ use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::PartyData;
-use vtwin_model::{Schema, Table};
 
 const WARMUP: usize = 3;
 

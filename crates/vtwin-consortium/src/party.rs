@@ -44,12 +44,12 @@ use vtwin_model::backend::BackendError;
 use vtwin_model::fixed_backend::Renormalise;
 
 use crate::config::PartyPolicy;
+use vtwin_data::Schema;
 use vtwin_iteration::randomness::{seeded_noise_rng, SecretRandomness};
 use vtwin_model::kernels::{compute_device, Device};
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::PartyData;
 use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyTask};
-use vtwin_model::Schema;
 use vtwin_mpc::SessionId;
 use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
 use zeroize::Zeroizing;

@@ -15,6 +15,9 @@ use vtwin_consortium::{
     CoordinatorJob, JobError, JobEvent, NodeOutput, NodeSession, PartyResponder, PartySetup,
     Timeouts,
 };
+use vtwin_data::Table;
+use vtwin_iteration::randomness::BatchKey;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::NoiseRngs;
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
@@ -22,10 +25,7 @@ use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::{ids_digest, PartyData};
-use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_model::trainer::Trainer;
-use vtwin_model::Table;
 use vtwin_mpc::NodeId;
 use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
 
@@ -87,8 +87,8 @@ struct World {
 }
 
 fn world() -> World {
-    let table = vtwin_model::demo::demo_table(ROWS, 1);
-    let layout = Layout::from_schema(&vtwin_model::demo::demo_schema(), 3).unwrap();
+    let table = vtwin_data::demo::demo_table(ROWS, 1);
+    let layout = Layout::from_schema(&vtwin_data::demo::demo_schema(), 3).unwrap();
     let config = DpviConfig {
         sample_rate: 0.1,
         clip: 1.0,
@@ -128,7 +128,7 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
             }
             PartyResponder::new(PartySetup {
                 index: p as u16,
-                schema: vtwin_model::demo::demo_schema(),
+                schema: vtwin_data::demo::demo_schema(),
                 data: d,
                 ids_digest: ids_digest(&ids),
                 node_seal_publics: publics,

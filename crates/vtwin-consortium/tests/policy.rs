@@ -10,12 +10,12 @@ use vtwin_consortium::config::{NodePolicy, PartyPolicy};
 use vtwin_consortium::outgoing::{frame, Attempt, Outgoing};
 use vtwin_consortium::party::policy_for_plan;
 use vtwin_consortium::{NodeSession, PartyLedger, PartyResponder, PartySetup};
+use vtwin_data::table::Column;
+use vtwin_data::Table;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::{ids_digest, PartyData};
-use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_model::table::Column;
-use vtwin_model::Table;
 use vtwin_mpc::NodeId;
 use vtwin_net::{Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealKey, Term, WirePublic};
 
@@ -34,7 +34,7 @@ fn plan() -> JobTerms {
 }
 
 fn layout() -> Layout {
-    Layout::from_schema(&vtwin_model::demo::demo_schema(), K).unwrap()
+    Layout::from_schema(&vtwin_data::demo::demo_schema(), K).unwrap()
 }
 
 /// Party 0 ("health") of `table` with `policy` and `ledger`.
@@ -44,7 +44,7 @@ fn party(table: &Table, policy: PartyPolicy, ledger: PartyLedger) -> PartyRespon
     let keys: Vec<SealKey> = (0..3).map(|_| SealKey::generate(&mut rng)).collect();
     PartyResponder::new(PartySetup {
         index: 0,
-        schema: vtwin_model::demo::demo_schema(),
+        schema: vtwin_data::demo::demo_schema(),
         data,
         ids_digest: ids_digest(&table.ids),
         node_seal_publics: [keys[0].public(), keys[1].public(), keys[2].public()],
@@ -79,7 +79,7 @@ fn reply(p: &mut PartyResponder, f: &Frame) -> Body {
 }
 
 fn table() -> Table {
-    vtwin_model::demo::demo_table(ROWS, 1)
+    vtwin_data::demo::demo_table(ROWS, 1)
 }
 
 #[test]

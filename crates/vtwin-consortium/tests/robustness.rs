@@ -9,9 +9,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::outgoing::{frame, Attempt};
 use vtwin_consortium::{CoordinatorJob, NodeSession, Timeouts};
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc_backend::circuit_public_for;
-use vtwin_model::secret_randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::{Body, Role, SealKey, WirePublic};
 
@@ -64,7 +64,7 @@ fn attempt(session: [u8; 16]) -> Attempt {
 }
 
 fn start_frame() -> vtwin_net::Frame {
-    let layout = Layout::from_schema(&vtwin_model::demo::demo_schema(), 2).unwrap();
+    let layout = Layout::from_schema(&vtwin_data::demo::demo_schema(), 2).unwrap();
     let theta = vec![0.1; layout.dim()];
     let public = circuit_public_for(&layout, &theta, 1.0, 3).unwrap();
     let wire = WirePublic::try_from(&public).unwrap();

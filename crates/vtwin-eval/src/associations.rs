@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use vtwin_model::codec::value_from_unit;
-use vtwin_model::{Column, ColumnKind, Table};
+use vtwin_data::codec::value_from_unit;
+use vtwin_data::{Column, ColumnKind, Table};
 
 /// Pearson's correlation of two equally long samples; 0 if either is constant or they are
 /// shorter than 2. Two-pass (centred) sums for accuracy. Cost O(n).

@@ -4,8 +4,8 @@
 //! (the value `x` in original units goes to bin `min(floor(B (x - min) / (max - min)), B - 1)`).
 //! The marginal distances and Cramér's V of binned numeric columns use these cells.
 
-use vtwin_model::codec::value_from_unit;
-use vtwin_model::{Column, ColumnKind, Table};
+use vtwin_data::codec::value_from_unit;
+use vtwin_data::{Column, ColumnKind, Table};
 
 /// Number of equal-width bins of a continuous column's public range `[min, max]`. 20 bins of
 /// 5% each is the usual choice of the synthetic-data literature for k-way marginals; an

@@ -5,7 +5,7 @@
 //! becomes one or more features, in schema order, all in `[0, 1]`:
 //! - continuous column with public bounds `[min, max]`: one feature `(x - min) / (max - min)`
 //!   of the value `x` in original units (decoded from the table's unit encoding by
-//!   [`vtwin_model::codec::value_from_unit`], so integer columns give exact integers);
+//!   [`vtwin_data::codec::value_from_unit`], so integer columns give exact integers);
 //! - categorical column with `m` categories: `m` one-hot features, named `column=category`;
 //! - binned column with `m` bins: `m` one-hot features, named `column=[lo,hi)` (the last bin
 //!   `[lo,hi]`).
@@ -13,8 +13,8 @@
 //! Nothing is computed from the data: the map depends on the public schema only, so real and
 //! synthetic tables of one schema land in the same coordinates.
 
-use vtwin_model::codec::value_from_unit;
-use vtwin_model::{Column, ColumnKind, Schema, Table};
+use vtwin_data::codec::value_from_unit;
+use vtwin_data::{Column, ColumnKind, Schema, Table};
 
 /// How one schema column is laid out in the feature vector.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,9 +9,9 @@
 use std::time::Instant;
 
 use serde::Serialize;
+use vtwin_data::params::ParamsError;
+use vtwin_data::Table;
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::params::ParamsError;
-use vtwin_model::Table;
 
 use crate::associations::{association_difference, AssociationReport};
 use crate::cells::{table_cells, CONTINUOUS_BINS};

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use vtwin_model::{DataError, Schema, Table};
+use vtwin_data::{DataError, Schema, Table};
 
 /// The file(s) holding a table.
 #[derive(Debug, Clone, PartialEq, Eq)]

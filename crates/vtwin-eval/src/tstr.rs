@@ -11,7 +11,7 @@
 //! class (probability 0 or 1), and the report says so in `notes`.
 
 use serde::Serialize;
-use vtwin_model::{Column, ColumnKind, Schema, Table};
+use vtwin_data::{Column, ColumnKind, Schema, Table};
 
 use crate::binary_metrics::{binary_scores, BinaryScores};
 use crate::features::{FeatureError, FeatureMap, FeatureMatrix};

@@ -1,9 +1,9 @@
 //! The black-box inserted-canary attack: a noiseless training gives the canaries away (AUC
 //! well above 1/2, a one-run bound above 0); heavy noise hides them (bound 0).
 
+use vtwin_data::demo::demo_table;
 use vtwin_eval::audit::inserted_canaries::{inserted_canary_attack, InsertedCanarySettings};
 use vtwin_eval::audit::training::{fit_mixture, FitSettings, TrainBackend};
-use vtwin_model::demo::demo_table;
 
 fn fit(sigma: f64) -> FitSettings {
     FitSettings {

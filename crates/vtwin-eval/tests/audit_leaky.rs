@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use vtwin_data::demo::{demo_schema, demo_table};
+use vtwin_data::Table;
 use vtwin_eval::audit::privacy_claim::PrivacyClaim;
 use vtwin_eval::audit::training::TrainBackend;
 use vtwin_eval::audit::{run_audit, Attack, AuditConfig, AuditData, AuditReport};
-use vtwin_model::demo::{demo_schema, demo_table};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::Table;
 
 fn claim() -> PrivacyClaim {
     PrivacyClaim {

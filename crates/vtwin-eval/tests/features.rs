@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
+use vtwin_data::Schema;
 use vtwin_eval::source::parse_party_spec;
 use vtwin_eval::{FeatureError, FeatureMap, SourceError, TableSource};
-use vtwin_model::Schema;
 
 const SCHEMA: &str = r#"
 id = "pid"

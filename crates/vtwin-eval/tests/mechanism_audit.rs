@@ -3,11 +3,11 @@
 //! it exceeds it (the audit has power). The scores are N(0, 1) without the canary, as the
 //! claimed noise makes them, and the canary's clipped contribution never exceeds C.
 
+use vtwin_data::demo::demo_table;
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring};
 use vtwin_eval::audit::mechanism::{
     audit_mechanism, AuditBackend, MechanismAuditReport, MechanismAuditSettings,
 };
-use vtwin_model::demo::demo_table;
 use vtwin_model::fixed_backend::Renormalise;
 
 fn settings(trials: usize, iterations: u64) -> MechanismAuditSettings {

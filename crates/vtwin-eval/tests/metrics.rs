@@ -1,13 +1,13 @@
 //! Every metric against values computed by hand on a tiny table (the derivations are in the
 //! comments), plus the Fréchet distance against closed forms.
 
+use vtwin_data::{Schema, Table};
 use vtwin_eval::associations::{association_difference, correlation_ratio, cramers_v, pearson};
 use vtwin_eval::cells::table_cells;
 use vtwin_eval::frechet::{frechet_distance, frechet_from_moments};
 use vtwin_eval::marginals::{marginal_distances, tvd};
 use vtwin_eval::tstr::{tstr, Target, TstrConfig, TstrError};
 use vtwin_eval::{FeatureMatrix, TableSource};
-use vtwin_model::{Schema, Table};
 
 /// x (party a, integer 0..10: bins of width 0.5, so 0, 5, 10 -> bins 0, 10, 19), c (a, p/q),
 /// d (b, u/v/w), y (b, integer 0..4: 0, 2, 4 -> bins 0, 10, 19).

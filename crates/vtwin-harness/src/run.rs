@@ -19,6 +19,7 @@
 use std::time::{Duration, Instant};
 
 use vtwin_host::machine::{load_average, Machine};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, DpviError, StepReport};
@@ -28,7 +29,6 @@ use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::mpc_backend::{CostLog, IterationCost, MpcBackend};
 use vtwin_model::party_data::{OwnPartyData, PartyData, StatsError};
-use vtwin_model::secret_randomness::BatchKey;
 
 use crate::report::{
     add_ratios, BackendEntry, BenchReport, MachineAtStart, NotMeasured, Phases, SettingsReport,

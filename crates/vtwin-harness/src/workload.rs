@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use vtwin_model::params::{ColumnParams, MixtureParams, ParamsError};
-use vtwin_model::schema::{ColumnKind, ColumnSpec, CsvDialect, Missing, SchemaIssue};
-use vtwin_model::{DataError, Schema, Table};
+use vtwin_data::params::{ColumnParams, MixtureParams, ParamsError};
+use vtwin_data::schema::{ColumnKind, ColumnSpec, CsvDialect, Missing, SchemaIssue};
+use vtwin_data::{DataError, Schema, Table};
 
 /// The Adult schema that ships with the project (public: bounds and categories only).
 pub const ADULT_SCHEMA: &str = include_str!("../../../examples/adult/schema.toml");
@@ -126,8 +126,8 @@ impl Workload {
                 check_rows(*rows)?;
                 Ok(Workload {
                     name: "demo",
-                    schema: vtwin_model::demo::demo_schema(),
-                    table: vtwin_model::demo::demo_table(*rows, 1),
+                    schema: vtwin_data::demo::demo_schema(),
+                    table: vtwin_data::demo::demo_table(*rows, 1),
                     source: "built-in demo generator (seed 1)".into(),
                 })
             }
@@ -237,7 +237,7 @@ fn synthetic(
             })
             .collect(),
     };
-    let table = vtwin_model::synth::sample_table(&params, &schema, rows, &mut rng)?;
+    let table = vtwin_data::synth::sample_table(&params, &schema, rows, &mut rng)?;
     Ok((schema, table))
 }
 

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use vtwin_data::{Schema, Table};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
@@ -14,8 +16,6 @@ use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::PartyData;
-use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::{Schema, Table};
 
 fn adult() -> Option<(Schema, Table)> {
     let dir = std::env::var_os("VTWIN_DATA_DIR")
@@ -66,8 +66,8 @@ fn bench_workload(c: &mut Criterion, name: &str, schema: &Schema, table: &Table)
 }
 
 fn iteration(c: &mut Criterion) {
-    let demo = vtwin_model::demo::demo_table(vtwin_model::demo::DEMO_ROWS, 1);
-    bench_workload(c, "demo", &vtwin_model::demo::demo_schema(), &demo);
+    let demo = vtwin_data::demo::demo_table(vtwin_data::demo::DEMO_ROWS, 1);
+    bench_workload(c, "demo", &vtwin_data::demo::demo_schema(), &demo);
     if let Some((schema, table)) = adult() {
         bench_workload(c, "adult", &schema, &table);
     }

@@ -23,7 +23,7 @@ use crate::kernels::KernelError;
 use crate::layout::Layout;
 use crate::party_data::PartyBatch;
 use crate::rng_state::RngState;
-use crate::secret_randomness::seeded_noise_rng;
+use vtwin_iteration::randomness::seeded_noise_rng;
 
 /// The noise of one iteration: Z has standard deviation `sigma * clip` per coordinate.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,7 +38,7 @@ pub struct GradientInput<'a> {
     /// The parameter layout.
     pub layout: &'a Layout,
     /// The iteration t (0-based): seeded secret randomness and seeded noise generators are
-    /// functions of it ([`crate::secret_randomness`]), so a retried iteration redraws them.
+    /// functions of it ([`vtwin_iteration::randomness`]), so a retried iteration redraws them.
     pub iteration: u64,
     /// theta_t (length d), public.
     pub theta: &'a [f64],

@@ -25,8 +25,8 @@ use crate::backend::{Diagnostics, GradientBackend, GradientInput, NoiseConfig, N
 use crate::layout::Layout;
 use crate::opening_log::{OpeningLog, OpeningRecord};
 use crate::party_data::PartyData;
-use crate::secret_randomness::BatchKey;
 use crate::trainer::Trainer;
+use vtwin_iteration::randomness::BatchKey;
 // The run's settings, state and errors, at the paths callers have always used.
 pub use crate::training_state::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q};
 use vtwin_dp::PrivacyLedger;

@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{ColumnKind, Schema};
+use vtwin_data::schema::{ColumnKind, Schema};
 
 /// How one column is modelled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

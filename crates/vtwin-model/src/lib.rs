@@ -1,13 +1,8 @@
-//! The mixture model over the data of vtwin-data (re-exported here: schema, tables,
-//! synthesis), local kernels, DPVI training, and the model's side of one MPC training
+//! The mixture model over the data of vtwin-data (schema, tables and synthesis live
+//! there), local kernels, DPVI training, and the model's side of one MPC training
 //! iteration (the protocol's roles are in vtwin-iteration: this crate computes a party's
 //! upload and the public parameters from the model, and drives the roles in memory as the
 //! `mpc` backend).
-
-// The data modules live in vtwin-data; here at the paths callers have always used.
-pub use vtwin_data::{codec, csv_table, demo, params, schema, synth, table};
-pub use vtwin_data::{Column, ColumnKind, ColumnParams, ColumnSpec, DataError, MixtureParams};
-pub use vtwin_data::{Schema, Table};
 
 // Modules: parameter layout, prior, local kernels, sufficient statistics, gradient
 // backends, Adam, the DPVI loop, checkpoints and model files. The roles of a consortium
@@ -32,7 +27,3 @@ pub mod prior;
 pub mod rng_state;
 pub mod trainer;
 pub mod training_state;
-
-/// The per-iteration secret randomness of every role, at its old path (it lives in
-/// [`vtwin_iteration::randomness`]).
-pub use vtwin_iteration::randomness as secret_randomness;

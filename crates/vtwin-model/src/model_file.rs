@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::softmax;
 use crate::layout::{ColumnModel, Layout};
-use crate::params::{ColumnParams, MixtureParams};
-use crate::schema::Schema;
+use vtwin_data::params::{ColumnParams, MixtureParams};
+use vtwin_data::schema::Schema;
 use vtwin_host::atomic::{self, Mode};
 
 /// The format tag written in every model file.

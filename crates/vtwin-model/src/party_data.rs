@@ -3,7 +3,7 @@
 //!
 //! Per column, in schema order within the party ([`crate::layout`]): a one-hot vector of
 //! width C for a categorical or binned column; (ln u, ln(1-u)) for a Beta column, u being
-//! the value scaled into [1e-6, 1 - 1e-6] by the public bounds ([`crate::codec`]), so every
+//! the value scaled into [1e-6, 1 - 1e-6] by the public bounds ([`vtwin_data::codec`]), so every
 //! statistic lies in [-13.82, 1]. T does not depend on theta, so it is computed once.
 //!
 //! A party process holds only its own columns: [`PartyData::from_party_csv`] (its own file,
@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::csv_table::read_party_alone;
 use crate::layout::{ColumnModel, Layout};
-use crate::schema::Schema;
-use crate::table::{Column, DataError, Table};
+use vtwin_data::csv_table::read_party_alone;
+use vtwin_data::schema::Schema;
+use vtwin_data::table::{Column, DataError, Table};
 
 /// The index of party `party` in `layout`.
 fn party_index(layout: &Layout, party: &str) -> Result<usize, PartyDataError> {
@@ -220,7 +220,7 @@ impl PartyData {
         Ok(out)
     }
 
-    /// Party `party`'s data from its own CSV file alone ([`crate::csv_table::read_party_alone`]:
+    /// Party `party`'s data from its own CSV file alone ([`vtwin_data::csv_table::read_party_alone`]:
     /// the id column and the party's columns, rows sorted by id), with the ids. Errors name the
     /// file, and the row and column where one applies. Cost O(file size + N log N + N |T_p|).
     pub fn from_party_csv(
@@ -262,10 +262,10 @@ impl PartyData {
         })
     }
 
-    /// Party `party`'s slice of the built-in demo table [`crate::demo::demo_table`]`(rows,
+    /// Party `party`'s slice of the built-in demo table [`vtwin_data::demo::demo_table`]`(rows,
     /// seed)`, in the table's order (ids "1" to `rows`), exactly the rows and statistics
     /// `vtwin train --demo` gives that party. `layout` must come from
-    /// [`crate::demo::demo_schema`]. Cost O(rows x 7).
+    /// [`vtwin_data::demo::demo_schema`]. Cost O(rows x 7).
     pub fn from_demo(
         layout: &Layout,
         party: &str,
@@ -273,7 +273,7 @@ impl PartyData {
         seed: u64,
     ) -> Result<OwnPartyData, PartyDataError> {
         let p = party_index(layout, party)?;
-        let table = crate::demo::demo_table(rows, seed);
+        let table = vtwin_data::demo::demo_table(rows, seed);
         let data = PartyData::from_table(&table, layout)
             .map_err(|source| PartyDataError::Stats {
                 file: PathBuf::from("(built-in demo data)"),

@@ -35,9 +35,9 @@ use crate::adam::Adam;
 use crate::layout::Layout;
 use crate::prior::elbo_gradients;
 use crate::rng_state::RngState;
-use crate::secret_randomness::BatchKey;
 use crate::training_state::{DpviConfig, DpviError, DpviState, INIT_MU_SCALE, INIT_SIGMA_Q};
 use vtwin_dp::{PrivacyLedger, Sampling};
+use vtwin_iteration::randomness::BatchKey;
 
 /// The public inputs of one iteration (what [`Trainer::plan`] drew).
 #[derive(Clone, Debug, PartialEq)]

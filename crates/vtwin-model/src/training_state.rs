@@ -9,7 +9,7 @@ use vtwin_dp::PrivacyLedger;
 use crate::adam::{Adam, AdamConfig};
 use crate::backend::BackendError;
 use crate::rng_state::RngState;
-use crate::secret_randomness::BatchKey;
+use vtwin_iteration::randomness::BatchKey;
 
 /// Initial standard deviation of mu around 0 (symmetry breaking).
 pub const INIT_MU_SCALE: f64 = 0.1;

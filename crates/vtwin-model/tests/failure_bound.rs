@@ -7,10 +7,10 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use vtwin_data::schema::Schema;
 use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::{ColumnModel, Layout, LOG_BETA_PARAM_MAX};
 use vtwin_model::mpc_backend::{circuit_public_for, input_bounds};
-use vtwin_model::schema::Schema;
 
 #[test]
 fn adult_failure_per_opening_is_far_below_delta_over_a_run() {

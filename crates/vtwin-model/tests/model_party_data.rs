@@ -2,10 +2,10 @@
 //! the file and column), its slice of the demo table, and the id digests the coordinator
 //! compares across parties.
 
-use vtwin_model::demo::{demo_schema, demo_table};
+use vtwin_data::demo::{demo_schema, demo_table};
+use vtwin_data::DataError;
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::{ids_digest, PartyData, PartyDataError};
-use vtwin_model::DataError;
 
 fn layout() -> Layout {
     Layout::from_schema(&demo_schema(), 3).unwrap()

@@ -1,16 +1,16 @@
 //! The DPVI loop: learning on the demo data, checkpoint and bit-identical resume.
 
+use vtwin_data::demo::{demo_schema, demo_table, demo_truth};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
-use vtwin_model::demo::{demo_schema, demo_table, demo_truth};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
 use vtwin_model::party_data::PartyData;
-use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::trainer::Trainer;
 
 fn backend(name: &str) -> Box<dyn GradientBackend> {
@@ -248,7 +248,7 @@ fn demo_training_approaches_the_generating_model() {
     );
 }
 
-fn adult() -> Option<(vtwin_model::Schema, vtwin_model::Table, vtwin_model::Table)> {
+fn adult() -> Option<(vtwin_data::Schema, vtwin_data::Table, vtwin_data::Table)> {
     let dir = std::env::var_os("VTWIN_DATA_DIR")
         .map(|d| std::path::PathBuf::from(d).join("adult"))
         .unwrap_or_else(|| {
@@ -261,12 +261,12 @@ fn adult() -> Option<(vtwin_model::Schema, vtwin_model::Table, vtwin_model::Tabl
         );
         return None;
     }
-    let schema = vtwin_model::Schema::load(
+    let schema = vtwin_data::Schema::load(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/adult/schema.toml"),
     )
     .unwrap();
-    let train = vtwin_model::Table::read_joined(&schema, &dir.join("adult.data")).unwrap();
-    let test = vtwin_model::Table::read_joined(&schema, &dir.join("adult.test")).unwrap();
+    let train = vtwin_data::Table::read_joined(&schema, &dir.join("adult.data")).unwrap();
+    let test = vtwin_data::Table::read_joined(&schema, &dir.join("adult.test")).unwrap();
     Some((schema, train, test))
 }
 

@@ -7,8 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{assert_one_line_error, stdout, vtwin};
-use vtwin_model::csv_table::read_party_alone;
-use vtwin_model::demo::{demo_schema, demo_table};
+use vtwin_data::csv_table::read_party_alone;
+use vtwin_data::demo::{demo_schema, demo_table};
 
 const SCHEMA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

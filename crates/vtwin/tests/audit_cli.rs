@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{assert_one_line_error, vtwin};
-use vtwin_model::demo::demo_table;
+use vtwin_data::demo::demo_table;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

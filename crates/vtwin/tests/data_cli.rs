@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{assert_one_line_error, stderr, vtwin};
-use vtwin_model::demo::{demo_schema, demo_table, demo_truth};
+use vtwin_data::demo::{demo_schema, demo_table, demo_truth};
+use vtwin_data::{Column, ColumnParams, Table};
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::{Column, ColumnParams, Table};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

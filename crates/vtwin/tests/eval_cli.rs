@@ -8,9 +8,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{assert_one_line_error, stderr, vtwin};
+use vtwin_data::demo::demo_table;
 use vtwin_eval::tstr::Target;
 use vtwin_eval::{evaluate, EvalConfig, EvalInputs, TableSource};
-use vtwin_model::demo::demo_table;
 use vtwin_model::model_file::ModelFile;
 
 fn s(p: &Path) -> &str {

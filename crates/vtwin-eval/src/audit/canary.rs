@@ -22,8 +22,8 @@
 use std::collections::BTreeSet;
 
 use rand::Rng;
-use vtwin_model::codec::{Encoded, UNIT_EPS};
-use vtwin_model::{Column, Schema, Table};
+use vtwin_data::codec::{Encoded, UNIT_EPS};
+use vtwin_data::{Column, Schema, Table};
 
 /// Which canary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn canaries_are_valid_records_at_the_edges() {
-        let table = vtwin_model::demo::demo_table(400, 1);
+        let table = vtwin_data::demo::demo_table(400, 1);
         let records: Vec<_> = CanaryKind::ALL.iter().map(|&k| canary(k, &table)).collect();
         let all = with_canaries(&table, &records);
         all.check().expect("canaries keep the table's invariants");

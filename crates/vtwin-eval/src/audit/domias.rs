@@ -16,8 +16,8 @@
 //!
 //! [`ModelFile::mean_params`]: vtwin_model::model_file::ModelFile::mean_params
 
-use vtwin_model::params::ParamsError;
-use vtwin_model::{MixtureParams, Table};
+use vtwin_data::params::ParamsError;
+use vtwin_data::{MixtureParams, Table};
 
 /// `ln p_model(x) - ln p_ref(x)` for every record of `records`. Errors if either mixture does
 /// not fit the table's schema. Cost O(records * K * columns) per mixture.

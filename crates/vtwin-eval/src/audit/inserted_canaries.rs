@@ -15,7 +15,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
-use vtwin_model::{MixtureParams, Table};
+use vtwin_data::{MixtureParams, Table};
 
 use super::canary::{random_outliers, with_canaries};
 use super::one_run::epsilon_lower_bound;
@@ -68,7 +68,7 @@ pub enum InsertedCanaryError {
     Fit(#[from] Box<FitError>),
     /// A density could not be evaluated.
     #[error("canary attack: density: {0}")]
-    Params(#[from] vtwin_model::params::ParamsError),
+    Params(#[from] vtwin_data::params::ParamsError),
 }
 
 /// Runs the attack on `members` against the `released` model's density (module docs).

@@ -55,7 +55,9 @@ use std::time::Instant;
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use vtwin_data::Table;
 use vtwin_dp::{Accountant, PrivacyReport, PrivacySetting, Sampling};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{BackendError, GradientBackend, GradientInput, NoiseConfig, NoiseRngs};
 use vtwin_model::dpvi::{DpviConfig, DpviError};
@@ -64,9 +66,7 @@ use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::{PartyBatch, PartyData, StatsError};
-use vtwin_model::secret_randomness::BatchKey;
 use vtwin_model::trainer::Trainer;
-use vtwin_model::Table;
 
 use super::canary::{canary, with_canaries, CanaryKind};
 use super::clopper_pearson::IntervalError;

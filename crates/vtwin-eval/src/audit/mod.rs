@@ -40,8 +40,8 @@ pub mod training;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_data::Table;
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::Table;
 
 use crate::features::{FeatureError, FeatureMap};
 use epsilon_bound::Labelled;
@@ -182,7 +182,7 @@ pub enum AuditError {
         /// What was evaluated.
         what: &'static str,
         /// The cause.
-        source: vtwin_model::params::ParamsError,
+        source: vtwin_data::params::ParamsError,
     },
     /// The reference density could not be trained.
     #[error("reference density: {0}")]

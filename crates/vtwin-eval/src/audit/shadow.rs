@@ -25,7 +25,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
-use vtwin_model::Table;
+use vtwin_data::Table;
 
 use super::nearest::nearest_distances;
 use super::roc::auc;
@@ -107,7 +107,7 @@ pub enum ShadowError {
         /// The target's row.
         row: usize,
         /// The cause.
-        source: vtwin_model::params::ParamsError,
+        source: vtwin_data::params::ParamsError,
     },
 }
 

@@ -7,6 +7,8 @@
 //! The noise generators are seeded from the audit's seed: these models are never released,
 //! and seeding makes the audit reproducible.
 
+use vtwin_data::{MixtureParams, Table};
+use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, DpviError};
@@ -16,8 +18,6 @@ use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::model_file::natural_params;
 use vtwin_model::party_data::{PartyData, StatsError};
-use vtwin_model::secret_randomness::BatchKey;
-use vtwin_model::{MixtureParams, Table};
 
 /// Which gradient backend trains an audit model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
+use vtwin_data::csv_table::{read_party_alone, PartyColumns};
+use vtwin_data::Schema;
 use vtwin_host::atomic::{self, Mode};
-use vtwin_model::csv_table::{read_party_alone, PartyColumns};
-use vtwin_model::Schema;
 use vtwin_psi::AlignError;
 
 use super::training_data::parse_party_files;

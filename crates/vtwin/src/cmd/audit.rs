@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context};
+use vtwin_data::{Schema, Table};
 use vtwin_eval::audit::privacy_claim::PrivacyClaim;
 use vtwin_eval::audit::training::TrainBackend;
 use vtwin_eval::audit::{run_audit, Attack, AuditConfig, AuditData};
 use vtwin_eval::TableSource;
 use vtwin_host::atomic::{self, Mode};
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::{Schema, Table};
 
 /// An attack, on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

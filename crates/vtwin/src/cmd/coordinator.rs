@@ -26,17 +26,17 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::config::{CoordinatorConfig, TrainingSettings};
 use vtwin_consortium::coordinator::Timeouts;
 use vtwin_consortium::service::{run_coordinator, CoordinatorHooks, CoordinatorRun};
+use vtwin_data::synth::sample_table;
+use vtwin_data::Schema;
 use vtwin_host::atomic::{self, Mode};
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
 use vtwin_model::opening_log::{OpeningLog, OpeningRecord};
-use vtwin_model::secret_randomness::SecretRandomness;
-use vtwin_model::synth::sample_table;
 use vtwin_model::trainer::Trainer;
-use vtwin_model::Schema;
 use vtwin_net::Role;
 
 use super::node::{init_logging, randomness, runtime};
@@ -303,7 +303,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let t = &cfg.training;
     let schema = match &t.schema {
         Some(p) => Schema::load(p)?,
-        None => vtwin_model::demo::demo_schema(),
+        None => vtwin_data::demo::demo_schema(),
     };
     let layout = Layout::from_schema(&schema, t.components)?;
     let names: Vec<&str> = cfg.parties.iter().map(|p| p.name.as_str()).collect();

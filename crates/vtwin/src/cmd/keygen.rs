@@ -135,13 +135,13 @@ enum Step {
 /// that agrees to exactly that job.
 fn spec(c: Consortium) -> anyhow::Result<KeygenSpec> {
     let training = TrainingSettings::default();
-    let policy = policy_for_job(&training, vtwin_model::demo::DEMO_ROWS)?;
+    let policy = policy_for_job(&training, vtwin_data::demo::DEMO_ROWS)?;
     Ok(KeygenSpec {
         data: c
             .parties
             .iter()
             .map(|_| DataSource::Demo {
-                rows: vtwin_model::demo::DEMO_ROWS,
+                rows: vtwin_data::demo::DEMO_ROWS,
                 seed: 1,
             })
             .collect(),

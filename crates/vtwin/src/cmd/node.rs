@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 use vtwin_consortium::config::{Insecure, NodeConfig};
 use vtwin_consortium::service::{NodeRun, NodeServer};
-use vtwin_model::secret_randomness::SecretRandomness;
+use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::pki::check_seal_binding;
 use vtwin_net::{Role, SealKey};

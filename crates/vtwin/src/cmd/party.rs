@@ -12,10 +12,10 @@ use anyhow::bail;
 use vtwin_consortium::config::{DataSource, PartyConfig};
 use vtwin_consortium::service::PartyServer;
 use vtwin_consortium::{PartyLedger, PartyResponder, PartySetup};
+use vtwin_data::Schema;
 use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::PartyData;
-use vtwin_model::Schema;
 use vtwin_net::Role;
 
 use super::node::{init_logging, randomness, runtime};
@@ -43,7 +43,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     }
     let schema = match &cfg.schema {
         Some(p) => Schema::load(p)?,
-        None => vtwin_model::demo::demo_schema(),
+        None => vtwin_data::demo::demo_schema(),
     };
     // The statistics do not depend on K; the layout is rebuilt per request's K.
     let layout = Layout::from_schema(&schema, 1)?;

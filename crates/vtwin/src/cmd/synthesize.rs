@@ -1,9 +1,9 @@
 //! `vtwin synthesize`: sample a synthetic table from a trained model (INTERFACE.md).
 //!
 //! Each record draws its component z ~ Cat(pi) and then every party's columns from component
-//! z ([`vtwin_model::synth::sample_table`]), written with the schema's original column names,
+//! z ([`vtwin_data::synth::sample_table`]), written with the schema's original column names,
 //! categories and units (integer columns as integers; binned columns as their bin's
-//! representative value, see `vtwin_model::codec`). Synthesis is post-processing of the
+//! representative value, see `vtwin_data::codec`). Synthesis is post-processing of the
 //! DP-released model, so it costs no privacy, and its seed may be public.
 
 use std::path::PathBuf;
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use vtwin_data::synth::sample_table;
 use vtwin_model::model_file::ModelFile;
-use vtwin_model::synth::sample_table;
 
 /// Which parameter value to sample from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -10,7 +10,7 @@
 //! batches. privacy.json composes over the openings.
 //!
 //! `--noise-seed` and `--mpc-seed` make every secret of iteration t a pure function of (seed,
-//! role, t) (`vtwin_model::secret_randomness`), so that a run can be reproduced bit for bit,
+//! role, t) (`vtwin_iteration::randomness`), so that a run can be reproduced bit for bit,
 //! e.g. by the consortium's processes; the batch key is then derived from the MPC seed (or,
 //! without one, from the noise seed). They void privacy: a warning is printed, privacy.json
 //! reports `"guarantee": "void"` with the reason, and no epsilon is printed.
@@ -19,8 +19,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use vtwin_data::{Schema, Table};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, PrivacySetting};
 use vtwin_host::atomic::{self, Mode};
+use vtwin_iteration::randomness::{BatchKey, SecretRandomness};
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
@@ -33,9 +35,7 @@ use vtwin_model::mpc_backend::{CostLog, MpcBackend};
 use vtwin_model::opening_log::OpeningLog;
 use vtwin_model::party_data::PartyData;
 use vtwin_model::rng_state::RngState;
-use vtwin_model::secret_randomness::{BatchKey, SecretRandomness};
 use vtwin_model::trainer::Trainer;
-use vtwin_model::{Schema, Table};
 
 use super::training_data::{parse_party_files, sample_rate, TrainingData};
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail};
-use vtwin_model::{Schema, Table};
+use vtwin_data::{Schema, Table};
 
 /// Where the training records come from.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,7 @@ pub(crate) struct TrainingData {
     #[arg(long)]
     pub(crate) demo: bool,
     /// Number of demo training records (test: a quarter as many).
-    #[arg(long, default_value_t = vtwin_model::demo::DEMO_ROWS)]
+    #[arg(long, default_value_t = vtwin_data::demo::DEMO_ROWS)]
     pub(crate) demo_rows: usize,
 }
 
@@ -51,9 +51,9 @@ impl TrainingData {
             if self.demo_rows < 2 {
                 bail!("--demo-rows must be at least 2");
             }
-            let train = vtwin_model::demo::demo_table(self.demo_rows, 1);
-            let test = vtwin_model::demo::demo_table((self.demo_rows / 4).max(1), 2);
-            return Ok((vtwin_model::demo::demo_schema(), train, Some(test)));
+            let train = vtwin_data::demo::demo_table(self.demo_rows, 1);
+            let test = vtwin_data::demo::demo_table((self.demo_rows / 4).max(1), 2);
+            return Ok((vtwin_data::demo::demo_schema(), train, Some(test)));
         }
         let schema_path = self
             .schema
