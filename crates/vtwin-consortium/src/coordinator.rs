@@ -2,9 +2,17 @@
 //! the `now` argument of every call.
 //!
 //! 1. Handshake: `Hello` to every party; every `PartyInfo` must report the same number of
-//!    rows and the same id digest as party 0 (same individuals, same order), else the job
-//!    fails naming the party. Then [`JobEvent::Agreed`]; the driver builds the
-//!    [`Trainer`] for that N (fresh or from a checkpoint) and calls [`CoordinatorJob::begin`].
+//!    rows and the same id digest as party 0 (same individuals, same order). If they differ
+//!    and alignment is on ([`CoordinatorJob::with_alignment`]), the parties align their
+//!    records by private set intersection (`protocols/psi.md`): `AlignStart` to every party
+//!    (the frame's session is the alignment's, fresh from the OS), and every `Align`
+//!    message a party sends is relayed to the party its header addresses (the coordinator
+//!    checks the header's sender against the link; it holds no key and sees only blinded
+//!    points). Each party then restricts its rows to the intersection in the common order
+//!    and reports `PartyInfo` again; these must now agree. If they differ with alignment
+//!    off, or still differ after it, the job fails naming the party. Then
+//!    [`JobEvent::Agreed`]; the driver builds the [`Trainer`] for that N (fresh or from a
+//!    checkpoint) and calls [`CoordinatorJob::begin`].
 //! 2. Iteration t: `plan = trainer.plan()` (the batch of opening o from the secret batch
 //!    key, [`Trainer`]), session `s_t = randomness.session(t)` and a fresh
 //!    random attempt id (public; it tells this attempt's frames from those of an earlier
@@ -142,6 +150,37 @@ pub enum JobError {
     },
 }
 
+/// The first party whose (rows, id digest) differs from party 0's, as the job's error.
+/// `aligned`: the reports come after a record alignment (which should have made them equal).
+fn first_mismatch(got: &[(u64, [u8; 32])], aligned: bool) -> Option<JobError> {
+    let (rows0, digest0) = got[0];
+    let advice = if aligned {
+        "after the record alignment (a party did not align as the others did)"
+    } else {
+        "the parties hold different ids (different people, or rows one party dropped for a \
+         missing value): turn on record alignment (training.align = true) or align the files \
+         with `vtwin align`"
+    };
+    got.iter().enumerate().skip(1).find_map(|(q, &(rows, digest))| {
+        let party = Role::Party(q as u16);
+        if rows != rows0 {
+            Some(JobError::Mismatch {
+                party,
+                reason: format!("reports {rows} rows, party 0 reports {rows0}; {advice}"),
+            })
+        } else if digest != digest0 {
+            Some(JobError::Mismatch {
+                party,
+                reason: format!(
+                    "its id column differs from party 0's (not the same individuals in the same order); {advice}"
+                ),
+            })
+        } else {
+            None
+        }
+    })
+}
+
 fn names(roles: &[Role]) -> String {
     roles
         .iter()
@@ -208,6 +247,8 @@ enum Phase {
     Handshake {
         infos: Vec<Option<(u64, [u8; 32])>>,
         deadline: Instant,
+        /// The alignment's session id once the parties were asked to align.
+        aligning: Option<[u8; 16]>,
     },
     Agreed,
     Running(Box<Running>),
@@ -233,6 +274,7 @@ fn running_for(
 /// The coordinator state machine (module docs).
 pub struct CoordinatorJob {
     parties: usize,
+    align: bool,
     iters: u64,
     delta: f64,
     timeouts: Timeouts,
@@ -276,6 +318,7 @@ impl CoordinatorJob {
         (
             CoordinatorJob {
                 parties,
+                align: false,
                 iters,
                 delta,
                 timeouts,
@@ -284,10 +327,19 @@ impl CoordinatorJob {
                 phase: Phase::Handshake {
                     infos: vec![None; parties],
                     deadline: now + timeouts.handshake,
+                    aligning: None,
                 },
             },
             send,
         )
+    }
+
+    /// Whether parties whose ids differ align their records privately before training
+    /// (module docs) instead of the job failing; off by default. The alignment round has
+    /// its own handshake deadline.
+    pub fn with_alignment(mut self, align: bool) -> CoordinatorJob {
+        self.align = align;
+        self
     }
 
     /// The trainer (after [`CoordinatorJob::begin`]).
@@ -442,6 +494,39 @@ impl CoordinatorJob {
         }));
     }
 
+    /// Asks every party to align (module docs): a fresh session id from the OS, a new
+    /// deadline, and the `PartyInfo` round starts again.
+    fn start_alignment(&mut self, now: Instant, out: &mut JobOutput) {
+        // Public and only needs to be fresh: the parties' keys are their own secrets.
+        let mut session = [0u8; 16];
+        rand::Rng::fill(&mut rand::rng(), &mut session);
+        tracing::info!(
+            parties = self.parties,
+            "the parties' ids differ: aligning them privately"
+        );
+        for p in 0..self.parties {
+            let mut f = frame(
+                Role::Coordinator,
+                Attempt::NONE,
+                0,
+                0,
+                Body::AlignStart {
+                    parties: self.parties as u16,
+                },
+            );
+            f.session = session;
+            out.send.push(Outgoing {
+                to: Role::Party(p as u16),
+                frame: f,
+            });
+        }
+        self.phase = Phase::Handshake {
+            infos: vec![None; self.parties],
+            deadline: now + self.timeouts.handshake,
+            aligning: Some(session),
+        };
+    }
+
     /// Sends `Abort` to every peer and stops.
     fn stop(&mut self, err: JobError, out: &mut JobOutput) {
         let (at, t) = match &self.phase {
@@ -471,12 +556,12 @@ impl CoordinatorJob {
         out.events.push(JobEvent::Aborted(err));
     }
 
-    /// Handles one frame from `from` (the TLS-authenticated role).
-    /// (`_now` is kept for the interface: since the write-ahead charge, the iteration
-    /// completes in [`CoordinatorJob::charged`], which takes the time.)
-    pub fn handle(&mut self, from: Role, f: Frame, _now: Instant) -> JobOutput {
+    /// Handles one frame from `from` (the TLS-authenticated role); `now` starts the
+    /// alignment round's deadline (an iteration completes in [`CoordinatorJob::charged`],
+    /// which takes its own time).
+    pub fn handle(&mut self, from: Role, f: Frame, now: Instant) -> JobOutput {
         let mut out = JobOutput::default();
-        if let Err(e) = self.dispatch(from, f, &mut out) {
+        if let Err(e) = self.dispatch(from, f, now, &mut out) {
             self.stop(e, &mut out);
         }
         out
@@ -503,7 +588,9 @@ impl CoordinatorJob {
     pub fn tick(&mut self, now: Instant) -> JobOutput {
         let mut out = JobOutput::default();
         let err = match &self.phase {
-            Phase::Handshake { infos, deadline } if now >= *deadline => Some(JobError::Timeout {
+            Phase::Handshake {
+                infos, deadline, ..
+            } if now >= *deadline => Some(JobError::Timeout {
                 iteration: 0,
                 after: self.timeouts.handshake,
                 waiting: infos
@@ -540,7 +627,13 @@ impl CoordinatorJob {
         out
     }
 
-    fn dispatch(&mut self, from: Role, f: Frame, out: &mut JobOutput) -> Result<(), JobError> {
+    fn dispatch(
+        &mut self,
+        from: Role,
+        f: Frame,
+        now: Instant,
+        out: &mut JobOutput,
+    ) -> Result<(), JobError> {
         let t = self.current_iteration();
         let kind = body_kind(&f.body);
         let (at, iteration) = (Attempt::of(&f), f.iteration);
@@ -566,7 +659,10 @@ impl CoordinatorJob {
                 })
             }
             (Body::PartyInfo { rows, ids_digest }, Role::Party(p)) => {
-                let Phase::Handshake { infos, .. } = &mut self.phase else {
+                let Phase::Handshake {
+                    infos, aligning, ..
+                } = &mut self.phase
+                else {
                     return Err(protocol("outside the handshake".into()));
                 };
                 let slot = infos
@@ -575,30 +671,58 @@ impl CoordinatorJob {
                 if slot.replace((rows, ids_digest)).is_some() {
                     return Err(protocol("sent twice".into()));
                 }
-                if infos.iter().all(Option::is_some) {
-                    let got: Vec<(u64, [u8; 32])> = infos.iter().flatten().copied().collect();
-                    let (rows0, digest0) = got[0];
-                    for (q, &(rows, digest)) in got.iter().enumerate().skip(1) {
-                        let party = Role::Party(q as u16);
-                        if rows != rows0 {
-                            return Err(JobError::Mismatch {
-                                party,
-                                reason: format!("reports {rows} rows, party 0 reports {rows0}"),
-                            });
-                        }
-                        if digest != digest0 {
-                            return Err(JobError::Mismatch {
-                                party,
-                                reason: "its id column differs from party 0's (not the same individuals in the same order)".into(),
-                            });
-                        }
-                    }
-                    self.phase = Phase::Agreed;
-                    out.events.push(JobEvent::Agreed {
-                        rows: rows0,
-                        ids_digest: digest0,
-                    });
+                if !infos.iter().all(Option::is_some) {
+                    return Ok(());
                 }
+                let got: Vec<(u64, [u8; 32])> = infos.iter().flatten().copied().collect();
+                let was_aligning = aligning.is_some();
+                match first_mismatch(&got, was_aligning) {
+                    None => {
+                        let (rows, ids_digest) = got[0];
+                        self.phase = Phase::Agreed;
+                        out.events.push(JobEvent::Agreed { rows, ids_digest });
+                        Ok(())
+                    }
+                    Some(_) if self.align && !was_aligning => {
+                        self.start_alignment(now, out);
+                        Ok(())
+                    }
+                    Some(e) => Err(e),
+                }
+            }
+            (Body::Align { message }, Role::Party(p)) => {
+                let Phase::Handshake {
+                    aligning: Some(session),
+                    ..
+                } = &self.phase
+                else {
+                    return Err(protocol("no record alignment in progress".into()));
+                };
+                let m =
+                    vtwin_psi::Message::decode(&message).map_err(|e| protocol(e.to_string()))?;
+                if m.from != p {
+                    return Err(protocol(format!(
+                        "its header names party {} as the sender",
+                        m.from
+                    )));
+                }
+                if m.session.0 != *session || usize::from(m.parties) != self.parties {
+                    return Err(protocol(
+                        "for another alignment session or party count".into(),
+                    ));
+                }
+                let mut relayed = frame(
+                    Role::Coordinator,
+                    Attempt::NONE,
+                    0,
+                    0,
+                    Body::Align { message },
+                );
+                relayed.session = *session;
+                out.send.push(Outgoing {
+                    to: Role::Party(m.to),
+                    frame: relayed,
+                });
                 Ok(())
             }
             (Body::Upload { sealed }, Role::Party(p)) => {

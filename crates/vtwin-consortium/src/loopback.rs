@@ -232,7 +232,7 @@ pub async fn run_with_hooks(
             index: p,
             schema: settings.schema.clone(),
             data: own.data.clone(),
-            ids_digest: own.ids_digest(),
+            ids: own.ids.clone(),
             node_seal_publics: publics,
             randomness,
             noise_seed: settings.noise_seed,

@@ -63,6 +63,8 @@ pub fn body_kind(body: &Body) -> &'static str {
         Body::Mpc { .. } => "Mpc",
         Body::Abort { .. } => "Abort",
         Body::Failed { .. } => "Failed",
+        Body::AlignStart { .. } => "AlignStart",
+        Body::Align { .. } => "Align",
         _ => "(unknown)",
     }
 }

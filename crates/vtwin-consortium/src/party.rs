@@ -4,7 +4,14 @@
 //! the coordinator:
 //! - `Hello` -> `PartyInfo { rows, ids_digest }` (SHA-256 of its id column,
 //!   [`vtwin_model::party_data::ids_digest`]), so
-//!   the coordinator can check that every party holds the same individuals in the same order;
+//!   the coordinator can check that every party holds the same individuals in the same order
+//!   (a `Hello` starts a job: the party goes back to all of its own rows);
+//! - `AlignStart { parties }` -> the party starts its role of the record alignment
+//!   (vtwin-psi, `protocols/psi.md`) with its ids and fresh keys from the OS, and sends its
+//!   first `Align` message; each `Align` it receives goes to that role, and its answers go
+//!   back as `Align`. When the role finishes, the party keeps only its rows of the
+//!   intersection, in the common order, and replies `PartyInfo` for them. Its ids never
+//!   leave it; only blinded points travel (relayed by the coordinator);
 //! - `Request { batch, theta, terms }` of iteration t in session s_t -> it checks the job's
 //!   terms against its own [`PartyPolicy`] (sigma at least its floor, nominal clip at most its
 //!   cap, its K, sample rate at most its cap, planned iterations at most its openings, delta
@@ -70,8 +77,9 @@ pub struct PartySetup {
     pub schema: Schema,
     /// The party's sufficient statistics, rows in id order.
     pub data: PartyData,
-    /// [`vtwin_model::party_data::ids_digest`] of the party's id column.
-    pub ids_digest: [u8; 32],
+    /// The party's record ids, in the rows' order (they never leave the party: the
+    /// coordinator sees their digest, the alignment only blinded points).
+    pub ids: Vec<String>,
     /// The three nodes' long-term seal public keys, by node.
     pub node_seal_publics: [[u8; 32]; 3],
     /// Source of the party's client seeds; OS in production.
@@ -142,6 +150,15 @@ pub enum PartyError {
         /// The cause.
         source: LedgerFileError,
     },
+    /// The record alignment could not run or failed.
+    #[error("party {party}: record alignment: {source}")]
+    Align {
+        /// This party.
+        party: u16,
+        /// The cause.
+        #[source]
+        source: AlignFailure,
+    },
     /// The responder could not be set up (compute device, or a policy K the schema or the
     /// party's data do not fit).
     #[error("party {party}: {reason}")]
@@ -166,11 +183,49 @@ impl PartyError {
                 party, iteration, ..
             } => format!("party {party}: iteration {iteration}: its ledger could not be written"),
             PartyError::Setup { party, .. } => format!("party {party}: not set up"),
+            // Positions in the party's own id list stay with the party.
+            PartyError::Align {
+                party,
+                source: AlignFailure::Input(_),
+            } => format!("party {party}: record alignment: its ids are unusable"),
+            e @ PartyError::Align { .. } => e.to_string(),
             // Only public values: the sender and kind, or the request's own values and the
             // row count the party reports in PartyInfo.
             e @ (PartyError::Unexpected { .. } | PartyError::BadRequest { .. }) => e.to_string(),
         }
     }
+}
+
+/// Why a party's part of the record alignment failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AlignFailure {
+    /// The alignment is for another number of parties than the schema's.
+    #[error("for {got} parties, the schema has {want}")]
+    Parties {
+        /// P announced.
+        got: u16,
+        /// P of the schema.
+        want: usize,
+    },
+    /// An alignment was asked for while one is running or after training started.
+    #[error("not expected now (one is running, or training has started)")]
+    OutOfTurn,
+    /// The party's ids are unusable (empty, duplicated).
+    #[error(transparent)]
+    Input(vtwin_psi::InputError),
+    /// A message broke the protocol.
+    #[error(transparent)]
+    Protocol(vtwin_psi::ProtocolError),
+    /// A message did not decode.
+    #[error(transparent)]
+    Decode(vtwin_psi::DecodeError),
+}
+
+/// The party's data before an alignment restricted it (restored by the next `Hello`).
+struct Unaligned {
+    data: PartyData,
+    ids: Vec<String>,
 }
 
 /// The terms a prepared noise share was drawn for.
@@ -200,6 +255,10 @@ pub struct PartyResponder {
     next: NoiseKey,
     /// The last announced plan that passed the policy check.
     accepted: Option<JobTerms>,
+    /// This party's role in a running record alignment.
+    aligning: Option<vtwin_psi::Party>,
+    /// All of the party's rows while a job uses the aligned ones.
+    unaligned: Option<Unaligned>,
 }
 
 impl std::fmt::Debug for PartyResponder {
@@ -236,6 +295,8 @@ impl PartyResponder {
             prepared: None,
             next,
             accepted: None,
+            aligning: None,
+            unaligned: None,
         };
         responder.prepare_noise();
         Ok(responder)
@@ -381,10 +442,42 @@ impl PartyResponder {
             }]
         };
         match &f.body {
-            Body::Hello => Ok(reply(Body::PartyInfo {
-                rows: self.setup.data.rows as u64,
-                ids_digest: self.setup.ids_digest,
-            })),
+            Body::Hello => {
+                // A new job: all of the party's own rows again.
+                self.aligning = None;
+                if let Some(u) = self.unaligned.take() {
+                    self.setup.data = u.data;
+                    self.setup.ids = u.ids;
+                }
+                self.accepted = None;
+                Ok(reply(self.party_info()))
+            }
+            Body::AlignStart { parties } => {
+                let out = self.start_alignment(f, *parties)?;
+                Ok(reply(Body::Align {
+                    message: out.encode(),
+                }))
+            }
+            Body::Align { message } => {
+                let answers = self.align_step(message)?;
+                let mut out: Vec<Outgoing> = answers
+                    .into_iter()
+                    .flat_map(|m| {
+                        reply(Body::Align {
+                            message: m.encode(),
+                        })
+                    })
+                    .collect();
+                if self
+                    .aligning
+                    .as_ref()
+                    .is_some_and(vtwin_psi::Party::is_done)
+                {
+                    self.finish_alignment()?;
+                    out.extend(reply(self.party_info()));
+                }
+                Ok(out)
+            }
             Body::Request {
                 batch,
                 theta,
@@ -402,6 +495,88 @@ impl PartyResponder {
             Body::Abort { .. } => Ok(Vec::new()),
             _ => Err(unexpected()),
         }
+    }
+
+    /// `PartyInfo` of the rows the party trains on now.
+    fn party_info(&self) -> Body {
+        Body::PartyInfo {
+            rows: self.setup.data.rows as u64,
+            ids_digest: vtwin_model::party_data::ids_digest(&self.setup.ids),
+        }
+    }
+
+    fn align_error(&self, source: AlignFailure) -> PartyError {
+        PartyError::Align {
+            party: self.setup.index,
+            source,
+        }
+    }
+
+    /// Starts this party's role of the alignment announced by `f` (fresh keys from the OS).
+    fn start_alignment(
+        &mut self,
+        f: &Frame,
+        parties: u16,
+    ) -> Result<vtwin_psi::Message, PartyError> {
+        let want = self.layout.n_parties();
+        if usize::from(parties) != want {
+            return Err(self.align_error(AlignFailure::Parties { got: parties, want }));
+        }
+        if self.aligning.is_some() || self.unaligned.is_some() || self.accepted.is_some() {
+            return Err(self.align_error(AlignFailure::OutOfTurn));
+        }
+        let mut rng = ChaCha20Rng::from_os_rng();
+        let keys = vtwin_psi::PartyKeys::random(&mut rng);
+        let ids: Vec<&[u8]> = self.setup.ids.iter().map(|s| s.as_bytes()).collect();
+        let (role, first) = vtwin_psi::Party::start(
+            self.setup.index,
+            parties,
+            vtwin_psi::SessionId(f.session),
+            &ids,
+            keys,
+        )
+        .map_err(|e| self.align_error(AlignFailure::Input(e)))?;
+        tracing::info!(
+            party = self.setup.index,
+            ids = ids.len(),
+            "record alignment started"
+        );
+        self.aligning = Some(role);
+        Ok(first)
+    }
+
+    /// One alignment message in, the role's answers out.
+    fn align_step(&mut self, message: &[u8]) -> Result<Vec<vtwin_psi::Message>, PartyError> {
+        let m = vtwin_psi::Message::decode(message)
+            .map_err(|e| self.align_error(AlignFailure::Decode(e)))?;
+        let Some(role) = self.aligning.as_mut() else {
+            return Err(self.align_error(AlignFailure::OutOfTurn));
+        };
+        role.receive(m)
+            .map_err(|e| self.align_error(AlignFailure::Protocol(e)))
+    }
+
+    /// The role is done: keep only the intersection's rows, in the common order.
+    fn finish_alignment(&mut self) -> Result<(), PartyError> {
+        let role = self.aligning.take().expect("checked by the caller");
+        let alignment = role
+            .finish()
+            .map_err(|e| self.align_error(AlignFailure::Protocol(e)))?;
+        let rows = &alignment.rows;
+        let data = self.setup.data.select(rows);
+        let ids = rows.iter().map(|&r| self.setup.ids[r].clone()).collect();
+        let full = Unaligned {
+            data: std::mem::replace(&mut self.setup.data, data),
+            ids: std::mem::replace(&mut self.setup.ids, ids),
+        };
+        tracing::info!(
+            party = self.setup.index,
+            ids = full.ids.len(),
+            common = rows.len(),
+            "record alignment done"
+        );
+        self.unaligned = Some(full);
+        Ok(())
     }
 
     /// The sealed blobs, or the refusal; `Err` for a request that does not fit.

@@ -24,7 +24,7 @@ use vtwin_model::dpvi::{Dpvi, DpviConfig};
 use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc_backend::MpcBackend;
-use vtwin_model::party_data::{ids_digest, PartyData};
+use vtwin_model::party_data::{OwnPartyData, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_mpc::NodeId;
 use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
@@ -113,12 +113,8 @@ fn timeouts() -> Timeouts {
 /// A consortium over `w` with `iters` iterations; party `shift` (if any) gets its rows rotated
 /// by one (same count, different id order).
 fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) -> MemoryConsortium {
-    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
-    let mut rng = ChaCha20Rng::seed_from_u64(99);
-    let keys: Vec<SealKey> = (0..3).map(|_| SealKey::generate(&mut rng)).collect();
-    let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
     let data = PartyData::from_table(&w.table, &w.layout).unwrap();
-    let parties = data
+    let own = data
         .into_iter()
         .enumerate()
         .map(|(p, d)| {
@@ -126,11 +122,33 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
             if tamper_ids == Some(p) {
                 ids.rotate_left(1);
             }
+            OwnPartyData { data: d, ids }
+        })
+        .collect();
+    consortium_of(w, iters, now, own, false)
+}
+
+/// A consortium of parties holding `own`, record alignment `align`.
+fn consortium_of(
+    w: &World,
+    iters: u64,
+    now: Instant,
+    own: Vec<OwnPartyData>,
+    align: bool,
+) -> MemoryConsortium {
+    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
+    let mut rng = ChaCha20Rng::seed_from_u64(99);
+    let keys: Vec<SealKey> = (0..3).map(|_| SealKey::generate(&mut rng)).collect();
+    let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+    let parties = own
+        .into_iter()
+        .enumerate()
+        .map(|(p, own)| {
             PartyResponder::new(PartySetup {
                 index: p as u16,
                 schema: vtwin_data::demo::demo_schema(),
-                data: d,
-                ids_digest: ids_digest(&ids),
+                data: own.data,
+                ids: own.ids,
                 node_seal_publics: publics,
                 randomness,
                 noise_seed: Some(NOISE_SEED),
@@ -149,7 +167,7 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
         })
         .collect();
     let (job, hello) = CoordinatorJob::new(2, iters, DELTA, timeouts(), randomness, now);
-    MemoryConsortium::new(job, hello, nodes, parties)
+    MemoryConsortium::new(job.with_alignment(align), hello, nodes, parties)
 }
 
 fn begin(c: &mut MemoryConsortium, w: &World, now: Instant) {
@@ -215,6 +233,101 @@ fn parties_with_different_ids_are_refused_naming_the_party() {
     c.run(now);
     match c.events.as_slice() {
         [JobEvent::Aborted(JobError::Mismatch { party, .. })] => assert_eq!(*party, Role::Party(1)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Long ids, so that a test can look for them in the traffic.
+fn long_ids(w: &World) -> Vec<String> {
+    w.table
+        .ids
+        .iter()
+        .map(|id| format!("customer-{id:0>8}"))
+        .collect()
+}
+
+/// Health holds records 0..100, retail 20..120 in reverse order: 80 people in common.
+fn overlapping(w: &World) -> Vec<OwnPartyData> {
+    let data = PartyData::from_table(&w.table, &w.layout).unwrap();
+    let full: Vec<OwnPartyData> = data
+        .into_iter()
+        .map(|d| OwnPartyData {
+            data: d,
+            ids: long_ids(w),
+        })
+        .collect();
+    let health: Vec<usize> = (0..100).collect();
+    let retail: Vec<usize> = (20..ROWS).rev().collect();
+    vec![full[0].select(&health), full[1].select(&retail)]
+}
+
+#[test]
+fn parties_with_overlapping_ids_align_privately_then_train() {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+    let log = seen.clone();
+    c.intercept(Box::new(move |_, _, f: &mut Frame| {
+        if let Body::Align { message } = &f.body {
+            log.lock().unwrap().push(message.clone());
+        }
+        true
+    }));
+    c.run(now);
+    // Agreed means every party reported the same id digest after aligning: the same 80
+    // people in the same order at both.
+    let Some(JobEvent::Agreed { rows, ids_digest }) = c.events.first() else {
+        panic!("{:?}", c.events);
+    };
+    assert_eq!(*rows, 80);
+    assert_ne!(
+        *ids_digest,
+        vtwin_model::party_data::ids_digest(&long_ids(&w)[20..100]),
+        "the common order is the tags' order, not the parties' own"
+    );
+    let trainer = Trainer::new(
+        w.config.clone(),
+        w.layout.clone(),
+        80,
+        BatchKey::insecure(MPC_SEED),
+    )
+    .unwrap();
+    let o = c.job.begin(trainer, now);
+    c.coordinator_output(o);
+    c.run(now);
+    assert!(c.job.is_done(), "{:?}", c.events);
+    // What travelled during the alignment is blinded points: no id bytes. Every party's set
+    // goes out and comes back (2 parties: 2 messages each way through the coordinator).
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.len(),
+        8,
+        "party -> coordinator -> party, two steps, two parties"
+    );
+    for f in seen.iter() {
+        for id in &long_ids(&w) {
+            assert!(
+                !f.windows(id.len()).any(|win| win == id.as_bytes()),
+                "id {id} in an alignment message"
+            );
+        }
+    }
+}
+
+#[test]
+fn parties_with_different_ids_and_no_alignment_are_told_how_to_align() {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), false);
+    c.run(now);
+    match c.events.as_slice() {
+        [JobEvent::Aborted(e @ JobError::Mismatch { party, .. })] => {
+            assert_eq!(*party, Role::Party(1));
+            let text = e.to_string();
+            assert!(text.contains("id column differs"), "{text}");
+            assert!(text.contains("training.align"), "{text}");
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -15,7 +15,7 @@ use vtwin_data::Table;
 use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
-use vtwin_model::party_data::{ids_digest, PartyData};
+use vtwin_model::party_data::PartyData;
 use vtwin_mpc::NodeId;
 use vtwin_net::{Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealKey, Term, WirePublic};
 
@@ -46,7 +46,7 @@ fn party(table: &Table, policy: PartyPolicy, ledger: PartyLedger) -> PartyRespon
         index: 0,
         schema: vtwin_data::demo::demo_schema(),
         data,
-        ids_digest: ids_digest(&table.ids),
+        ids: table.ids.clone(),
         node_seal_publics: [keys[0].public(), keys[1].public(), keys[2].public()],
         randomness: SecretRandomness::Os,
         noise_seed: None,

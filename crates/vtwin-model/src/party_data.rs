@@ -179,6 +179,16 @@ impl OwnPartyData {
     pub fn ids_digest(&self) -> [u8; 32] {
         ids_digest(&self.ids)
     }
+
+    /// The records at `rows` (positions in this party's order), in that order: the party's
+    /// data after a record alignment. Panics if a position is out of range. Cost
+    /// O(len(rows) x |T_p|).
+    pub fn select(&self, rows: &[usize]) -> OwnPartyData {
+        OwnPartyData {
+            data: self.data.select(rows),
+            ids: rows.iter().map(|&r| self.ids[r].clone()).collect(),
+        }
+    }
 }
 
 /// SHA-256 of an id list: `"vtwin/v1 ids" || 0x00 || N` then, per id, its byte length and
@@ -196,6 +206,22 @@ pub fn ids_digest(ids: &[String]) -> [u8; 32] {
 }
 
 impl PartyData {
+    /// The records at `rows`, in that order. Panics if a position is out of range. Cost
+    /// O(len(rows) x |T_p|).
+    pub fn select(&self, rows: &[usize]) -> PartyData {
+        let w = self.width;
+        let mut stats = Vec::with_capacity(rows.len() * w);
+        for &r in rows {
+            stats.extend_from_slice(&self.stats[r * w..(r + 1) * w]);
+        }
+        PartyData {
+            party: self.party,
+            width: w,
+            rows: rows.len(),
+            stats,
+        }
+    }
+
     /// The statistics of every party, from a table whose schema produced `layout`.
     /// Cost O(N sum_p |T_p|).
     pub fn from_table(table: &Table, layout: &Layout) -> Result<Vec<PartyData>, StatsError> {

@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 3;
+pub const WIRE_VERSION: u8 = 4;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -145,6 +145,19 @@ pub enum Body {
     Failed {
         /// Why.
         reason: String,
+    },
+    /// Coordinator -> party: align the parties' records by private set intersection before
+    /// training (the frame's session field is the alignment's session id).
+    AlignStart {
+        /// Parties P taking part (every party of the job).
+        parties: u16,
+    },
+    /// Party -> coordinator -> party: one encoded `vtwin_psi::Message`, relayed by the
+    /// coordinator to the party its header addresses.
+    Align {
+        /// `Message::encode()`.
+        #[serde(with = "serde_bytes")]
+        message: Vec<u8>,
     },
 }
 

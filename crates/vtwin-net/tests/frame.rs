@@ -78,6 +78,8 @@ fn body() -> impl Strategy<Value = Body> {
         bytes(64).prop_map(|message| Body::Mpc { message }),
         ".{0,20}".prop_map(|reason| Body::Abort { reason }),
         ".{0,20}".prop_map(|reason| Body::Failed { reason }),
+        any::<u16>().prop_map(|parties| Body::AlignStart { parties }),
+        bytes(200).prop_map(|message| Body::Align { message }),
     ]
 }
 

@@ -62,7 +62,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let setup = PartySetup {
         index: cfg.index,
         schema,
-        ids_digest: own.ids_digest(),
+        ids: own.ids,
         data: own.data,
         node_seal_publics: cfg.node_publics()?,
         randomness: randomness(&cfg.insecure, &a.config),
