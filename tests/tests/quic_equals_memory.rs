@@ -51,6 +51,7 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
         })
         .unwrap(),
         delta: 1e-5,
+        align: false,
     })
     .unwrap();
     assert_eq!(report.iteration_ms.len(), iters as usize);

@@ -155,6 +155,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .map_err(|e| vtwin_consortium::loopback::LoopbackError::Setup(e.to_string()))?,
             delta: 1e-5,
+            align: false,
         };
         run(settings).map(|r| (r.iteration_ms[WARMUP..].to_vec(), r.setup_ms))
     };

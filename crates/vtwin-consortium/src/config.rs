@@ -342,6 +342,15 @@ pub struct TrainingSettings {
     pub renormalise: String,
     /// Checkpoint every N iterations (and at the end), >= 1.
     pub checkpoint_every: u64,
+    /// If the parties' ids differ, align their records by private set intersection before
+    /// training (`protocols/psi.md`) and train on the people all of them hold; if false,
+    /// differing ids stop the job. Default true.
+    #[serde(default = "align_default")]
+    pub align: bool,
+}
+
+fn align_default() -> bool {
+    true
 }
 
 impl Default for TrainingSettings {
@@ -362,6 +371,7 @@ impl Default for TrainingSettings {
             seed: 0,
             renormalise: "closed-form".into(),
             checkpoint_every: 100,
+            align: true,
         }
     }
 }

@@ -66,6 +66,8 @@ pub struct LoopbackSettings {
     pub policy: PartyPolicy,
     /// The job's delta, announced in its terms.
     pub delta: f64,
+    /// Whether parties whose ids differ align them privately before training.
+    pub align: bool,
 }
 
 /// What a loopback run measured.
@@ -257,6 +259,7 @@ pub async fn run_with_hooks(
         randomness,
         iters: settings.iters,
         delta: settings.delta,
+        align: settings.align,
     };
     let result = run_coordinator(run, hooks).await;
     tasks.abort_all();

@@ -34,6 +34,7 @@ fn training() -> TrainingSettings {
         seed: 3,
         renormalise: "closed-form".into(),
         checkpoint_every: 5,
+        align: true,
     }
 }
 

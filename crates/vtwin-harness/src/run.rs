@@ -439,6 +439,7 @@ impl Run<'_> {
             iteration_timeout: LOOPBACK_ITERATION_TIMEOUT,
             policy,
             delta: BENCH_DELTA,
+            align: false,
         })
         .map_err(|e| format!("loopback consortium: {}", chain(&e)))?;
         let ms = report

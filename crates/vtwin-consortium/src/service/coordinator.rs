@@ -42,6 +42,9 @@ pub struct CoordinatorRun {
     pub iters: u64,
     /// The job's delta (announced to the parties and nodes with its other terms).
     pub delta: f64,
+    /// Whether parties whose ids differ align them privately before training
+    /// ([`CoordinatorJob::with_alignment`]).
+    pub align: bool,
 }
 
 /// The driver's side: building the trainer once N is known, and persisting progress.
@@ -109,7 +112,7 @@ async fn drive(
         tracing::info!(peer = %link.peer(), addr = %link.remote_address(), "link up");
         hub.mesh.attach(link);
     }
-    let (mut job, hello) = CoordinatorJob::new(
+    let (job, hello) = CoordinatorJob::new(
         run.parties.len(),
         run.iters,
         run.delta,
@@ -117,6 +120,7 @@ async fn drive(
         run.randomness,
         Instant::now(),
     );
+    let mut job = job.with_alignment(run.align);
     let mut pending = JobOutput {
         send: hello,
         events: Vec::new(),

@@ -341,6 +341,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         randomness,
         iters: t.iters,
         delta: t.delta,
+        align: t.align,
     };
     let rt = runtime()?;
     let trainer = rt.block_on(run_coordinator(run, &mut driver))?;

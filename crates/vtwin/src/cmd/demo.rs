@@ -4,6 +4,10 @@
 //! built-in demo table) and the coordinator, all in this process over loopback QUIC with
 //! mutual TLS (`vtwin_consortium::loopback`). Secrets come from the OS CSPRNG.
 //!
+//! The parties never shared ids: health holds the first 90% of the demo's people, retail
+//! the last 90% in its own order, so the job starts with the private record alignment
+//! (`protocols/psi.md`) and trains on the 80% both hold.
+//!
 //! Writes what `vtwin coordinator` writes (model.json, privacy.json, synthetic.csv,
 //! train.csv, timing.json, checkpoint.bin) and eval.json: `vtwin_eval`'s report (nll_test
 //! on a held-out demo table, tvd_1way and the other synthetic-data metrics against the
@@ -47,6 +51,16 @@ pub(crate) struct Args {
     seed: u64,
 }
 
+/// Rows of the demo table held by health (the first 90%), by retail (the last 90%, in
+/// reverse order) and by both (ascending).
+fn demo_overlap(n: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    let cut = n / 10;
+    let health: Vec<usize> = (0..n - cut).collect();
+    let retail: Vec<usize> = (cut..n).rev().collect();
+    let common: Vec<usize> = (cut..n - cut).collect();
+    (health, retail, common)
+}
+
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     if std::env::var_os("RUST_LOG").is_some() {
         init_logging();
@@ -57,11 +71,14 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let t0 = Instant::now();
     let schema = demo_schema();
     let layout = Layout::from_schema(&schema, COMPONENTS)?;
+    // Overlapping but different people, in different orders (module docs).
+    let (health_rows, retail_rows, common) = demo_overlap(DEMO_ROWS);
     let parties = layout
         .parties
         .iter()
-        .map(|name| PartyData::from_demo(&layout, name, DEMO_ROWS, 1))
-        .collect::<Result<Vec<_>, _>>()?;
+        .zip([&health_rows, &retail_rows])
+        .map(|(name, rows)| Ok(PartyData::from_demo(&layout, name, DEMO_ROWS, 1)?.select(rows)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let training = TrainingSettings {
         components: COMPONENTS,
         iters: a.iters,
@@ -75,7 +92,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         // Not used by run_with_hooks: the driver builds the trainer from `training` once the
         // parties report N (sigma calibrated then).
         config: DpviConfig {
-            sample_rate: training.batch as f64 / DEMO_ROWS as f64,
+            sample_rate: training.batch as f64 / common.len() as f64,
             clip: training.clip,
             sigma: 0.0,
             adam: AdamConfig {
@@ -90,9 +107,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         noise_seed: None,
         receive_delay: None,
         iteration_timeout: Duration::from_secs(60),
-        // Every party agrees to exactly this job (the policy `vtwin keygen` writes for it).
-        policy: super::keygen::policy_for_job(&training, DEMO_ROWS)?,
+        // Every party agrees to exactly this job on the people they share (the policy
+        // `vtwin keygen` writes for it).
+        policy: super::keygen::policy_for_job(&training, common.len())?,
         delta: training.delta,
+        align: training.align,
     };
     let mut driver = Driver::new(
         &a.out,
@@ -109,7 +128,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
 
     let model = ModelFile::load(&a.out.join("model.json"))?;
     let synthetic = Table::read_joined(&schema, &a.out.join("synthetic.csv"))?;
-    let train = demo_table(DEMO_ROWS, 1);
+    let train = demo_table(DEMO_ROWS, 1).select_rows(&common);
     let test = demo_table(DEMO_ROWS / 4, 2);
     let report = evaluate(
         EvalInputs {
@@ -134,7 +153,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         serde_json::from_slice(&std::fs::read(a.out.join("privacy.json"))?)?;
     let tvd = report.synthetic.as_ref().map_or(f64::NAN, |s| s.tvd_1way);
     println!(
-        "vtwin demo: 3 nodes, 2 parties (health, retail), coordinator over loopback QUIC with mutual TLS"
+        "vtwin demo: 3 nodes, 2 parties (health {} people, retail {}; {} in common, aligned privately), coordinator over loopback QUIC with mutual TLS",
+        health_rows.len(),
+        retail_rows.len(),
+        common.len()
     );
     println!(
         "trained {} iterations in {train_secs:.1} s; privacy.json: {}",
