@@ -240,9 +240,16 @@ pub struct NodeConfig {
     pub insecure: Option<Insecure>,
 }
 
-/// Where a party's records come from.
+/// Where a party's records come from. In TOML, the `[data]` table: `kind = "csv"` with
+/// `path`, or `kind = "demo"` with `rows` and `seed`. A field of the other kind, or the
+/// schema placed under `[data]`, is refused with a message that says where it belongs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+#[serde(
+    deny_unknown_fields,
+    tag = "kind",
+    rename_all = "kebab-case",
+    try_from = "RawDataSource"
+)]
 pub enum DataSource {
     /// The party's own CSV (its columns and the id column).
     Csv {
@@ -256,6 +263,93 @@ pub enum DataSource {
         /// Seed of the demo table.
         seed: u64,
     },
+}
+
+/// The `[data]` table as written, before its fields are checked against its kind.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataSource {
+    kind: String,
+    path: Option<PathBuf>,
+    rows: Option<usize>,
+    seed: Option<u64>,
+    schema: Option<toml::Value>,
+}
+
+/// Why a `[data]` table does not describe a data source.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataSourceError {
+    /// `schema` under `[data]`.
+    #[error(
+        "`schema` belongs at the top level of the party configuration (schema = \"schema.toml\"), not under [data]"
+    )]
+    SchemaUnderData,
+    /// A field of the other kind.
+    #[error(
+        "kind = \"{kind}\" does not take `{field}` (it belongs to kind = \"{other}\"; delete it)"
+    )]
+    ForeignField {
+        /// The kind given.
+        kind: &'static str,
+        /// The stray field.
+        field: &'static str,
+        /// The kind the field belongs to.
+        other: &'static str,
+    },
+    /// A field the kind needs is missing.
+    #[error("kind = \"{kind}\" needs `{field}`")]
+    Missing {
+        /// The kind given.
+        kind: &'static str,
+        /// The missing field.
+        field: &'static str,
+    },
+    /// Neither kind.
+    #[error(
+        "kind = \"{0}\": expected \"csv\" (your own file) or \"demo\" (the built-in demo data)"
+    )]
+    Kind(String),
+}
+
+impl TryFrom<RawDataSource> for DataSource {
+    type Error = DataSourceError;
+
+    fn try_from(r: RawDataSource) -> Result<DataSource, DataSourceError> {
+        if r.schema.is_some() {
+            return Err(DataSourceError::SchemaUnderData);
+        }
+        let foreign = |kind, field, other| DataSourceError::ForeignField { kind, field, other };
+        match r.kind.as_str() {
+            "csv" => {
+                if r.rows.is_some() {
+                    return Err(foreign("csv", "rows", "demo"));
+                }
+                if r.seed.is_some() {
+                    return Err(foreign("csv", "seed", "demo"));
+                }
+                let path = r.path.ok_or(DataSourceError::Missing {
+                    kind: "csv",
+                    field: "path",
+                })?;
+                Ok(DataSource::Csv { path })
+            }
+            "demo" => {
+                if r.path.is_some() {
+                    return Err(foreign("demo", "path", "csv"));
+                }
+                let missing = |field| DataSourceError::Missing {
+                    kind: "demo",
+                    field,
+                };
+                Ok(DataSource::Demo {
+                    rows: r.rows.ok_or(missing("rows"))?,
+                    seed: r.seed.ok_or(missing("seed"))?,
+                })
+            }
+            other => Err(DataSourceError::Kind(other.to_owned())),
+        }
+    }
 }
 
 /// `vtwin party --config FILE`.

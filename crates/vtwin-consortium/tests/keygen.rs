@@ -327,6 +327,30 @@ fn config_errors_name_file_and_field() {
         PartyConfig::load,
     );
     assert!(e.contains("ledger") || e.contains("`x`"), "{e}");
+    // Switching the demo data to one's own CSV without deleting the demo's fields (the
+    // onboarding report of 2026-11-23), or the schema put under [data]: the error says
+    // what to do.
+    let e = edited(
+        "party-b.toml",
+        replace("kind = \"demo\"", "kind = \"csv\"\npath = \"b.csv\""),
+        PartyConfig::load,
+    );
+    assert!(
+        e.contains("does not take `rows`") && e.contains("delete it"),
+        "{e}"
+    );
+    let e = edited(
+        "party-b.toml",
+        replace("kind = \"demo\"", "kind = \"demo\"\nschema = \"s.toml\""),
+        PartyConfig::load,
+    );
+    assert!(e.contains("top level"), "{e}");
+    let e = edited(
+        "party-b.toml",
+        replace("kind = \"demo\"", "kind = \"parquet\""),
+        PartyConfig::load,
+    );
+    assert!(e.contains("expected \"csv\""), "{e}");
     let e = edited(
         "node-1.toml",
         replace("clip = 1.0", "clip = -1.0"),
