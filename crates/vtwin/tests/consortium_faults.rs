@@ -216,3 +216,44 @@ fn a_restarted_node_is_reset_and_redialled_long_before_the_idle_timeout() {
     let (status, stderr, _) = coordinate(&cfg, &[]);
     assert!(status.success(), "job after the restart: {stderr}");
 }
+
+/// Services run under systemd or a container runtime are stopped with SIGTERM: a node and a
+/// party exit cleanly (status 0) and log which signal stopped them.
+#[test]
+fn sigterm_stops_a_node_and_a_party_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = keygen(&tmp.path().join("keys"), &small(), 0);
+    let mut kids = Kids::default();
+    c.spawn(&mut kids, "node", "node-0", &c.nodes[0]);
+    c.spawn(&mut kids, "party", "party-0", &c.parties[0]);
+    // Both are up once their logs say they serve.
+    for name in ["node-0", "party-0"] {
+        let log = c.dir.join(format!("{name}.log"));
+        assert!(
+            wait_until(Duration::from_secs(20), || {
+                std::fs::read_to_string(&log).is_ok_and(|t| t.contains("serving"))
+            }),
+            "{name} did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    for (name, child) in &mut kids.0 {
+        let pid = child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "{name} ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "{name}: {status}");
+        let log = std::fs::read_to_string(c.dir.join(format!("{name}.log"))).unwrap();
+        assert!(log.contains("SIGTERM: stopping"), "{name}: {log}");
+    }
+}

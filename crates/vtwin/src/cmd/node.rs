@@ -92,10 +92,28 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         };
         tokio::select! {
             r = server.serve(run) => r.map_err(anyhow::Error::from),
-            _ = tokio::signal::ctrl_c() => {
-                tracing::info!("interrupted");
+            signal = shutdown() => {
+                tracing::info!("{signal}: stopping");
                 Ok(())
             }
         }
     })
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM (what systemd and container runtimes send to
+/// stop a service), naming the signal. A node or party holds no state that a stop could
+/// leave half-written: a party's ledger entry is synced before its upload leaves.
+pub(crate) async fn shutdown() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        // Without a SIGTERM handler (never on Linux), Ctrl-C still stops the service.
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
 }

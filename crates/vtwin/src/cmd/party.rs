@@ -86,8 +86,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         let server = PartyServer::bind(&identity, cfg.listen, transport)?;
         tokio::select! {
             r = server.serve(responder) => r.map_err(anyhow::Error::from),
-            _ = tokio::signal::ctrl_c() => {
-                tracing::info!("interrupted");
+            signal = super::node::shutdown() => {
+                tracing::info!("{signal}: stopping");
                 Ok(())
             }
         }
