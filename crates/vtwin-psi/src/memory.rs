@@ -15,8 +15,8 @@ use crate::party::{rounds, Alignment, InputError, Party, PartyKeys, ProtocolErro
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AlignError {
-    /// Fewer than 2 or more than u16::MAX parties.
-    #[error("{0} parties, need 2 to 65535")]
+    /// Fewer than 2 or more than u16::MAX parties, or ([`run`]) not one key pair per party.
+    #[error("{0} parties, need 2 to 65535, each with keys")]
     Parties(usize),
     /// A party's ids are unusable (empty, duplicated).
     #[error("party {party}: {source}")]
@@ -112,7 +112,10 @@ pub fn run<T: AsRef<[u8]> + Sync>(
     }
     while let Some(bytes) = queue.pop_front() {
         let msg = Message::decode(&bytes).map_err(|source| AlignError::Decode {
-            party: usize::from(bytes.get(22).copied().unwrap_or(0)),
+            // The addressee field (bytes 22..24), when the header is there at all.
+            party: bytes
+                .get(22..24)
+                .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]]))),
             source,
         })?;
         let to = usize::from(msg.to);
