@@ -252,3 +252,51 @@ impl Message {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use curve25519_dalek::ristretto::CompressedRistretto;
+    use proptest::prelude::*;
+
+    #[test]
+    fn steps_have_one_kind() {
+        assert_eq!(Kind::of_step(2, 0), None);
+        assert_eq!(Kind::of_step(2, 2), Some(Kind::Blinded));
+        assert_eq!(Kind::of_step(2, 3), None);
+        assert_eq!(Kind::of_step(3, 3), Some(Kind::Blinded));
+        assert_eq!(Kind::of_step(3, 4), Some(Kind::Filter));
+        assert_eq!(Kind::of_step(3, 5), Some(Kind::Filter));
+        assert_eq!(Kind::of_step(3, 6), Some(Kind::Intersection));
+        assert_eq!(Kind::of_step(3, 7), None);
+        assert_eq!(Kind::of_step(u16::MAX, u16::MAX), Some(Kind::Blinded));
+        assert_eq!(Kind::of_step(1, 1), None);
+    }
+
+    #[test]
+    fn field_encoding_bounds() {
+        let mut p_minus_1 = [0xffu8; 32];
+        p_minus_1[0] = 0xec;
+        p_minus_1[31] = 0x7f;
+        assert!(canonical_field_encoding(&p_minus_1));
+        p_minus_1[0] = 0xee; // p + 1: even but not reduced
+        assert!(!canonical_field_encoding(&p_minus_1));
+        assert!(canonical_field_encoding(&[0; 32]));
+    }
+
+    proptest! {
+        // The cheap check never rejects what full decoding accepts, and rejects what
+        // decoding rejects for being non-canonical.
+        #[test]
+        fn cheap_check_is_implied_by_decompression(s in any::<[u8; 32]>()) {
+            if CompressedRistretto(s).decompress().is_some() {
+                prop_assert!(canonical_field_encoding(&s));
+            }
+            let valid = crate::hash_to_group::hash_to_group(&s).compress().to_bytes();
+            prop_assert!(canonical_field_encoding(&valid));
+            if !canonical_field_encoding(&s) {
+                prop_assert!(CompressedRistretto(s).decompress().is_none());
+            }
+        }
+    }
+}
