@@ -47,5 +47,5 @@ pub mod party;
 
 pub use blind::{BlindingKey, Point};
 pub use memory::{align, AlignError, Aligned};
-pub use message::{DecodeError, Kind, Message, SessionId};
+pub use message::{DecodeError, Kind, Message, SessionId, MAX_PARTIES};
 pub use party::{Alignment, InputError, Party, PartyKeys, ProtocolError, Stats};

@@ -7,7 +7,7 @@
 //! | 1 | version, [`VERSION`] |
 //! | 1 | kind: 1 blinded set, 2 filter, 3 intersection ([`Kind`]) |
 //! | 16 | session id |
-//! | 2 | P, the number of parties (≥ 2) |
+//! | 2 | P, the number of parties (2..=[`MAX_PARTIES`]) |
 //! | 2 | sender, < P |
 //! | 2 | addressee, < P, not the sender |
 //! | 2 | step (the round), consistent with the kind ([`Kind::of_step`]) |
@@ -31,6 +31,9 @@ pub const VERSION: u8 = 1;
 /// Bytes before the points.
 pub const HEADER_BYTES: usize = 30;
 
+/// The most parties a run may have: its last step, 2P, must fit the 16-bit step field.
+pub const MAX_PARTIES: u16 = u16::MAX / 2;
+
 /// A run's 16-byte identifier (chosen by whoever starts the run, e.g. at random); every
 /// message carries it and parties reject other runs' messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,11 +52,12 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of step `step` of a run of `parties` parties, `None` if there is no such
-    /// step. Steps: 1..=P blinded; for P ≥ 3, P+1..=2P−1 filters and 2P the intersection.
+    /// step (or P is outside 2..=[`MAX_PARTIES`]). Steps: 1..=P blinded; for P ≥ 3,
+    /// P+1..=2P−1 filters and 2P the intersection.
     pub fn of_step(parties: u16, step: u16) -> Option<Kind> {
         let p = u32::from(parties);
         let s = u32::from(step);
-        if p < 2 || s == 0 {
+        if p < 2 || parties > MAX_PARTIES || s == 0 {
             None
         } else if s <= p {
             Some(Kind::Blinded)
@@ -125,7 +129,8 @@ pub enum DecodeError {
     /// An unknown kind byte.
     #[error("unknown message kind {0}")]
     Kind(u8),
-    /// Fewer than two parties, a sender or addressee out of range, or a message to oneself.
+    /// P outside 2..=[`MAX_PARTIES`], a sender or addressee out of range, or a message to
+    /// oneself.
     #[error("message from {from} to {to} among {parties} parties")]
     Addressing {
         /// P.
@@ -212,7 +217,7 @@ impl Message {
         let mut session = [0u8; 16];
         session.copy_from_slice(&bytes[2..18]);
         let (parties, from, to, step) = (u16_at(18), u16_at(20), u16_at(22), u16_at(24));
-        if parties < 2 || from >= parties || to >= parties || from == to {
+        if !(2..=MAX_PARTIES).contains(&parties) || from >= parties || to >= parties || from == to {
             return Err(DecodeError::Addressing { parties, from, to });
         }
         if Kind::of_step(parties, step) != Some(kind) {
@@ -269,7 +274,11 @@ mod tests {
         assert_eq!(Kind::of_step(3, 5), Some(Kind::Filter));
         assert_eq!(Kind::of_step(3, 6), Some(Kind::Intersection));
         assert_eq!(Kind::of_step(3, 7), None);
-        assert_eq!(Kind::of_step(u16::MAX, u16::MAX), Some(Kind::Blinded));
+        assert_eq!(
+            Kind::of_step(MAX_PARTIES, 2 * MAX_PARTIES),
+            Some(Kind::Intersection)
+        );
+        assert_eq!(Kind::of_step(MAX_PARTIES + 1, 1), None);
         assert_eq!(Kind::of_step(1, 1), None);
     }
 

@@ -29,7 +29,7 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 
 use crate::blind::{hash_and_blind, reblind, BlindingKey, Point, PointError};
-use crate::message::{Kind, Message, SessionId};
+use crate::message::{Kind, Message, SessionId, MAX_PARTIES};
 
 /// Why a party cannot start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,7 +50,7 @@ pub enum InputError {
     /// More than u32::MAX ids (the codec's count).
     #[error("{0} ids, at most u32::MAX")]
     TooMany(usize),
-    /// Fewer than 2 parties, or an index not below P.
+    /// P outside 2..=[`MAX_PARTIES`], or an index not below P.
     #[error("party {index} of {parties}")]
     Parties {
         /// The index given.
@@ -167,12 +167,12 @@ pub struct Alignment {
     pub stats: Stats,
 }
 
-/// Number of sequential rounds for P parties.
+/// Number of sequential rounds for P parties (2..=[`MAX_PARTIES`]; saturates above).
 pub fn rounds(parties: u16) -> u16 {
     if parties == 2 {
         2
     } else {
-        2 * parties
+        parties.saturating_mul(2)
     }
 }
 
@@ -208,7 +208,7 @@ impl Party {
         ids: &[T],
         keys: PartyKeys,
     ) -> Result<(Party, Message), InputError> {
-        if parties < 2 || index >= parties {
+        if !(2..=MAX_PARTIES).contains(&parties) || index >= parties {
             return Err(InputError::Parties { index, parties });
         }
         if ids.is_empty() {

@@ -337,3 +337,41 @@ fn party_rejects_foreign_repeated_and_invalid_messages() {
     assert_eq!(b.receive(ma), Err(ProtocolError::Duplicate { step: 1 }));
     assert_eq!(b.finish(), Err(ProtocolError::NotDone));
 }
+
+#[test]
+fn party_counts_whose_last_step_overflows_are_refused() {
+    // Found by the psi_message fuzz target: P = 65300 made 2P overflow the step field.
+    let crash: [u8; 30] = [
+        0x01, 0x01, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x14,
+        0xff, 0x02, 0x00, 0x01, 0x00, 0x06, 0x00, 0, 0, 0, 0,
+    ];
+    assert!(matches!(
+        Message::decode(&crash),
+        Err(DecodeError::Addressing { .. })
+    ));
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    let big = vtwin_psi::MAX_PARTIES + 1;
+    let e = Party::start(
+        0,
+        big,
+        SessionId([0; 16]),
+        &ids(&[1]),
+        PartyKeys::random(&mut rng),
+    );
+    assert_eq!(
+        e.unwrap_err(),
+        InputError::Parties {
+            index: 0,
+            parties: big
+        }
+    );
+    let (p, _) = Party::start(
+        0,
+        vtwin_psi::MAX_PARTIES,
+        SessionId([0; 16]),
+        &ids(&[1]),
+        PartyKeys::random(&mut rng),
+    )
+    .unwrap();
+    assert_eq!(p.stats().rounds, u16::MAX - 1);
+}
