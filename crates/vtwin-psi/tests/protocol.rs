@@ -375,3 +375,49 @@ fn party_counts_whose_last_step_overflows_are_refused() {
     .unwrap();
     assert_eq!(p.stats().rounds, u16::MAX - 1);
 }
+
+/// Every id's tag H(x)·K under the keys `drive(.., seed, ..)` draws.
+fn all_tags(parties: &[Vec<Vec<u8>>], seed: u64) -> BTreeSet<[u8; 32]> {
+    use vtwin_psi::blind::{hash_and_blind, reblind};
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let keys: Vec<PartyKeys> = parties
+        .iter()
+        .map(|_| PartyKeys::random(&mut rng))
+        .collect();
+    let mut out = BTreeSet::new();
+    for ids in parties {
+        let mut t = hash_and_blind(ids, &keys[0].key);
+        for k in &keys[1..] {
+            t = reblind(&t, &k.key).unwrap();
+        }
+        out.extend(t);
+    }
+    out
+}
+
+#[test]
+fn with_three_parties_no_blinded_set_carries_tags() {
+    // The owner's one-time mask keeps every set it does not own pseudorandom to a party:
+    // tags H(x)·K appear only in filters and the intersection. With two parties the
+    // returned sets are tags by design (each party's output needs them).
+    for (p, seed) in [(2usize, 21u64), (3, 22), (4, 23)] {
+        let parties: Vec<Vec<Vec<u8>>> = (0..p as u32)
+            .map(|q| ids(&(q..q + 12).collect::<Vec<_>>()))
+            .collect();
+        let tags = all_tags(&parties, seed);
+        let (out, transcript) = drive(&parties, seed, false);
+        assert!(
+            out[0].tags.iter().all(|t| tags.contains(t)),
+            "P = {p}: tags recomputed"
+        );
+        for bytes in &transcript {
+            let m = Message::decode(bytes).unwrap();
+            let tagged = m.points.iter().filter(|q| tags.contains(*q)).count();
+            match (m.kind, p) {
+                (Kind::Blinded, 2) if m.step == 2 => assert_eq!(tagged, m.points.len()),
+                (Kind::Blinded, _) => assert_eq!(tagged, 0, "P = {p}, step {}", m.step),
+                _ => assert_eq!(tagged, m.points.len()),
+            }
+        }
+    }
+}
