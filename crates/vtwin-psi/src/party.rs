@@ -13,8 +13,8 @@
 //!   sends it to i+1. At step P each set arrives back at its owner, blinded by every other
 //!   party's key; for P ≥ 3 the owner replaces its mask by its key (k_i / r_i) and so holds
 //!   its tags H(x)·K in its own order; for P = 2 the set is already H(x)·K.
-//! - P = 2: each party also kept the other's tags (the set it raised at step 2) and
-//!   intersects locally. Two rounds.
+//! - P = 2: each party also kept the other's tags (the set it received at step 1, raised
+//!   and sent back at step 2) and intersects locally. Two rounds.
 //! - P ≥ 3: step P+1+j (j = 0..=P−2): party j sends the running intersection (its tags for
 //!   j = 0, else the filter it received intersected with its tags), sorted, to j+1; step
 //!   2P: party P−1 sends the final intersection's tags, sorted, to every other party. 2P
@@ -159,9 +159,8 @@ pub struct Alignment {
     /// `rows[r]` is the position, in the party's input list, of the id that is row r of the
     /// common order (the r-th intersection tag in increasing byte order).
     pub rows: Vec<usize>,
-    /// The intersection's tags H(x)·K in the common order: identical at every party, and
-    /// meaningless without all keys (do not publish beyond the parties: anyone holding
-    /// them and a later run's messages learns nothing, but they are the run's output).
+    /// The intersection's tags H(x)·K in the common order: identical at every party,
+    /// pseudorandom without all the run's keys, unrelated between runs (fresh keys).
     pub tags: Vec<Point>,
     /// The party's traffic.
     pub stats: Stats,
