@@ -421,3 +421,29 @@ fn with_three_parties_no_blinded_set_carries_tags() {
         }
     }
 }
+
+#[test]
+fn three_party_traffic_matches_the_documented_formula() {
+    // protocols/psi.md, "Cost per party": 30 P + 32 Σ n_o for the blinding steps, a filter
+    // of |X_0 ∩ … ∩ X_i| tags from party i ≤ P − 2, and (P − 1)(30 + 32 |I|) from P − 1.
+    let parties = vec![
+        ids(&(0..10).collect::<Vec<_>>()),
+        ids(&(5..20).collect::<Vec<_>>()),
+        ids(&(8..30).rev().collect::<Vec<_>>()),
+    ];
+    let (out, transcript) = drive(&parties, 31, false);
+    let blinding = 30 * 3 + 32 * (10 + 15 + 22);
+    let sent: Vec<u64> = out.iter().map(|a| a.stats.bytes_sent).collect();
+    assert_eq!(
+        sent,
+        [
+            blinding + 30 + 32 * 10,
+            blinding + 30 + 32 * 5,
+            blinding + 2 * (30 + 32 * 2)
+        ]
+    );
+    assert_eq!(out[2].rows.len(), 2);
+    assert_eq!(transcript.len(), 3 * 3 + 2 + 2);
+    let received: u64 = out.iter().map(|a| a.stats.bytes_received).sum();
+    assert_eq!(received, sent.iter().sum::<u64>());
+}
