@@ -219,13 +219,15 @@ impl Party {
         let first = if parties == 2 { &keys.key } else { &keys.mask };
         let blinded = hash_and_blind(ids, first);
         let mut order: Vec<u32> = (0..ids.len() as u32).collect();
-        order.par_sort_unstable_by_key(|&i| blinded[i as usize]);
+        // Ties broken by position: copies of an id then sit in input order, so each id's
+        // first two occurrences are adjacent.
+        order.par_sort_unstable_by_key(|&i| (blinded[i as usize], i));
         // Equal points at adjacent sorted positions are equal ids (a collision of distinct
         // ids would break SHA-512 or the discrete logarithm); compare the ids to be exact.
         let dup = order
             .windows(2)
             .filter(|w| blinded[w[0] as usize] == blinded[w[1] as usize])
-            .map(|w| (w[0].min(w[1]) as usize, w[0].max(w[1]) as usize))
+            .map(|w| (w[0] as usize, w[1] as usize))
             .filter(|&(a, b)| ids[a].as_ref() == ids[b].as_ref())
             .min_by_key(|&(_, b)| b);
         if let Some((first, second)) = dup {
@@ -272,8 +274,8 @@ impl Party {
     /// (possibly none; several when it unblocks buffered ones). Errors: [`ProtocolError`].
     /// A message rejected by the checks before it is buffered (session, addressing,
     /// sender, step, duplicate) leaves the party unchanged; an error while processing a
-    /// buffered set (invalid point, wrong size) loses the run for this party. Cost: at most one re-blinding of the received set (parallel) and
-    /// one sort per step.
+    /// buffered set (invalid point, wrong size) loses the run for this party. Cost: at most
+    /// one re-blinding of the received set (parallel) and one sort per step.
     pub fn receive(&mut self, msg: Message) -> Result<Vec<Message>, ProtocolError> {
         if msg.session != self.session {
             return Err(ProtocolError::Session);

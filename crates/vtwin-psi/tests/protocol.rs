@@ -184,6 +184,16 @@ fn duplicate_and_empty_inputs_are_refused() {
             second: 3
         }
     );
+    // Several repeats: the pair whose later position comes first, named by its first two
+    // occurrences.
+    for (list, first, second) in [
+        (vec![7, 3, 7, 7, 3], 0, 2),
+        (vec![5, 6, 6, 5], 1, 2),
+        (vec![1, 2, 1, 1], 0, 2),
+    ] {
+        let e = Party::start(0, 2, s, &ids(&list), PartyKeys::random(&mut rng)).unwrap_err();
+        assert_eq!(e, InputError::Duplicate { first, second }, "{list:?}");
+    }
     let none: Vec<Vec<u8>> = Vec::new();
     let e = Party::start(0, 2, s, &none, PartyKeys::random(&mut rng)).unwrap_err();
     assert_eq!(e, InputError::Empty);
