@@ -9,16 +9,22 @@
 //!
 //! - Step 1: i sends its ids' points blinded by its first exponent, sorted by encoding, to
 //!   i+1. The first exponent is k_i when P = 2 and a one-time mask r_i when P ≥ 3.
-//! - Steps 2..=P: i raises the set received at the previous step by k_i (order kept) and
-//!   sends it to i+1. At step P each set arrives back at its owner, blinded by every other
-//!   party's key; for P ≥ 3 the owner replaces its mask by its key (k_i / r_i) and so holds
-//!   its tags H(x)·K in its own order; for P = 2 the set is already H(x)·K.
-//! - P = 2: each party also kept the other's tags (the set it received at step 1, raised
-//!   and sent back at step 2) and intersects locally. Two rounds.
-//! - P ≥ 3: step P+1+j (j = 0..=P−2): party j sends the running intersection (its tags for
-//!   j = 0, else the filter it received intersected with its tags), sorted, to j+1; step
-//!   2P: party P−1 sends the final intersection's tags, sorted, to every other party. 2P
-//!   rounds.
+//! - Steps 2..=P: i raises the set received at the previous step by k_i and sends it to
+//!   i+1: in the same order when P = 2, sorted (a shuffle, whose permutation i keeps) when
+//!   P ≥ 3. At step P each set arrives back at its owner, blinded by every other party's
+//!   key.
+//! - P = 2: the returned set is the owner's tags H(x)·K in its own order; each party also
+//!   kept the other's tags (the set it received at step 1, raised and sent back at step 2)
+//!   and intersects locally. Two rounds.
+//! - P ≥ 3: the owner replaces its mask by its key (k_i / r_i): its tags H(x)·K, in an
+//!   order the other parties' shuffles hid from it, so no party can tell which tag is
+//!   which of its ids. Step P+1+j (j = 0..=P−2): party j sends the running intersection
+//!   (its tags for j = 0, else the filter it received intersected with its tags), sorted,
+//!   to j+1; step 2P: party P−1 sends the final intersection's tags, sorted, to every other
+//!   party. Steps 2P+1..=3P: each owner sends the positions of the intersection's tags in
+//!   its returned set (in the common order) back along the ring, i to i−1; each party
+//!   undoes its shuffle of that set, and after P steps the positions arrive at the owner
+//!   in terms of its own step-1 order, which it maps to its ids. 3P rounds.
 //!
 //! The common order is the intersection's tags in increasing byte order; row r of every
 //! party is the id whose tag is the r-th.
@@ -97,6 +103,12 @@ pub enum ProtocolError {
         /// Points sent.
         want: usize,
     },
+    /// Positions out of range, repeated, or of another count than the intersection's.
+    #[error("step {step}: invalid positions")]
+    Positions {
+        /// Step of the message.
+        step: u16,
+    },
     /// A point that does not decompress.
     #[error("step {step}: point {position} is not a group element")]
     InvalidPoint {
@@ -149,7 +161,7 @@ pub struct Stats {
     pub messages_sent: u64,
     /// Messages received.
     pub messages_received: u64,
-    /// Sequential rounds of the run (2 for P = 2, 2P for P ≥ 3), the same for every party.
+    /// Sequential rounds of the run (2 for P = 2, 3P for P ≥ 3), the same for every party.
     pub rounds: u16,
 }
 
@@ -171,7 +183,7 @@ pub fn rounds(parties: u16) -> u16 {
     if parties == 2 {
         2
     } else {
-        parties.saturating_mul(2)
+        parties.saturating_mul(3)
     }
 }
 
@@ -184,10 +196,16 @@ pub struct Party {
     keys: PartyKeys,
     /// `order[s]` = input position of the id at sorted position s of the step-1 set.
     order: Vec<u32>,
-    /// Own tags, in the step-1 order (after step P).
+    /// Own tags as returned at step P: in the step-1 order when P = 2, in the predecessor's
+    /// shuffled order when P ≥ 3.
     tags: Vec<Point>,
     /// P = 2: the other party's tags (the set this party raised at step 2).
     kept: Vec<Point>,
+    /// P ≥ 3: by origin, this party's shuffle of that set (output position → input
+    /// position); empty for its own.
+    perms: Vec<Vec<u32>>,
+    /// P ≥ 3: the rows, once the positions came back (step 3P).
+    rows: Option<Vec<usize>>,
     /// The next step this party processes (steps it receives nothing at are skipped).
     next: u16,
     /// Early messages by step.
@@ -242,6 +260,8 @@ impl Party {
             order,
             tags: Vec::new(),
             kept: Vec::new(),
+            perms: vec![Vec::new(); usize::from(parties)],
+            rows: None,
             next: 1,
             pending: BTreeMap::new(),
             stats: Stats {
@@ -262,7 +282,11 @@ impl Party {
     /// Whether the run is complete for this party ([`Party::finish`] then succeeds or
     /// reports an empty intersection).
     pub fn is_done(&self) -> bool {
-        self.result.is_some()
+        if self.parties == 2 {
+            self.result.is_some()
+        } else {
+            self.rows.is_some()
+        }
     }
 
     /// Traffic so far.
@@ -310,13 +334,23 @@ impl Party {
 
     /// The party's rows in the common order and its traffic. Errors:
     /// [`ProtocolError::NotDone`] before the end, [`ProtocolError::EmptyIntersection`].
-    /// Cost: one sort of the party's tags.
+    /// Cost: one sort of the party's tags (P = 2).
     pub fn finish(self) -> Result<Alignment, ProtocolError> {
+        if !self.is_done() {
+            return Err(ProtocolError::NotDone);
+        }
         let Some(inter) = self.result else {
             return Err(ProtocolError::NotDone);
         };
         if inter.is_empty() {
             return Err(ProtocolError::EmptyIntersection);
+        }
+        if let Some(rows) = self.rows {
+            return Ok(Alignment {
+                rows,
+                tags: inter,
+                stats: self.stats,
+            });
         }
         let mut by_tag: Vec<(Point, u32)> = self
             .tags
@@ -360,6 +394,7 @@ impl Party {
                 (self.index >= 1 && step == self.parties + self.index).then(|| self.index - 1)
             }
             Kind::Intersection => (self.index != self.parties - 1).then_some(self.parties - 1),
+            Kind::Positions => Some(self.succ()),
         }
     }
 
@@ -373,7 +408,7 @@ impl Party {
     }
 
     fn message(&mut self, to: u16, kind: Kind, step: u16, points: Vec<Point>) -> Message {
-        let m = Message {
+        self.send(Message {
             session: self.session,
             parties: self.parties,
             from: self.index,
@@ -381,7 +416,24 @@ impl Party {
             kind,
             step,
             points,
-        };
+            positions: Vec::new(),
+        })
+    }
+
+    fn positions_message(&mut self, step: u16, positions: Vec<u32>) -> Message {
+        self.send(Message {
+            session: self.session,
+            parties: self.parties,
+            from: self.index,
+            to: self.pred(),
+            kind: Kind::Positions,
+            step,
+            points: Vec::new(),
+            positions,
+        })
+    }
+
+    fn send(&mut self, m: Message) -> Message {
         self.stats.messages_sent += 1;
         self.stats.bytes_sent += m.encoded_len() as u64;
         m
@@ -396,10 +448,18 @@ impl Party {
         };
         match m.kind {
             Kind::Blinded if m.step < p => {
-                let raised = reblind(&m.points, &self.keys.key).map_err(invalid(m.step))?;
+                let mut raised = reblind(&m.points, &self.keys.key).map_err(invalid(m.step))?;
                 if p == 2 {
                     // The other party's tags: kept for the local intersection.
                     self.kept.clone_from(&raised);
+                } else {
+                    // Shuffle by sorting, so that no later holder (the owner included) can
+                    // link positions to the owner's order; keep the permutation to undo it.
+                    let mut perm: Vec<u32> = (0..raised.len() as u32).collect();
+                    perm.par_sort_unstable_by_key(|&j| raised[j as usize]);
+                    raised = perm.iter().map(|&j| raised[j as usize]).collect();
+                    let origin = (self.index + p - m.step) % p;
+                    self.perms[usize::from(origin)] = perm;
                 }
                 Ok(vec![self.message(
                     self.succ(),
@@ -445,18 +505,71 @@ impl Party {
                         running,
                     )]);
                 }
-                let out = (0..p - 1)
+                let mut out: Vec<Message> = (0..p - 1)
                     .map(|to| self.message(to, Kind::Intersection, 2 * p, running.clone()))
                     .collect();
-                self.result = Some(running);
+                out.push(self.own_positions(running)?);
                 Ok(out)
             }
-            Kind::Intersection => {
-                self.result = Some(m.points);
-                Ok(Vec::new())
+            Kind::Intersection => Ok(vec![self.own_positions(m.points)?]),
+            Kind::Positions => {
+                let origin = (self.index + m.step - 2 * p) % p;
+                let count = self.result.as_ref().map_or(0, Vec::len);
+                let bad = ProtocolError::Positions { step: m.step };
+                if m.positions.len() != count {
+                    return Err(bad);
+                }
+                if origin == self.index {
+                    let rows = translate(&m.positions, &self.order).ok_or(bad)?;
+                    self.rows = Some(rows.into_iter().map(|r| r as usize).collect());
+                    return Ok(Vec::new());
+                }
+                let back = translate(&m.positions, &self.perms[usize::from(origin)]).ok_or(bad)?;
+                Ok(vec![self.positions_message(m.step + 1, back)])
             }
         }
     }
+
+    /// P ≥ 3, once the intersection is known: records it and returns the message (step
+    /// 2P+1, to the predecessor) with the positions of its tags in this party's returned
+    /// set, in the common order.
+    fn own_positions(&mut self, inter: Vec<Point>) -> Result<Message, ProtocolError> {
+        let mut by_tag: Vec<(Point, u32)> = self
+            .tags
+            .iter()
+            .enumerate()
+            .map(|(j, t)| (*t, j as u32))
+            .collect();
+        by_tag.par_sort_unstable();
+        let mut positions = Vec::with_capacity(inter.len());
+        let mut j = 0;
+        for (position, t) in inter.iter().enumerate() {
+            while j < by_tag.len() && by_tag[j].0 < *t {
+                j += 1;
+            }
+            if j == by_tag.len() || by_tag[j].0 != *t {
+                return Err(ProtocolError::NotSubset { position });
+            }
+            positions.push(by_tag[j].1);
+        }
+        self.result = Some(inter);
+        Ok(self.positions_message(2 * self.parties + 1, positions))
+    }
+}
+
+/// `map[q]` for each position q, or `None` if one is out of range or repeated.
+fn translate(positions: &[u32], map: &[u32]) -> Option<Vec<u32>> {
+    let mut seen = vec![false; map.len()];
+    positions
+        .iter()
+        .map(|&q| {
+            let slot = seen.get_mut(q as usize)?;
+            if std::mem::replace(slot, true) {
+                return None;
+            }
+            Some(map[q as usize])
+        })
+        .collect()
 }
 
 /// The common elements of two strictly increasing lists, increasing.

@@ -120,7 +120,7 @@ proptest! {
             .collect();
         let (out, _) = drive(&parties, seed, lifo);
         check_against_plain(&parties, &out);
-        prop_assert_eq!(out[0].stats.rounds, 2 * parties.len() as u16);
+        prop_assert_eq!(out[0].stats.rounds, 3 * parties.len() as u16);
     }
 }
 
@@ -383,7 +383,7 @@ fn party_counts_whose_last_step_overflows_are_refused() {
         PartyKeys::random(&mut rng),
     )
     .unwrap();
-    assert_eq!(p.stats().rounds, u16::MAX - 1);
+    assert_eq!(p.stats().rounds, 3 * vtwin_psi::MAX_PARTIES);
 }
 
 /// Every id's tag H(x)·K under the keys `drive(.., seed, ..)` draws.
@@ -435,14 +435,15 @@ fn with_three_parties_no_blinded_set_carries_tags() {
 #[test]
 fn three_party_traffic_matches_the_documented_formula() {
     // protocols/psi.md, "Cost per party": 30 P + 32 Σ n_o for the blinding steps, a filter
-    // of |X_0 ∩ … ∩ X_i| tags from party i ≤ P − 2, and (P − 1)(30 + 32 |I|) from P − 1.
+    // of |X_0 ∩ … ∩ X_i| tags from party i ≤ P − 2, (P − 1)(30 + 32 |I|) from P − 1, and
+    // P (30 + 4 |I|) of positions from everyone.
     let parties = vec![
         ids(&(0..10).collect::<Vec<_>>()),
         ids(&(5..20).collect::<Vec<_>>()),
         ids(&(8..30).rev().collect::<Vec<_>>()),
     ];
     let (out, transcript) = drive(&parties, 31, false);
-    let blinding = 30 * 3 + 32 * (10 + 15 + 22);
+    let blinding = 30 * 3 + 32 * (10 + 15 + 22) + 3 * (30 + 4 * 2);
     let sent: Vec<u64> = out.iter().map(|a| a.stats.bytes_sent).collect();
     assert_eq!(
         sent,
@@ -453,7 +454,54 @@ fn three_party_traffic_matches_the_documented_formula() {
         ]
     );
     assert_eq!(out[2].rows.len(), 2);
-    assert_eq!(transcript.len(), 3 * 3 + 2 + 2);
+    assert_eq!(transcript.len(), 3 * 3 + 2 + 2 + 3 * 3);
     let received: u64 = out.iter().map(|a| a.stats.bytes_received).sum();
     assert_eq!(received, sent.iter().sum::<u64>());
+}
+
+#[test]
+fn positions_messages_round_trip_and_are_checked() {
+    let m = Message {
+        session: SessionId([3; 16]),
+        parties: 3,
+        from: 1,
+        to: 0,
+        kind: Kind::Positions,
+        step: 7,
+        points: Vec::new(),
+        positions: vec![3, 1, 2],
+    };
+    let bytes = m.encode();
+    assert_eq!(bytes.len(), HEADER_BYTES + 12);
+    assert_eq!(Message::decode(&bytes), Ok(m));
+    assert_eq!(
+        Message::decode(&bytes[..bytes.len() - 1]),
+        Err(DecodeError::Truncated { need: 42, got: 41 })
+    );
+
+    // A run of three in which the first positions message repeats a position.
+    let parties = [ids(&[1, 2, 3, 4]), ids(&[2, 3, 4, 5]), ids(&[3, 4, 9])];
+    let mut rng = ChaCha20Rng::seed_from_u64(41);
+    let s = SessionId([4; 16]);
+    let mut roles = Vec::new();
+    let mut queue = VecDeque::new();
+    for (i, ids) in parties.iter().enumerate() {
+        let (party, m) = Party::start(i as u16, 3, s, ids, PartyKeys::random(&mut rng)).unwrap();
+        roles.push(party);
+        queue.push_back(m);
+    }
+    while let Some(mut m) = queue.pop_front() {
+        let to = usize::from(m.to);
+        if m.kind == Kind::Positions {
+            assert_eq!(m.positions.len(), 2, "ids 3 and 4 are common");
+            m.positions[1] = m.positions[0];
+            assert_eq!(
+                roles[to].receive(m),
+                Err(ProtocolError::Positions { step: 7 })
+            );
+            return;
+        }
+        queue.extend(roles[to].receive(m).unwrap());
+    }
+    panic!("no positions message");
 }
