@@ -25,9 +25,9 @@
 //! [`InputError`] (empty or duplicated ids, with the positions), [`DecodeError`],
 //! [`ProtocolError`] (including the empty intersection).
 //!
-//! What a party learns beyond its output: every party's set size; for P ≥ 3, party j of
-//! the filter chain (1 ≤ j ≤ P−2) also learns which of its ids are in X_0 ∩ … ∩ X_j
-//! (`protocols/psi.md`, "What each party learns"). Two parties learn nothing more.
+//! What a party learns beyond its output: every party's set size, and for P ≥ 3 the sizes
+//! of the intersections X_0 ∩ … ∩ X_j along the filter chain, never which of its ids they
+//! contain (`protocols/psi.md`, "What each party learns"). Two parties learn nothing more.
 //!
 //! ```
 //! let a: Vec<Vec<u8>> = ["ann", "bob", "cy"].iter().map(|s| s.as_bytes().to_vec()).collect();
