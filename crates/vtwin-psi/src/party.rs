@@ -206,8 +206,9 @@ pub struct Party {
     perms: Vec<Vec<u32>>,
     /// P ≥ 3: the rows, once the positions came back (step 3P).
     rows: Option<Vec<usize>>,
-    /// The next step this party processes (steps it receives nothing at are skipped).
-    next: u16,
+    /// The next step this party processes (steps it receives nothing at are skipped; u32
+    /// because past the last step, 3P, may be 65536).
+    next: u32,
     /// Early messages by step.
     pending: BTreeMap<u16, Message>,
     stats: Stats,
@@ -318,15 +319,18 @@ impl Party {
                 step: msg.step,
             });
         }
-        if msg.step < self.next || self.pending.contains_key(&msg.step) {
+        if u32::from(msg.step) < self.next || self.pending.contains_key(&msg.step) {
             return Err(ProtocolError::Duplicate { step: msg.step });
         }
         self.stats.messages_received += 1;
         self.stats.bytes_received += msg.encoded_len() as u64;
         self.pending.insert(msg.step, msg);
         let mut out = Vec::new();
-        while let Some(m) = self.pending.remove(&self.next) {
-            self.next = self.next_expected(m.step + 1);
+        while let Some(m) = u16::try_from(self.next)
+            .ok()
+            .and_then(|s| self.pending.remove(&s))
+        {
+            self.next = self.next_expected(u32::from(m.step) + 1);
             out.extend(self.step(m)?);
         }
         Ok(out)
@@ -400,10 +404,10 @@ impl Party {
 
     /// The first step ≥ `from` at which this party receives a message (past the end when
     /// none is left).
-    fn next_expected(&self, from: u16) -> u16 {
-        let end = rounds(self.parties);
+    fn next_expected(&self, from: u32) -> u32 {
+        let end = u32::from(rounds(self.parties));
         (from..=end)
-            .find(|&s| self.sender_of(s).is_some())
+            .find(|&s| u16::try_from(s).is_ok_and(|s| self.sender_of(s).is_some()))
             .unwrap_or(end + 1)
     }
 
@@ -513,7 +517,8 @@ impl Party {
             }
             Kind::Intersection => Ok(vec![self.own_positions(m.points)?]),
             Kind::Positions => {
-                let origin = (self.index + m.step - 2 * p) % p;
+                // Step 2P + h carries owner i + h's positions (h ≤ P keeps the sum in u16).
+                let origin = (self.index + (m.step - 2 * p)) % p;
                 let count = self.result.as_ref().map_or(0, Vec::len);
                 let bad = ProtocolError::Positions { step: m.step };
                 if m.positions.len() != count {

@@ -505,3 +505,45 @@ fn positions_messages_round_trip_and_are_checked() {
     }
     panic!("no positions message");
 }
+
+#[test]
+fn the_largest_party_count_reaches_its_last_step_without_overflow() {
+    // Found by the psi_message fuzz target: with P = 21845 the last step is 65535 and
+    // "the step after it" overflowed u16 when party 1 took this empty step-1 set.
+    let crash: [u8; 30] = [
+        0x01, 0x01, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0x55, 0x55, 0x55, 0x54, 0x55, 0x00, 0x05, 0x55,
+        0x55, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0, 0, 0, 0,
+    ];
+    let m = Message::decode(&crash).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    let (mut one, _) = Party::start(
+        1,
+        m.parties,
+        m.session,
+        &ids(&[1]),
+        PartyKeys::random(&mut rng),
+    )
+    .unwrap();
+    assert_eq!(one.receive(m).unwrap().len(), 1);
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let max = vtwin_psi::MAX_PARTIES;
+    let s = SessionId([0; 16]);
+    let (mut p, _) = Party::start(0, max, s, &ids(&[1]), PartyKeys::random(&mut rng)).unwrap();
+    let last = Message {
+        session: s,
+        parties: max,
+        from: 1,
+        to: 0,
+        kind: Kind::Positions,
+        step: 3 * max,
+        points: Vec::new(),
+        positions: Vec::new(),
+    };
+    assert_eq!(Message::decode(&last.encode()), Ok(last.clone()));
+    // Buffered (its step has not come), not a panic.
+    assert_eq!(p.receive(last.clone()), Ok(Vec::new()));
+    assert_eq!(
+        p.receive(last),
+        Err(ProtocolError::Duplicate { step: 3 * max })
+    );
+}
