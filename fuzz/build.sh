@@ -3,7 +3,7 @@
 # toolchain (no cargo-fuzz, no nightly): the sancov pass and its options are stable -C
 # flags; only AddressSanitizer would need nightly, and vtwin-net forbids unsafe code.
 # The flags apply to the target only (--target), not to build scripts.
-# Binaries: ${CARGO_TARGET_DIR:-fuzz/target}/<host>/release/{frame_decode,unseal,mpc_message}
+# Binaries: ${CARGO_TARGET_DIR:-fuzz/target}/<host>/release/{frame_decode,unseal,mpc_message,psi_message}
 set -euo pipefail
 cd "$(dirname "$0")"
 host="$(rustc -vV | sed -n 's/^host: //p')"

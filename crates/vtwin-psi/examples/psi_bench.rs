@@ -3,7 +3,11 @@
 //! Prints one JSON line: N, seconds (key generation to both parties' rows), bytes (all
 //! messages, both directions), rounds, intersection size, threads.
 //!
-//! usage: cargo run --release -p vtwin-psi --example psi_bench -- N
+//! An optional second argument P (default 2) runs P parties: party p holds
+//! `id{p s}..id{p s + N - 1}` with s = N / (2 (P - 1)), so the first and last share N/2 ids
+//! and so do all P.
+//!
+//! usage: cargo run --release -p vtwin-psi --example psi_bench -- N [P]
 
 use std::time::Instant;
 
@@ -12,16 +16,24 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .expect("usage: psi_bench N");
-    let a: Vec<Vec<u8>> = (0..n).map(|i| format!("id{i}").into_bytes()).collect();
-    let b: Vec<Vec<u8>> = (n / 2..n + n / 2)
-        .map(|i| format!("id{i}").into_bytes())
+    let p: usize = std::env::args()
+        .nth(2)
+        .map_or(2, |a| a.parse().expect("P, the number of parties"));
+    assert!(p >= 2, "P >= 2");
+    let shift = n / (2 * (p - 1));
+    let parties: Vec<Vec<Vec<u8>>> = (0..p)
+        .map(|q| {
+            (q * shift..q * shift + n)
+                .map(|i| format!("id{i}").into_bytes())
+                .collect()
+        })
         .collect();
     let t0 = Instant::now();
-    let aligned = vtwin_psi::align(&[a, b]).expect("alignment");
+    let aligned = vtwin_psi::align(&parties).expect("alignment");
     let secs = t0.elapsed().as_secs_f64();
     let bytes: u64 = aligned.stats.iter().map(|s| s.bytes_sent).sum();
     println!(
-        "{{\"impl\":\"vtwin-psi\",\"n\":{n},\"seconds\":{secs:.3},\"bytes\":{bytes},\"rounds\":{},\"intersection\":{},\"threads\":{}}}",
+        "{{\"impl\":\"vtwin-psi\",\"n\":{n},\"parties\":{p},\"seconds\":{secs:.3},\"bytes\":{bytes},\"rounds\":{},\"intersection\":{},\"threads\":{}}}",
         aligned.rounds,
         aligned.len(),
         rayon::current_num_threads()

@@ -16,6 +16,19 @@
 //! - [`memory`]: the in-memory driver, [`align`]: every party's ids in, every party's
 //!   rows in the common order and traffic out.
 //!
+//! A network driver runs one [`Party`] per process: [`Party::start`] with the party's ids,
+//! index, P, the run's [`SessionId`] (the same at every party) and fresh
+//! [`PartyKeys::random`]; it sends each returned [`Message`] (encoded) to party `to`,
+//! passes every received byte string through [`Message::decode`] to [`Party::receive`],
+//! sends what that returns, and calls [`Party::finish`] once [`Party::is_done`]: the
+//! party's row positions in the common order and its traffic. Errors are typed:
+//! [`InputError`] (empty or duplicated ids, with the positions), [`DecodeError`],
+//! [`ProtocolError`] (including the empty intersection).
+//!
+//! What a party learns beyond its output: every party's set size, and for P ≥ 3 the sizes
+//! of the intersections X_0 ∩ … ∩ X_j along the filter chain, never which of its ids they
+//! contain (`protocols/psi.md`, "What each party learns"). Two parties learn nothing more.
+//!
 //! ```
 //! let a: Vec<Vec<u8>> = ["ann", "bob", "cy"].iter().map(|s| s.as_bytes().to_vec()).collect();
 //! let b: Vec<Vec<u8>> = ["cy", "dee", "ann"].iter().map(|s| s.as_bytes().to_vec()).collect();
@@ -34,5 +47,5 @@ pub mod party;
 
 pub use blind::{BlindingKey, Point};
 pub use memory::{align, AlignError, Aligned};
-pub use message::{DecodeError, Kind, Message, SessionId};
+pub use message::{DecodeError, Kind, Message, SessionId, MAX_PARTIES};
 pub use party::{Alignment, InputError, Party, PartyKeys, ProtocolError, Stats};

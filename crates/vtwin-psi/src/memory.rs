@@ -8,15 +8,16 @@ use std::collections::VecDeque;
 
 use rand_core::{OsRng, TryRngCore};
 
-use crate::message::{DecodeError, Message, SessionId};
+use crate::message::{DecodeError, Message, SessionId, MAX_PARTIES};
 use crate::party::{rounds, Alignment, InputError, Party, PartyKeys, ProtocolError, Stats};
 
 /// Why an in-memory alignment failed, with the party concerned (its index in the input).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AlignError {
-    /// Fewer than 2 or more than u16::MAX parties.
-    #[error("{0} parties, need 2 to 65535")]
+    /// Fewer than 2 or more than [`MAX_PARTIES`] parties, or ([`run`]) not one key pair per
+    /// party.
+    #[error("{0} parties, need 2 to 32767, each with keys")]
     Parties(usize),
     /// A party's ids are unusable (empty, duplicated).
     #[error("party {party}: {source}")]
@@ -100,7 +101,7 @@ pub fn run<T: AsRef<[u8]> + Sync>(
 ) -> Result<Aligned, AlignError> {
     let p = u16::try_from(parties.len())
         .ok()
-        .filter(|&p| p >= 2 && keys.len() == parties.len())
+        .filter(|&p| (2..=MAX_PARTIES).contains(&p) && keys.len() == parties.len())
         .ok_or(AlignError::Parties(parties.len()))?;
     let mut roles = Vec::with_capacity(parties.len());
     let mut queue = VecDeque::new();
@@ -112,7 +113,10 @@ pub fn run<T: AsRef<[u8]> + Sync>(
     }
     while let Some(bytes) = queue.pop_front() {
         let msg = Message::decode(&bytes).map_err(|source| AlignError::Decode {
-            party: usize::from(bytes.get(22).copied().unwrap_or(0)),
+            // The addressee field (bytes 22..24), when the header is there at all.
+            party: bytes
+                .get(22..24)
+                .map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]]))),
             source,
         })?;
         let to = usize::from(msg.to);

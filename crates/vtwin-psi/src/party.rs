@@ -9,16 +9,22 @@
 //!
 //! - Step 1: i sends its ids' points blinded by its first exponent, sorted by encoding, to
 //!   i+1. The first exponent is k_i when P = 2 and a one-time mask r_i when P ≥ 3.
-//! - Steps 2..=P: i raises the set received at the previous step by k_i (order kept) and
-//!   sends it to i+1. At step P each set arrives back at its owner, blinded by every other
-//!   party's key; for P ≥ 3 the owner replaces its mask by its key (k_i / r_i) and so holds
-//!   its tags H(x)·K in its own order; for P = 2 the set is already H(x)·K.
-//! - P = 2: each party also kept the other's tags (the set it raised at step 2) and
-//!   intersects locally. Two rounds.
-//! - P ≥ 3: step P+1+j (j = 0..=P−2): party j sends the running intersection (its tags for
-//!   j = 0, else the filter it received intersected with its tags), sorted, to j+1; step
-//!   2P: party P−1 sends the final intersection's tags, sorted, to every other party. 2P
-//!   rounds.
+//! - Steps 2..=P: i raises the set received at the previous step by k_i and sends it to
+//!   i+1: in the same order when P = 2, sorted (a shuffle, whose permutation i keeps) when
+//!   P ≥ 3. At step P each set arrives back at its owner, blinded by every other party's
+//!   key.
+//! - P = 2: the returned set is the owner's tags H(x)·K in its own order; each party also
+//!   kept the other's tags (the set it received at step 1, raised and sent back at step 2)
+//!   and intersects locally. Two rounds.
+//! - P ≥ 3: the owner replaces its mask by its key (k_i / r_i): its tags H(x)·K, in an
+//!   order the other parties' shuffles hid from it, so no party can tell which tag is
+//!   which of its ids. Step P+1+j (j = 0..=P−2): party j sends the running intersection
+//!   (its tags for j = 0, else the filter it received intersected with its tags), sorted,
+//!   to j+1; step 2P: party P−1 sends the final intersection's tags, sorted, to every other
+//!   party. Steps 2P+1..=3P: each owner sends the positions of the intersection's tags in
+//!   its returned set (in the common order) back along the ring, i to i−1; each party
+//!   undoes its shuffle of that set, and after P steps the positions arrive at the owner
+//!   in terms of its own step-1 order, which it maps to its ids. 3P rounds.
 //!
 //! The common order is the intersection's tags in increasing byte order; row r of every
 //! party is the id whose tag is the r-th.
@@ -29,7 +35,7 @@ use rand_core::CryptoRng;
 use rayon::prelude::*;
 
 use crate::blind::{hash_and_blind, reblind, BlindingKey, Point, PointError};
-use crate::message::{Kind, Message, SessionId};
+use crate::message::{Kind, Message, SessionId, MAX_PARTIES};
 
 /// Why a party cannot start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,7 +56,7 @@ pub enum InputError {
     /// More than u32::MAX ids (the codec's count).
     #[error("{0} ids, at most u32::MAX")]
     TooMany(usize),
-    /// Fewer than 2 parties, or an index not below P.
+    /// P outside 2..=[`MAX_PARTIES`], or an index not below P.
     #[error("party {index} of {parties}")]
     Parties {
         /// The index given.
@@ -96,6 +102,12 @@ pub enum ProtocolError {
         got: usize,
         /// Points sent.
         want: usize,
+    },
+    /// Positions out of range, repeated, or of another count than the intersection's.
+    #[error("step {step}: invalid positions")]
+    Positions {
+        /// Step of the message.
+        step: u16,
     },
     /// A point that does not decompress.
     #[error("step {step}: point {position} is not a group element")]
@@ -149,7 +161,7 @@ pub struct Stats {
     pub messages_sent: u64,
     /// Messages received.
     pub messages_received: u64,
-    /// Sequential rounds of the run (2 for P = 2, 2P for P ≥ 3), the same for every party.
+    /// Sequential rounds of the run (2 for P = 2, 3P for P ≥ 3), the same for every party.
     pub rounds: u16,
 }
 
@@ -159,20 +171,19 @@ pub struct Alignment {
     /// `rows[r]` is the position, in the party's input list, of the id that is row r of the
     /// common order (the r-th intersection tag in increasing byte order).
     pub rows: Vec<usize>,
-    /// The intersection's tags H(x)·K in the common order: identical at every party, and
-    /// meaningless without all keys (do not publish beyond the parties: anyone holding
-    /// them and a later run's messages learns nothing, but they are the run's output).
+    /// The intersection's tags H(x)·K in the common order: identical at every party,
+    /// pseudorandom without all the run's keys, unrelated between runs (fresh keys).
     pub tags: Vec<Point>,
     /// The party's traffic.
     pub stats: Stats,
 }
 
-/// Number of sequential rounds for P parties.
+/// Number of sequential rounds for P parties (2..=[`MAX_PARTIES`]; saturates above).
 pub fn rounds(parties: u16) -> u16 {
     if parties == 2 {
         2
     } else {
-        2 * parties
+        parties.saturating_mul(3)
     }
 }
 
@@ -185,12 +196,19 @@ pub struct Party {
     keys: PartyKeys,
     /// `order[s]` = input position of the id at sorted position s of the step-1 set.
     order: Vec<u32>,
-    /// Own tags, in the step-1 order (after step P).
+    /// Own tags as returned at step P: in the step-1 order when P = 2, in the predecessor's
+    /// shuffled order when P ≥ 3.
     tags: Vec<Point>,
     /// P = 2: the other party's tags (the set this party raised at step 2).
     kept: Vec<Point>,
-    /// The next step this party processes (steps it receives nothing at are skipped).
-    next: u16,
+    /// P ≥ 3: by origin, this party's shuffle of that set (output position → input
+    /// position); empty for its own.
+    perms: Vec<Vec<u32>>,
+    /// P ≥ 3: the rows, once the positions came back (step 3P).
+    rows: Option<Vec<usize>>,
+    /// The next step this party processes (steps it receives nothing at are skipped; u32
+    /// because past the last step, 3P, may be 65536).
+    next: u32,
     /// Early messages by step.
     pending: BTreeMap<u16, Message>,
     stats: Stats,
@@ -208,7 +226,7 @@ impl Party {
         ids: &[T],
         keys: PartyKeys,
     ) -> Result<(Party, Message), InputError> {
-        if parties < 2 || index >= parties {
+        if !(2..=MAX_PARTIES).contains(&parties) || index >= parties {
             return Err(InputError::Parties { index, parties });
         }
         if ids.is_empty() {
@@ -220,13 +238,15 @@ impl Party {
         let first = if parties == 2 { &keys.key } else { &keys.mask };
         let blinded = hash_and_blind(ids, first);
         let mut order: Vec<u32> = (0..ids.len() as u32).collect();
-        order.par_sort_unstable_by_key(|&i| blinded[i as usize]);
+        // Ties broken by position: copies of an id then sit in input order, so each id's
+        // first two occurrences are adjacent.
+        order.par_sort_unstable_by_key(|&i| (blinded[i as usize], i));
         // Equal points at adjacent sorted positions are equal ids (a collision of distinct
         // ids would break SHA-512 or the discrete logarithm); compare the ids to be exact.
         let dup = order
             .windows(2)
             .filter(|w| blinded[w[0] as usize] == blinded[w[1] as usize])
-            .map(|w| (w[0].min(w[1]) as usize, w[0].max(w[1]) as usize))
+            .map(|w| (w[0] as usize, w[1] as usize))
             .filter(|&(a, b)| ids[a].as_ref() == ids[b].as_ref())
             .min_by_key(|&(_, b)| b);
         if let Some((first, second)) = dup {
@@ -241,6 +261,8 @@ impl Party {
             order,
             tags: Vec::new(),
             kept: Vec::new(),
+            perms: vec![Vec::new(); usize::from(parties)],
+            rows: None,
             next: 1,
             pending: BTreeMap::new(),
             stats: Stats {
@@ -261,7 +283,11 @@ impl Party {
     /// Whether the run is complete for this party ([`Party::finish`] then succeeds or
     /// reports an empty intersection).
     pub fn is_done(&self) -> bool {
-        self.result.is_some()
+        if self.parties == 2 {
+            self.result.is_some()
+        } else {
+            self.rows.is_some()
+        }
     }
 
     /// Traffic so far.
@@ -273,8 +299,8 @@ impl Party {
     /// (possibly none; several when it unblocks buffered ones). Errors: [`ProtocolError`].
     /// A message rejected by the checks before it is buffered (session, addressing,
     /// sender, step, duplicate) leaves the party unchanged; an error while processing a
-    /// buffered set (invalid point, wrong size) loses the run for this party. Cost: at most one re-blinding of the received set (parallel) and
-    /// one sort per step.
+    /// buffered set (invalid point, wrong size) loses the run for this party. Cost: at most
+    /// one re-blinding of the received set (parallel) and one sort per step.
     pub fn receive(&mut self, msg: Message) -> Result<Vec<Message>, ProtocolError> {
         if msg.session != self.session {
             return Err(ProtocolError::Session);
@@ -293,15 +319,18 @@ impl Party {
                 step: msg.step,
             });
         }
-        if msg.step < self.next || self.pending.contains_key(&msg.step) {
+        if u32::from(msg.step) < self.next || self.pending.contains_key(&msg.step) {
             return Err(ProtocolError::Duplicate { step: msg.step });
         }
         self.stats.messages_received += 1;
         self.stats.bytes_received += msg.encoded_len() as u64;
         self.pending.insert(msg.step, msg);
         let mut out = Vec::new();
-        while let Some(m) = self.pending.remove(&self.next) {
-            self.next = self.next_expected(m.step + 1);
+        while let Some(m) = u16::try_from(self.next)
+            .ok()
+            .and_then(|s| self.pending.remove(&s))
+        {
+            self.next = self.next_expected(u32::from(m.step) + 1);
             out.extend(self.step(m)?);
         }
         Ok(out)
@@ -309,13 +338,23 @@ impl Party {
 
     /// The party's rows in the common order and its traffic. Errors:
     /// [`ProtocolError::NotDone`] before the end, [`ProtocolError::EmptyIntersection`].
-    /// Cost: one sort of the party's tags.
+    /// Cost: one sort of the party's tags (P = 2).
     pub fn finish(self) -> Result<Alignment, ProtocolError> {
+        if !self.is_done() {
+            return Err(ProtocolError::NotDone);
+        }
         let Some(inter) = self.result else {
             return Err(ProtocolError::NotDone);
         };
         if inter.is_empty() {
             return Err(ProtocolError::EmptyIntersection);
+        }
+        if let Some(rows) = self.rows {
+            return Ok(Alignment {
+                rows,
+                tags: inter,
+                stats: self.stats,
+            });
         }
         let mut by_tag: Vec<(Point, u32)> = self
             .tags
@@ -359,20 +398,21 @@ impl Party {
                 (self.index >= 1 && step == self.parties + self.index).then(|| self.index - 1)
             }
             Kind::Intersection => (self.index != self.parties - 1).then_some(self.parties - 1),
+            Kind::Positions => Some(self.succ()),
         }
     }
 
     /// The first step ≥ `from` at which this party receives a message (past the end when
     /// none is left).
-    fn next_expected(&self, from: u16) -> u16 {
-        let end = rounds(self.parties);
+    fn next_expected(&self, from: u32) -> u32 {
+        let end = u32::from(rounds(self.parties));
         (from..=end)
-            .find(|&s| self.sender_of(s).is_some())
+            .find(|&s| u16::try_from(s).is_ok_and(|s| self.sender_of(s).is_some()))
             .unwrap_or(end + 1)
     }
 
     fn message(&mut self, to: u16, kind: Kind, step: u16, points: Vec<Point>) -> Message {
-        let m = Message {
+        self.send(Message {
             session: self.session,
             parties: self.parties,
             from: self.index,
@@ -380,7 +420,24 @@ impl Party {
             kind,
             step,
             points,
-        };
+            positions: Vec::new(),
+        })
+    }
+
+    fn positions_message(&mut self, step: u16, positions: Vec<u32>) -> Message {
+        self.send(Message {
+            session: self.session,
+            parties: self.parties,
+            from: self.index,
+            to: self.pred(),
+            kind: Kind::Positions,
+            step,
+            points: Vec::new(),
+            positions,
+        })
+    }
+
+    fn send(&mut self, m: Message) -> Message {
         self.stats.messages_sent += 1;
         self.stats.bytes_sent += m.encoded_len() as u64;
         m
@@ -395,10 +452,18 @@ impl Party {
         };
         match m.kind {
             Kind::Blinded if m.step < p => {
-                let raised = reblind(&m.points, &self.keys.key).map_err(invalid(m.step))?;
+                let mut raised = reblind(&m.points, &self.keys.key).map_err(invalid(m.step))?;
                 if p == 2 {
                     // The other party's tags: kept for the local intersection.
                     self.kept.clone_from(&raised);
+                } else {
+                    // Shuffle by sorting, so that no later holder (the owner included) can
+                    // link positions to the owner's order; keep the permutation to undo it.
+                    let mut perm: Vec<u32> = (0..raised.len() as u32).collect();
+                    perm.par_sort_unstable_by_key(|&j| raised[j as usize]);
+                    raised = perm.iter().map(|&j| raised[j as usize]).collect();
+                    let origin = (self.index + p - m.step) % p;
+                    self.perms[usize::from(origin)] = perm;
                 }
                 Ok(vec![self.message(
                     self.succ(),
@@ -444,18 +509,72 @@ impl Party {
                         running,
                     )]);
                 }
-                let out = (0..p - 1)
+                let mut out: Vec<Message> = (0..p - 1)
                     .map(|to| self.message(to, Kind::Intersection, 2 * p, running.clone()))
                     .collect();
-                self.result = Some(running);
+                out.push(self.own_positions(running)?);
                 Ok(out)
             }
-            Kind::Intersection => {
-                self.result = Some(m.points);
-                Ok(Vec::new())
+            Kind::Intersection => Ok(vec![self.own_positions(m.points)?]),
+            Kind::Positions => {
+                // Step 2P + h carries owner i + h's positions (h ≤ P keeps the sum in u16).
+                let origin = (self.index + (m.step - 2 * p)) % p;
+                let count = self.result.as_ref().map_or(0, Vec::len);
+                let bad = ProtocolError::Positions { step: m.step };
+                if m.positions.len() != count {
+                    return Err(bad);
+                }
+                if origin == self.index {
+                    let rows = translate(&m.positions, &self.order).ok_or(bad)?;
+                    self.rows = Some(rows.into_iter().map(|r| r as usize).collect());
+                    return Ok(Vec::new());
+                }
+                let back = translate(&m.positions, &self.perms[usize::from(origin)]).ok_or(bad)?;
+                Ok(vec![self.positions_message(m.step + 1, back)])
             }
         }
     }
+
+    /// P ≥ 3, once the intersection is known: records it and returns the message (step
+    /// 2P+1, to the predecessor) with the positions of its tags in this party's returned
+    /// set, in the common order.
+    fn own_positions(&mut self, inter: Vec<Point>) -> Result<Message, ProtocolError> {
+        let mut by_tag: Vec<(Point, u32)> = self
+            .tags
+            .iter()
+            .enumerate()
+            .map(|(j, t)| (*t, j as u32))
+            .collect();
+        by_tag.par_sort_unstable();
+        let mut positions = Vec::with_capacity(inter.len());
+        let mut j = 0;
+        for (position, t) in inter.iter().enumerate() {
+            while j < by_tag.len() && by_tag[j].0 < *t {
+                j += 1;
+            }
+            if j == by_tag.len() || by_tag[j].0 != *t {
+                return Err(ProtocolError::NotSubset { position });
+            }
+            positions.push(by_tag[j].1);
+        }
+        self.result = Some(inter);
+        Ok(self.positions_message(2 * self.parties + 1, positions))
+    }
+}
+
+/// `map[q]` for each position q, or `None` if one is out of range or repeated.
+fn translate(positions: &[u32], map: &[u32]) -> Option<Vec<u32>> {
+    let mut seen = vec![false; map.len()];
+    positions
+        .iter()
+        .map(|&q| {
+            let slot = seen.get_mut(q as usize)?;
+            if std::mem::replace(slot, true) {
+                return None;
+            }
+            Some(map[q as usize])
+        })
+        .collect()
 }
 
 /// The common elements of two strictly increasing lists, increasing.
