@@ -562,7 +562,6 @@ async fn an_insecure_peer_is_announced_and_refused_by_a_secure_one() {
                 matches!(err, TransportError::Refused { .. }),
                 "server insecure {server_insecure}: {err}"
             );
-            // The refusal's cause (the hello) is the error's source.
             let text = chain(&err);
             assert!(text.contains("insecure"), "{text}");
         }

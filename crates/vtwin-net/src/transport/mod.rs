@@ -311,7 +311,7 @@ pub enum TransportError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// No answer from the peer after all attempts.
-    #[error("{peer} at {addr} unreachable after {attempts} attempts")]
+    #[error("{peer} at {addr} unreachable after {attempts} attempts: {}", crate::chain(last.as_ref()))]
     Unreachable {
         /// The expected peer.
         peer: Role,
@@ -319,20 +319,19 @@ pub enum TransportError {
         addr: SocketAddr,
         /// Attempts made.
         attempts: u32,
-        /// The last attempt's failure.
-        #[source]
+        /// The last attempt's failure (with its causes in the message, not chained as a
+        /// source: services log this error with `{}`, and `{:#}` prints it once).
         last: Box<ConnectFailure>,
     },
     /// The peer answered but the connection was refused (certificate from another CA,
     /// wrong role on either side, bad hello).
-    #[error("connection to {peer} at {addr} refused")]
+    #[error("connection to {peer} at {addr} refused: {}", crate::chain(reason.as_ref()))]
     Refused {
         /// The expected peer.
         peer: Role,
         /// Its address.
         addr: SocketAddr,
-        /// Why.
-        #[source]
+        /// Why (with its causes in the message, not chained as a source).
         reason: Box<ConnectFailure>,
     },
     /// A bad frame from the peer; the connection has been closed.
@@ -358,14 +357,13 @@ pub enum TransportError {
         source: FrameError,
     },
     /// The link is gone (peer closed, connection lost, idle timeout).
-    #[error("link to {peer} at {addr} closed")]
+    #[error("link to {peer} at {addr} closed: {}", crate::chain(reason.as_ref()))]
     Closed {
         /// The peer.
         peer: Role,
         /// Its address.
         addr: SocketAddr,
-        /// Why.
-        #[source]
+        /// Why (with its causes in the message, not chained as a source).
         reason: Box<LinkClosed>,
     },
     /// The endpoint was closed; no more connections.
