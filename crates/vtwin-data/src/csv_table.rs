@@ -60,25 +60,23 @@ impl Table {
         let parties = schema.parties();
         for (party, path) in files {
             if !parties.contains(party) {
-                return Err(DataError::Parties {
+                return Err(DataError::UnknownParty {
                     file: path.clone(),
-                    message: format!(
-                        "party \"{party}\" is not in the schema (its parties: {})",
-                        parties.join(", ")
-                    ),
+                    party: party.clone(),
+                    parties: parties.to_vec(),
                 });
             }
             if files.iter().filter(|(p, _)| p == party).count() > 1 {
-                return Err(DataError::Parties {
+                return Err(DataError::DuplicateParty {
                     file: path.clone(),
-                    message: format!("party \"{party}\" is given more than one file"),
+                    party: party.clone(),
                 });
             }
         }
         if let Some(p) = parties.iter().find(|p| !files.iter().any(|(q, _)| q == *p)) {
-            return Err(DataError::Parties {
+            return Err(DataError::MissingParty {
                 file: first,
-                message: format!("no file given for party \"{p}\""),
+                party: p.clone(),
             });
         }
 
@@ -178,9 +176,10 @@ impl Table {
         }
         let cols = self.schema.columns_of(party);
         if cols.is_empty() {
-            return Err(DataError::Parties {
+            return Err(DataError::UnknownParty {
                 file: path.to_owned(),
-                message: format!("party \"{party}\" is not in the schema"),
+                party: party.to_string(),
+                parties: self.schema.parties().to_vec(),
             });
         }
         self.write_columns(path, &cols, true)
@@ -306,12 +305,10 @@ pub fn read_party_alone(
     }
     let wanted = schema.columns_of(party);
     if wanted.is_empty() {
-        return Err(DataError::Parties {
+        return Err(DataError::UnknownParty {
             file: path.to_owned(),
-            message: format!(
-                "party \"{party}\" is not in the schema (its parties: {})",
-                schema.parties().join(", ")
-            ),
+            party: party.to_string(),
+            parties: schema.parties().to_vec(),
         });
     }
     let parsed = read_file(schema, path, &wanted, Some(party))?;
@@ -426,17 +423,19 @@ fn read_file(
         .from_reader(bytes.as_slice());
     let csv_err = |e: csv::Error| {
         let row = line_of(e.position());
-        let message = e.to_string();
-        match e.into_kind() {
-            csv::ErrorKind::Io(cause) => DataError::Io {
-                file: file(),
-                cause,
-            },
-            _ => DataError::Csv {
-                file: file(),
-                row,
-                message,
-            },
+        if let csv::ErrorKind::Io(_) = e.kind() {
+            if let csv::ErrorKind::Io(cause) = e.into_kind() {
+                return DataError::Io {
+                    file: file(),
+                    cause,
+                };
+            }
+            unreachable!("the kind was just matched");
+        }
+        DataError::Csv {
+            file: file(),
+            row,
+            source: e,
         }
     };
     let mut records = rdr.records();

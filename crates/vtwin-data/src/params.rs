@@ -50,15 +50,19 @@ pub enum ParamsError {
     #[error("mixture has no components")]
     NoComponents,
     /// The weights are not a probability vector.
-    #[error("mixture weights are not a probability vector: {0}")]
-    Weights(String),
+    #[error("mixture weights are not a probability vector")]
+    Weights(#[source] SimplexError),
+    /// The weights cannot be sampled from.
+    #[error("mixture weights cannot be sampled")]
+    WeightSampling(#[source] rand::distr::weighted::Error),
     /// A column's parameters do not fit its schema column.
-    #[error("parameters of column \"{column}\": {reason}")]
+    #[error("parameters of column \"{column}\"")]
     Column {
         /// The column.
         column: String,
         /// What is wrong.
-        reason: String,
+        #[source]
+        problem: ColumnParamsError,
     },
     /// The number of column parameter sets differs from the schema's columns.
     #[error("{found} column parameter sets for a schema of {expected} columns")]
@@ -94,13 +98,92 @@ pub fn log_sum_exp(xs: &[f64]) -> f64 {
     m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
 }
 
-fn check_simplex(p: &[f64]) -> Result<(), String> {
+/// Why a vector is not a probability vector.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimplexError {
+    /// An entry is negative, infinite or NaN.
+    #[error("entry {0} is not a finite non-negative number")]
+    Entry(f64),
+    /// The entries do not sum to 1 (within [`SIMPLEX_TOL`]).
+    #[error("entries sum to {0}, not 1")]
+    Sum(f64),
+}
+
+/// Why a column's parameters do not fit its schema column.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ColumnParamsError {
+    /// Not one Beta parameter pair per component.
+    #[error("{a} and {b} Beta parameters for {components} components")]
+    BetaCount {
+        /// Parameters a.
+        a: usize,
+        /// Parameters b.
+        b: usize,
+        /// Components K.
+        components: usize,
+    },
+    /// A Beta parameter that is not finite and positive.
+    #[error("Beta parameter {0} is not finite and > 0")]
+    BetaParameter(f64),
+    /// Not one probability row per component.
+    #[error("{rows} rows for {components} components")]
+    RowCount {
+        /// Rows given.
+        rows: usize,
+        /// Components K.
+        components: usize,
+    },
+    /// A row with another number of probabilities than the column has categories.
+    #[error("component {component}: {found} probabilities for {categories} categories")]
+    RowLength {
+        /// The component.
+        component: usize,
+        /// Probabilities given.
+        found: usize,
+        /// The column's categories.
+        categories: usize,
+    },
+    /// A row that is not a probability vector.
+    #[error("component {component}")]
+    Row {
+        /// The component.
+        component: usize,
+        /// What is wrong.
+        #[source]
+        source: SimplexError,
+    },
+    /// The parameter kind does not match the column kind.
+    #[error("parameter kind does not match the column kind")]
+    Kind,
+    /// A Beta law that cannot be built.
+    #[error("component {component}: Beta law")]
+    Beta {
+        /// The component.
+        component: usize,
+        /// rand_distr's refusal.
+        #[source]
+        source: rand_distr::BetaError,
+    },
+    /// A probability row that cannot be sampled.
+    #[error("component {component}: probabilities cannot be sampled")]
+    Sampling {
+        /// The component.
+        component: usize,
+        /// rand's refusal.
+        #[source]
+        source: rand::distr::weighted::Error,
+    },
+}
+
+fn check_simplex(p: &[f64]) -> Result<(), SimplexError> {
     if let Some(x) = p.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
-        return Err(format!("entry {x} is not a finite non-negative number"));
+        return Err(SimplexError::Entry(*x));
     }
     let s: f64 = p.iter().sum();
     if (s - 1.0).abs() > SIMPLEX_TOL {
-        return Err(format!("entries sum to {s}, not 1"));
+        return Err(SimplexError::Sum(s));
     }
     Ok(())
 }
@@ -127,21 +210,21 @@ impl MixtureParams {
             });
         }
         for (spec, cp) in schema.columns.iter().zip(&self.columns) {
-            let bad = |reason: String| ParamsError::Column {
+            let bad = |problem: ColumnParamsError| ParamsError::Column {
                 column: spec.name.clone(),
-                reason,
+                problem,
             };
             match (&spec.kind, cp) {
                 (ColumnKind::Continuous { .. }, ColumnParams::Beta { a, b }) => {
                     if a.len() != k || b.len() != k {
-                        return Err(bad(format!(
-                            "{} and {} Beta parameters for {k} components",
-                            a.len(),
-                            b.len()
-                        )));
+                        return Err(bad(ColumnParamsError::BetaCount {
+                            a: a.len(),
+                            b: b.len(),
+                            components: k,
+                        }));
                     }
                     if let Some(x) = a.iter().chain(b).find(|x| !(x.is_finite() && **x > 0.0)) {
-                        return Err(bad(format!("Beta parameter {x} is not finite and > 0")));
+                        return Err(bad(ColumnParamsError::BetaParameter(*x)));
                     }
                 }
                 (
@@ -150,19 +233,28 @@ impl MixtureParams {
                 ) => {
                     let card = spec.kind.cardinality().expect("discrete kind");
                     if probs.len() != k {
-                        return Err(bad(format!("{} rows for {k} components", probs.len())));
+                        return Err(bad(ColumnParamsError::RowCount {
+                            rows: probs.len(),
+                            components: k,
+                        }));
                     }
                     for (j, row) in probs.iter().enumerate() {
                         if row.len() != card {
-                            return Err(bad(format!(
-                                "component {j}: {} probabilities for {card} categories",
-                                row.len()
-                            )));
+                            return Err(bad(ColumnParamsError::RowLength {
+                                component: j,
+                                found: row.len(),
+                                categories: card,
+                            }));
                         }
-                        check_simplex(row).map_err(|r| bad(format!("component {j}: {r}")))?;
+                        check_simplex(row).map_err(|source| {
+                            bad(ColumnParamsError::Row {
+                                component: j,
+                                source,
+                            })
+                        })?;
                     }
                 }
-                _ => return Err(bad("parameter kind does not match the column kind".into())),
+                _ => return Err(bad(ColumnParamsError::Kind)),
             }
         }
         Ok(())

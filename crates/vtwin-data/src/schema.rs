@@ -204,13 +204,26 @@ pub enum SchemaError {
         cause: std::io::Error,
     },
     /// The file is not valid TOML for a schema, or the schema is invalid.
-    #[error("schema {}: {message}", path.display())]
+    #[error("schema {}", path.display())]
     Invalid {
         /// The schema file.
         path: PathBuf,
         /// What is wrong (names the column when there is one).
-        message: String,
+        #[source]
+        source: SchemaTextError,
     },
+}
+
+/// Schema text is not a valid schema ([`Schema::from_toml`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaTextError {
+    /// Not TOML, or not the shape of a schema (unknown or missing keys, wrong types).
+    #[error("not a schema file")]
+    Toml(#[source] toml::de::Error),
+    /// Well-formed, but breaks a schema rule.
+    #[error(transparent)]
+    Invalid(#[from] SchemaIssue),
 }
 
 impl Schema {
@@ -247,16 +260,16 @@ impl Schema {
             path: path.to_owned(),
             cause,
         })?;
-        Schema::from_toml(&text).map_err(|message| SchemaError::Invalid {
+        Schema::from_toml(&text).map_err(|source| SchemaError::Invalid {
             path: path.to_owned(),
-            message,
+            source,
         })
     }
 
     /// Parses and validates TOML text (the error message names the column when there is one).
-    pub fn from_toml(text: &str) -> Result<Schema, String> {
-        let raw: RawSchema = toml::from_str(text).map_err(|e| e.to_string().trim().to_owned())?;
-        Schema::try_from(raw).map_err(|e| e.to_string())
+    pub fn from_toml(text: &str) -> Result<Schema, SchemaTextError> {
+        let raw: RawSchema = toml::from_str(text).map_err(SchemaTextError::Toml)?;
+        Ok(Schema::try_from(raw)?)
     }
 
     /// The schema as TOML text ([`Schema::from_toml`] reads it back to an equal schema).

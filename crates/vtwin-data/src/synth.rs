@@ -13,7 +13,7 @@ use rand::Rng;
 use rand_distr::Beta;
 
 use crate::codec::{unit_from_value, value_from_unit};
-use crate::params::{ColumnParams, MixtureParams, ParamsError};
+use crate::params::{ColumnParams, ColumnParamsError, MixtureParams, ParamsError};
 use crate::schema::{ColumnKind, Schema};
 use crate::table::{Column, Table};
 
@@ -27,21 +27,25 @@ pub fn sample_table<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<Table, ParamsError> {
     params.check(schema)?;
-    let pick =
-        WeightedIndex::new(&params.weights).map_err(|e| ParamsError::Weights(e.to_string()))?;
+    let pick = WeightedIndex::new(&params.weights).map_err(ParamsError::WeightSampling)?;
     let z: Vec<usize> = (0..rows).map(|_| pick.sample(rng)).collect();
     let mut columns = Vec::with_capacity(schema.columns.len());
     for (spec, cp) in schema.columns.iter().zip(&params.columns) {
-        let column_error = |e: String| ParamsError::Column {
+        let column_error = |problem: ColumnParamsError| ParamsError::Column {
             column: spec.name.clone(),
-            reason: e,
+            problem,
         };
         let col = match (&spec.kind, cp) {
             (&ColumnKind::Continuous { min, max, integer }, ColumnParams::Beta { a, b }) => {
                 let dists = a
                     .iter()
                     .zip(b)
-                    .map(|(&a, &b)| Beta::new(a, b).map_err(|e| column_error(e.to_string())))
+                    .enumerate()
+                    .map(|(component, (&a, &b))| {
+                        Beta::new(a, b).map_err(|source| {
+                            column_error(ColumnParamsError::Beta { component, source })
+                        })
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Column::Unit(
                     z.iter()
@@ -60,7 +64,12 @@ pub fn sample_table<R: Rng + ?Sized>(
             (_, ColumnParams::Categorical { probs }) => {
                 let dists = probs
                     .iter()
-                    .map(|p| WeightedIndex::new(p).map_err(|e| column_error(e.to_string())))
+                    .enumerate()
+                    .map(|(component, p)| {
+                        WeightedIndex::new(p).map_err(|source| {
+                            column_error(ColumnParamsError::Sampling { component, source })
+                        })
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Column::Index(z.iter().map(|&k| dists[k].sample(rng) as u32).collect())
             }

@@ -97,14 +97,15 @@ pub enum DataError {
         cause: std::io::Error,
     },
     /// The file is not well-formed CSV (e.g. an unterminated quote, invalid UTF-8).
-    #[error("{}: row {row}: malformed CSV: {message}", file.display())]
+    #[error("{}: row {row}: malformed CSV", file.display())]
     Csv {
         /// The file.
         file: PathBuf,
         /// The row.
         row: u64,
-        /// The CSV parser's message.
-        message: String,
+        /// The CSV parser's error.
+        #[source]
+        source: csv::Error,
     },
     /// The file is empty: it has no header row.
     #[error("{}: row 1: empty file, expected a header naming the columns", file.display())]
@@ -219,13 +220,31 @@ pub enum DataError {
         /// The first party file.
         file: PathBuf,
     },
-    /// The party files given do not match the schema's parties.
-    #[error("{}: {message}", file.display())]
-    Parties {
-        /// A file concerned (the first one if none in particular).
+    /// A party file for a party the schema does not name.
+    #[error("{}: party \"{party}\" is not in the schema (its parties: {})", file.display(), parties.join(", "))]
+    UnknownParty {
+        /// The file.
         file: PathBuf,
-        /// What is wrong (names the party).
-        message: String,
+        /// The party.
+        party: String,
+        /// The schema's parties.
+        parties: Vec<String>,
+    },
+    /// A party given more than one file.
+    #[error("{}: party \"{party}\" is given more than one file", file.display())]
+    DuplicateParty {
+        /// One of its files.
+        file: PathBuf,
+        /// The party.
+        party: String,
+    },
+    /// A party of the schema given no file.
+    #[error("{}: no file given for party \"{party}\"", file.display())]
+    MissingParty {
+        /// The first file given.
+        file: PathBuf,
+        /// The party.
+        party: String,
     },
     /// A table to be written breaks its schema's invariants (a hand-built table).
     #[error("{}: not written: {problem}", file.display())]

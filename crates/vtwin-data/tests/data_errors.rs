@@ -19,7 +19,13 @@ fn schema() -> Schema {
 /// Reads a joined fixture that must fail, and returns the one-line message.
 fn joined_err(name: &str) -> (DataError, String) {
     let e = Table::read_joined(&schema(), &fixture(name)).expect_err("must be rejected");
-    let msg = e.to_string();
+    // The error and its causes on one line, as the command line prints them.
+    let mut msg = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        msg = format!("{msg}: {c}");
+        cause = c.source();
+    }
     assert!(!msg.contains('\n'), "one line: {msg}");
     assert!(msg.contains(name), "names the file: {msg}");
     (e, msg)

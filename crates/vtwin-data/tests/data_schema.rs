@@ -21,7 +21,13 @@ fn load_err(text: &str) -> String {
     std::fs::write(&path, text).unwrap();
     let e = Schema::load(&path).expect_err("must be rejected");
     assert!(matches!(e, SchemaError::Invalid { .. }), "{e:?}");
-    let msg = e.to_string();
+    // The error and its causes on one line, as the command line prints them.
+    let mut msg = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        msg = format!("{msg}: {c}");
+        cause = c.source();
+    }
     assert!(msg.contains("bad-schema.toml"), "names the file: {msg}");
     msg
 }

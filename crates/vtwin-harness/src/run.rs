@@ -224,9 +224,9 @@ pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport,
                     entries.push(e);
                 }
                 // Reported, not hidden: the other backends' figures still stand.
-                Err(reason) => not_measured.push(NotMeasured {
+                Err(e) => not_measured.push(NotMeasured {
                     backend: b.name().into(),
-                    reason,
+                    reason: chain(&e),
                 }),
             },
             _ => entries.push(run.in_process(b)?),
@@ -396,14 +396,14 @@ impl Run<'_> {
         })
     }
 
-    /// `warmup + iters` iterations of the consortium over loopback QUIC; the error is the
-    /// reason it was not measured (with its causes).
-    fn loopback(&self) -> Result<BackendEntry, String> {
+    /// `warmup + iters` iterations of the consortium over loopback QUIC; the error is why
+    /// it was not measured.
+    fn loopback(&self) -> Result<BackendEntry, NotMeasuredError> {
         use vtwin_consortium::loopback::{run, LoopbackSettings};
         let settings = self.settings;
         let table = &self.workload.table;
         let parties = PartyData::from_table(table, self.layout)
-            .map_err(|e| chain(&e))?
+            .map_err(NotMeasuredError::Parties)?
             .into_iter()
             .map(|data| OwnPartyData {
                 data,
@@ -420,12 +420,7 @@ impl Run<'_> {
             iterations: iters,
             delta: BENCH_DELTA,
         })
-        .map_err(|e| {
-            format!(
-                "the parties refuse the plan (a noiseless plan has no finite epsilon): {}",
-                chain(&e)
-            )
-        })?;
+        .map_err(NotMeasuredError::Policy)?;
         let report = run(LoopbackSettings {
             schema: self.workload.schema.clone(),
             parties,
@@ -441,17 +436,17 @@ impl Run<'_> {
             delta: BENCH_DELTA,
             align: false,
         })
-        .map_err(|e| format!("loopback consortium: {}", chain(&e)))?;
+        .map_err(|e| NotMeasuredError::Loopback(Box::new(e)))?;
         let ms = report
             .iteration_ms
             .get(settings.warmup as usize..)
             .unwrap_or(&[])
             .to_vec();
         if ms.len() as u64 != settings.iters {
-            return Err(format!(
-                "{} iteration times for {iters} iterations",
-                report.iteration_ms.len()
-            ));
+            return Err(NotMeasuredError::IterationTimes {
+                found: report.iteration_ms.len(),
+                iterations: iters,
+            });
         }
         Ok(BackendEntry {
             backend: BenchBackend::MpcQuic.name().into(),
@@ -468,6 +463,28 @@ impl Run<'_> {
             ratio_vs_float: None,
         })
     }
+}
+
+/// Why the consortium over loopback QUIC was not measured (reported, not fatal).
+#[derive(Debug, thiserror::Error)]
+enum NotMeasuredError {
+    /// The workload does not split into the parties' data.
+    #[error("party data")]
+    Parties(#[source] StatsError),
+    /// The parties' policy refuses the benchmarked plan.
+    #[error("the parties refuse the plan (a noiseless plan has no finite epsilon)")]
+    Policy(#[source] vtwin_dp::AccountingError),
+    /// The loopback consortium failed.
+    #[error("loopback consortium")]
+    Loopback(#[source] Box<vtwin_consortium::loopback::LoopbackError>),
+    /// The run timed another number of iterations than asked.
+    #[error("{found} iteration times for {iterations} iterations")]
+    IterationTimes {
+        /// Iteration times reported.
+        found: usize,
+        /// Iterations asked for.
+        iterations: u64,
+    },
 }
 
 /// An error and its causes on one line ("a: b: c").

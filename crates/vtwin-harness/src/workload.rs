@@ -71,8 +71,8 @@ pub enum WorkloadError {
         path: PathBuf,
     },
     /// The shipped Adult schema does not parse (a build defect).
-    #[error("examples/adult/schema.toml: {0}")]
-    AdultSchema(String),
+    #[error("examples/adult/schema.toml")]
+    AdultSchema(#[source] vtwin_data::schema::SchemaTextError),
     /// The Adult file does not load under the schema.
     #[error(transparent)]
     Data(#[from] DataError),

@@ -336,13 +336,13 @@ impl NoiseRngs {
 #[non_exhaustive]
 pub enum NoiseResumeError {
     /// The checkpointed run used a noise seed and this one does not.
-    #[error("the checkpointed run used --noise-seed; give the same one")]
+    #[error("the checkpointed run seeded its noise; give the same noise seed")]
     NeedSeed,
     /// This run has a noise seed and the checkpointed run did not.
-    #[error("the checkpointed run drew its noise from the OS; do not give --noise-seed")]
+    #[error("the checkpointed run drew its noise from the OS; give no noise seed")]
     Unseeded,
     /// Different seed, or a checkpoint of an older version (sequential noise streams).
-    #[error("the checkpoint's noise generators do not match --noise-seed (a different seed, or a checkpoint written by an older vtwin with sequential noise streams: start the run again)")]
+    #[error("the checkpoint's noise generators do not match this noise seed (a different seed, or a checkpoint written by an older vtwin with sequential noise streams: start the run again)")]
     Mismatch,
 }
 

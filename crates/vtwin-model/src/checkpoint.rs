@@ -87,29 +87,72 @@ pub struct Checkpoint {
 #[non_exhaustive]
 pub enum CheckpointError {
     /// Reading or writing failed.
-    #[error("{}: {source}", path.display())]
+    #[error("checkpoint {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The cause.
+        #[source]
         source: std::io::Error,
     },
+    /// The checkpoint could not be encoded (nothing was written).
+    #[error("{}: cannot encode the checkpoint", path.display())]
+    Encode {
+        /// The file.
+        path: PathBuf,
+        /// The encoder's error.
+        #[source]
+        source: postcard::Error,
+    },
     /// Not a checkpoint, or a corrupt one.
-    #[error("{}: not a vtwin checkpoint or corrupt ({reason})", path.display())]
+    #[error("{}: not a vtwin checkpoint or corrupt", path.display())]
     Corrupt {
         /// The file.
         path: PathBuf,
-        /// Why.
-        reason: String,
+        /// What is wrong.
+        #[source]
+        problem: Corruption,
     },
+}
+
+/// What is wrong with a checkpoint file's bytes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Corruption {
+    /// Shorter than the header.
+    #[error("shorter than the header")]
+    Short,
+    /// The header is not a vtwin checkpoint's.
+    #[error("bad header")]
+    Header,
+    /// Another format version.
+    #[error("format version {found}, this vtwin reads version {reads}")]
+    Version {
+        /// The file's version.
+        found: u8,
+        /// The version this build reads.
+        reads: u8,
+    },
+    /// Too short to hold the digest.
+    #[error("truncated: no digest")]
+    NoDigest,
+    /// The digest does not match the content.
+    #[error("digest mismatch: the file is damaged or truncated")]
+    Digest,
+    /// The content does not decode.
+    #[error("content does not decode")]
+    Decode(#[source] postcard::Error),
+    /// Bytes after the content.
+    #[error("{0} trailing bytes")]
+    Trailing(usize),
 }
 
 impl Checkpoint {
     /// Saves atomically.
     pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
-        let body = postcard::to_allocvec(self).map_err(|e| CheckpointError::Corrupt {
+        let body = postcard::to_allocvec(self).map_err(|source| CheckpointError::Encode {
             path: path.into(),
-            reason: e.to_string(),
+            source,
         })?;
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&body);
@@ -129,38 +172,38 @@ impl Checkpoint {
             path: path.into(),
             source,
         })?;
-        Checkpoint::decode(&bytes).map_err(|reason| CheckpointError::Corrupt {
+        Checkpoint::decode(&bytes).map_err(|problem| CheckpointError::Corrupt {
             path: path.into(),
-            reason,
+            problem,
         })
     }
 
     /// Decodes a checkpoint file's bytes; the error says what is wrong. Never panics.
-    fn decode(bytes: &[u8]) -> Result<Checkpoint, String> {
-        let magic = bytes.get(..MAGIC.len()).ok_or("shorter than the header")?;
+    fn decode(bytes: &[u8]) -> Result<Checkpoint, Corruption> {
+        let magic = bytes.get(..MAGIC.len()).ok_or(Corruption::Short)?;
         if magic[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
-            return Err("bad header".into());
+            return Err(Corruption::Header);
         }
         let version = magic[MAGIC.len() - 1];
         if version != MAGIC[MAGIC.len() - 1] {
-            return Err(format!(
-                "format version {version}, this vtwin reads version {}",
-                MAGIC[MAGIC.len() - 1]
-            ));
+            return Err(Corruption::Version {
+                found: version,
+                reads: MAGIC[MAGIC.len() - 1],
+            });
         }
         let split = bytes
             .len()
             .checked_sub(DIGEST_BYTES)
             .filter(|&n| n >= MAGIC.len())
-            .ok_or("truncated: no digest")?;
+            .ok_or(Corruption::NoDigest)?;
         let (content, stored) = bytes.split_at(split);
         if digest(content) != stored {
-            return Err("digest mismatch: the file is damaged or truncated".into());
+            return Err(Corruption::Digest);
         }
         let (ck, rest) =
-            postcard::take_from_bytes(&content[MAGIC.len()..]).map_err(|e| e.to_string())?;
+            postcard::take_from_bytes(&content[MAGIC.len()..]).map_err(Corruption::Decode)?;
         if !rest.is_empty() {
-            return Err(format!("{} trailing bytes", rest.len()));
+            return Err(Corruption::Trailing(rest.len()));
         }
         Ok(ck)
     }

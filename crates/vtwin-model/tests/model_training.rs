@@ -131,9 +131,9 @@ fn checkpoint_rejects_garbage() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.ck");
     std::fs::write(&p, b"not a checkpoint").unwrap();
-    let e = Checkpoint::load(&p).unwrap_err().to_string();
+    let e = chain(&Checkpoint::load(&p).unwrap_err());
     assert!(
-        e.contains("x.ck") && e.contains("not a vtwin checkpoint"),
+        e.contains("x.ck") && e.contains("not a vtwin checkpoint") && e.contains("bad header"),
         "{e}"
     );
 }
@@ -169,7 +169,7 @@ fn damaged_checkpoints_are_refused_with_the_reason() {
     let good = std::fs::read(&p).unwrap();
     let refused = |bytes: &[u8]| -> String {
         std::fs::write(&p, bytes).unwrap();
-        let e = Checkpoint::load(&p).unwrap_err().to_string();
+        let e = chain(&Checkpoint::load(&p).unwrap_err());
         assert!(
             e.contains("run.ck") && e.contains("not a vtwin checkpoint or corrupt"),
             "{e}"
@@ -411,4 +411,15 @@ fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
         .unwrap();
     assert_eq!(resumed.ledger().unwrap().steps(), 2);
     assert_eq!((resumed.iteration(), resumed.openings()), (1, 2));
+}
+
+/// An error and its causes on one line, as the command line prints them.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
 }

@@ -539,11 +539,8 @@ pub enum FrameError {
         want: u8,
     },
     /// The body does not parse as a frame.
-    #[error("malformed frame: {reason}")]
-    Malformed {
-        /// The decoder's message.
-        reason: String,
-    },
+    #[error("malformed frame")]
+    Malformed(#[source] postcard::Error),
     /// Bytes left after a complete frame.
     #[error("{extra} trailing bytes after the frame")]
     Trailing {
@@ -555,11 +552,8 @@ pub enum FrameError {
     #[error("frame is not canonically encoded")]
     NonCanonical,
     /// The frame could not be serialised.
-    #[error("cannot encode frame: {reason}")]
-    Encode {
-        /// The encoder's message.
-        reason: String,
-    },
+    #[error("cannot encode frame")]
+    Encode(#[source] postcard::Error),
     /// Sequence number other than the previous one + 1 (duplicate, replay, reordering, gap).
     #[error(
         "sequence number {got} from {peer}, expected {expected} (duplicate, replay or reordering)"
@@ -587,11 +581,8 @@ pub enum FrameError {
 /// Errors: [`FrameError::TooLarge`] if the body exceeds [`MAX_FRAME_BYTES`]. Cost: one pass
 /// over the frame, one allocation of the output (grown geometrically).
 pub fn encode(frame: &Frame) -> Result<Vec<u8>, FrameError> {
-    let out = postcard::to_extend(frame, vec![0u8; LENGTH_PREFIX_BYTES]).map_err(|e| {
-        FrameError::Encode {
-            reason: e.to_string(),
-        }
-    })?;
+    let out =
+        postcard::to_extend(frame, vec![0u8; LENGTH_PREFIX_BYTES]).map_err(FrameError::Encode)?;
     let len = out.len() - LENGTH_PREFIX_BYTES;
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge {
@@ -645,10 +636,7 @@ pub fn decode(bytes: &[u8]) -> Result<Frame, FrameError> {
         }
         Some(_) => {}
     }
-    let (frame, rest) =
-        postcard::take_from_bytes::<Frame>(bytes).map_err(|e| FrameError::Malformed {
-            reason: e.to_string(),
-        })?;
+    let (frame, rest) = postcard::take_from_bytes::<Frame>(bytes).map_err(FrameError::Malformed)?;
     if !rest.is_empty() {
         return Err(FrameError::Trailing { extra: rest.len() });
     }

@@ -43,39 +43,181 @@ use crate::seal::{hex, SealKey};
 /// Validity of issued certificates, in days after issuance.
 pub const VALIDITY_DAYS: i64 = 3650;
 
-/// A PKI operation failed; names the file where there is one.
+/// A PKI operation failed; names the file (or in-memory label) where there is one. The
+/// underlying cause, if any, is the error's [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PkiError {
-    /// Certificate or key generation failed.
-    #[error("certificate generation: {reason}")]
-    Generate {
-        /// rcgen's message.
-        reason: String,
-    },
+    /// Certificate, key or request generation failed.
+    #[error("certificate generation")]
+    Generate(#[source] rcgen::Error),
     /// A file could not be read.
-    #[error("{file}: {source}")]
+    #[error("cannot read {file}")]
     Io {
         /// The file.
         file: String,
         /// The cause.
+        #[source]
         source: std::io::Error,
     },
-    /// A file does not hold what it should (PEM certificate, PEM private key).
-    #[error("{file}: {reason}")]
-    Format {
-        /// The file.
+    /// A private key file is not a PEM private key.
+    #[error("{file}: not a PEM private key")]
+    NotPemKey {
+        /// The key file.
         file: String,
-        /// What is wrong.
-        reason: String,
+        /// The PEM parser's error.
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    /// A PEM private key that the signing library cannot use.
+    #[error("{file}: unusable private key")]
+    UnusableKey {
+        /// The key file.
+        file: String,
+        /// rustls' refusal.
+        #[source]
+        source: rustls::Error,
+    },
+    /// The CA's private key file is not a PEM private key the CA can sign with.
+    #[error("{file}: not a PEM private key the CA can sign with")]
+    CaKey {
+        /// The key file.
+        file: String,
+        /// rcgen's refusal.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// A certificate file is not PEM.
+    #[error("{file}: not a PEM certificate")]
+    NotPemCertificate {
+        /// The certificate file.
+        file: String,
+        /// The PEM parser's error.
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    /// A certificate file holds no certificate.
+    #[error("{file}: no PEM certificate")]
+    NoCertificate {
+        /// The certificate file.
+        file: String,
+    },
+    /// The CA certificate file holds more than one certificate.
+    #[error("{file}: expected one CA certificate, found {found}")]
+    CaCount {
+        /// The CA certificate file.
+        file: String,
+        /// How many certificates it holds.
+        found: usize,
+    },
+    /// The CA certificate cannot serve as a trust anchor.
+    #[error("{file}: not a usable CA certificate")]
+    UnusableCa {
+        /// The CA certificate file.
+        file: String,
+        /// webpki's refusal.
+        #[source]
+        source: webpki::Error,
+    },
+    /// The CA certificate cannot sign (rcgen refuses it as an issuer).
+    #[error("{file}: not a usable CA certificate")]
+    CaIssuer {
+        /// The CA certificate file.
+        file: String,
+        /// rcgen's refusal.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// A role's certificate where the CA's was expected.
+    #[error("{file}: a role's certificate, not the CA's")]
+    RoleCertificateAsCa {
+        /// The certificate file.
+        file: String,
+    },
+    /// A certificate does not parse as X.509.
+    #[error("{file}: unparsable certificate")]
+    Unparsable {
+        /// The certificate file.
+        file: String,
+        /// The X.509 parser's error.
+        #[source]
+        source: x509_parser::nom::Err<x509_parser::error::X509Error>,
+    },
+    /// A certificate does not parse as an end-entity certificate.
+    #[error("{file}: unparsable certificate")]
+    EndEntity {
+        /// The certificate file.
+        file: String,
+        /// webpki's refusal.
+        #[source]
+        source: webpki::Error,
+    },
+    /// A certificate names no single vtwin role.
+    #[error("{file}: certificate names no single vtwin role")]
+    NoRole {
+        /// The certificate file.
+        file: String,
+        /// What was found.
+        #[source]
+        source: CertRoleError,
+    },
+    /// A certificate names another role than the one expected in its place.
+    #[error("{file}: the certificate is for {found}, expected {expected}")]
+    WrongRole {
+        /// The certificate file.
+        file: String,
+        /// The role it names.
+        found: Role,
+        /// The role expected.
+        expected: Role,
+    },
+    /// A certificate is not valid now under the CA (another CA, expired, wrong usage).
+    #[error("{file}: not valid under {ca}")]
+    NotValidUnder {
+        /// The certificate file.
+        file: String,
+        /// The CA certificate file.
+        ca: String,
+        /// webpki's verdict.
+        #[source]
+        source: webpki::Error,
     },
     /// A private key is not the one whose public key a certificate carries.
-    #[error("{key}: this private key does not belong to the certificate {cert} (keep each role's key with the certificate signed from its own request)")]
+    #[error("{key}: this private key is not the key of the certificate {cert} (keep each role's key with the certificate signed from its own request)")]
     KeyMismatch {
         /// The key file.
         key: String,
         /// The certificate file.
         cert: String,
+    },
+    /// A subject attribute of a certificate is not a string.
+    #[error("{file}: a subject attribute is not a string")]
+    AttributeEncoding {
+        /// The certificate file.
+        file: String,
+        /// The X.509 parser's error.
+        #[source]
+        source: x509_parser::error::X509Error,
+    },
+    /// A seal attribute whose value is not `vtwin-seal-x25519:` and 64 hex digits.
+    #[error("{file}: seal attribute {value:?} is not {SEAL_PREFIX}<64 hex>")]
+    SealAttribute {
+        /// The certificate or request file.
+        file: String,
+        /// The attribute's value.
+        value: String,
+    },
+    /// A certificate binds two seal keys.
+    #[error("{file}: the certificate binds two seal keys")]
+    TwoSealKeys {
+        /// The certificate file.
+        file: String,
+    },
+    /// A node's certificate binds no seal key.
+    #[error("{file}: the certificate binds no seal key; a node's certificate must (have the CA sign the node's request)")]
+    NoSealKey {
+        /// The certificate file.
+        file: String,
     },
     /// A node's seal key is not the one its certificate binds.
     #[error(
@@ -91,11 +233,91 @@ pub enum PkiError {
         /// [`fingerprint`] of the key found.
         found: String,
     },
-    /// A certificate does not name exactly one role.
-    #[error("certificate names no single vtwin role: {reason}")]
-    NoRole {
-        /// What was found.
-        reason: String,
+    /// A certificate request whose signature does not verify.
+    #[error("{file}: the request's signature does not verify: it was changed after it was made (or damaged); ask its role for a new one")]
+    RequestSignature {
+        /// The request file.
+        file: String,
+    },
+    /// A file that is not a certificate request.
+    #[error("{file}: not a certificate request")]
+    NotARequest {
+        /// The request file.
+        file: String,
+        /// rcgen's refusal.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// A request whose key is not ECDSA P-256.
+    #[error("{file}: the request's key is not ECDSA P-256")]
+    RequestKey {
+        /// The request file.
+        file: String,
+    },
+    /// A request that asks for extensions.
+    #[error("{file}: the request asks for extensions; vtwin requests carry none")]
+    RequestExtensions {
+        /// The request file.
+        file: String,
+    },
+    /// A request subject attribute that is not a UTF-8 string.
+    #[error("{file}: a subject attribute is not a UTF-8 string")]
+    RequestAttributeEncoding {
+        /// The request file.
+        file: String,
+    },
+    /// A request subject attribute other than one common name and one seal key.
+    #[error("{file}: unexpected subject attribute {attribute:?}; a request names its role and at most one seal key")]
+    RequestAttribute {
+        /// The request file.
+        file: String,
+        /// The attribute's type.
+        attribute: DnType,
+    },
+    /// A request that names no role (no common name).
+    #[error("{file}: the request names no role")]
+    RequestNoRole {
+        /// The request file.
+        file: String,
+    },
+}
+
+/// Why a certificate names no single vtwin role ([`role_of_certificate`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertRoleError {
+    /// The certificate does not parse as an end-entity certificate.
+    #[error("unparsable certificate")]
+    Unparsable(#[source] webpki::Error),
+    /// Not exactly one DNS subject alternative name.
+    #[error("{} DNS names {names:?}", names.len())]
+    DnsNames {
+        /// The DNS names it carries.
+        names: Vec<String>,
+    },
+    /// The one DNS name is not a role's name.
+    #[error("DNS name {name:?} is not a role name")]
+    NotARole {
+        /// The DNS name.
+        name: String,
+    },
+    /// The role's name is not a valid server name.
+    #[error("role name {name:?} is not a valid DNS name")]
+    ServerName {
+        /// The role's DNS name.
+        name: String,
+        /// The parser's refusal.
+        #[source]
+        source: rustls::pki_types::InvalidDnsNameError,
+    },
+    /// webpki does not find the certificate valid for its own role name.
+    #[error("DNS name {name:?} is not valid for the certificate")]
+    Subject {
+        /// The DNS name.
+        name: String,
+        /// webpki's refusal.
+        #[source]
+        source: webpki::Error,
     },
 }
 
@@ -125,9 +347,7 @@ fn validity(params: &mut CertificateParams) {
 }
 
 fn gen_err(e: rcgen::Error) -> PkiError {
-    PkiError::Generate {
-        reason: e.to_string(),
-    }
+    PkiError::Generate(e)
 }
 
 impl Ca {
@@ -165,19 +385,18 @@ impl Ca {
     /// CA certificate. Cost: two PEM parses and one comparison.
     pub fn from_pem(names: [&str; 2], cert_pem: &str, key_pem: &str) -> Result<Ca, PkiError> {
         let [cert_name, key_name] = names;
-        let key = KeyPair::from_pem(key_pem).map_err(|e| PkiError::Format {
+        let key = KeyPair::from_pem(key_pem).map_err(|source| PkiError::CaKey {
             file: key_name.to_string(),
-            reason: format!("not a PEM private key: {e}"),
+            source,
         })?;
         let der = certs_from_pem(cert_name, cert_pem.as_bytes())?.remove(0);
-        webpki::anchor_from_trusted_cert(&der).map_err(|e| PkiError::Format {
+        webpki::anchor_from_trusted_cert(&der).map_err(|source| PkiError::UnusableCa {
             file: cert_name.to_string(),
-            reason: format!("not a usable CA certificate: {e}"),
+            source,
         })?;
         if role_of_certificate(&der).is_ok() {
-            return Err(PkiError::Format {
+            return Err(PkiError::RoleCertificateAsCa {
                 file: cert_name.to_string(),
-                reason: "a role's certificate, not the CA's".into(),
             });
         }
         if spki_of_certificate(cert_name, &der)? != key.subject_public_key_info() {
@@ -186,9 +405,9 @@ impl Ca {
                 cert: cert_name.to_string(),
             });
         }
-        let issuer = Issuer::from_ca_cert_der(&der, key).map_err(|e| PkiError::Format {
+        let issuer = Issuer::from_ca_cert_der(&der, key).map_err(|source| PkiError::CaIssuer {
             file: cert_name.to_string(),
-            reason: format!("not a usable CA certificate: {e}"),
+            source,
         })?;
         Ok(Ca {
             issuer,
@@ -361,20 +580,18 @@ impl CertRequest {
     /// than one common name and at most one seal attribute, and requested extensions.
     /// Cost: one signature verification.
     pub fn from_pem(file: &str, pem: &str) -> Result<CertRequest, PkiError> {
-        let bad = |reason: String| PkiError::Format {
-            file: file.to_string(),
-            reason,
-        };
+        let file = || file.to_string();
         let csr = CertificateSigningRequestParams::from_pem(pem).map_err(|e| match e {
-            rcgen::Error::InvalidCertificationRequestSignature => bad(
-                "the request's signature does not verify: it was changed after it was made \
-                 (or damaged); ask its role for a new one"
-                    .into(),
-            ),
-            e => bad(format!("not a certificate request: {e}")),
+            rcgen::Error::InvalidCertificationRequestSignature => {
+                PkiError::RequestSignature { file: file() }
+            }
+            source => PkiError::NotARequest {
+                file: file(),
+                source,
+            },
         })?;
         if csr.public_key.algorithm() != &rcgen::PKCS_ECDSA_P256_SHA256 {
-            return Err(bad("the request's key is not ECDSA P-256".into()));
+            return Err(PkiError::RequestKey { file: file() });
         }
         let p = &csr.params;
         if !(p.subject_alt_names.is_empty()
@@ -382,35 +599,34 @@ impl CertRequest {
             && p.extended_key_usages.is_empty()
             && matches!(p.is_ca, IsCa::NoCa))
         {
-            return Err(bad(
-                "the request asks for extensions; vtwin requests carry none".into(),
-            ));
+            return Err(PkiError::RequestExtensions { file: file() });
         }
         let (mut name, mut seal) = (None, None);
         for (ty, value) in p.distinguished_name.iter() {
             let text = match value {
                 DnValue::Utf8String(s) => s.as_str(),
                 DnValue::PrintableString(s) => s.as_str(),
-                _ => return Err(bad("a subject attribute is not a UTF-8 string".into())),
+                _ => return Err(PkiError::RequestAttributeEncoding { file: file() }),
             };
             match ty {
                 DnType::CommonName if name.is_none() => name = Some(text.to_string()),
                 t if *t == seal_dn_type() && seal.is_none() => {
-                    seal = Some(parse_seal_value(text).ok_or_else(|| {
-                        bad(format!(
-                            "seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"
-                        ))
-                    })?)
+                    seal = Some(
+                        parse_seal_value(text).ok_or_else(|| PkiError::SealAttribute {
+                            file: file(),
+                            value: text.to_string(),
+                        })?,
+                    )
                 }
                 _ => {
-                    return Err(bad(format!(
-                        "unexpected subject attribute {ty:?}; a request names its role and \
-                         at most one seal key"
-                    )))
+                    return Err(PkiError::RequestAttribute {
+                        file: file(),
+                        attribute: ty.clone(),
+                    })
                 }
             }
         }
-        let name = name.ok_or_else(|| bad("the request names no role".into()))?;
+        let name = name.ok_or_else(|| PkiError::RequestNoRole { file: file() })?;
         Ok(CertRequest {
             name,
             seal_public: seal,
@@ -443,12 +659,13 @@ impl CertRequest {
 /// The SubjectPublicKeyInfo DER of a certificate. Cost: one DER parse.
 fn spki_of_certificate(file: &str, cert: &CertificateDer<'_>) -> Result<Vec<u8>, PkiError> {
     use x509_parser::prelude::FromDer;
-    let (_, x509) = x509_parser::certificate::X509Certificate::from_der(cert).map_err(|e| {
-        PkiError::Format {
-            file: file.to_string(),
-            reason: format!("unparsable certificate: {e}"),
-        }
-    })?;
+    let (_, x509) =
+        x509_parser::certificate::X509Certificate::from_der(cert).map_err(|source| {
+            PkiError::Unparsable {
+                file: file.to_string(),
+                source,
+            }
+        })?;
     Ok(x509.public_key().raw.to_vec())
 }
 
@@ -486,26 +703,31 @@ pub fn seal_public_of_certificate(
     cert: &CertificateDer<'_>,
 ) -> Result<Option<[u8; 32]>, PkiError> {
     use x509_parser::prelude::FromDer;
-    let bad = |reason: String| PkiError::Format {
-        file: file.to_string(),
-        reason,
-    };
-    let (_, x509) = x509_parser::certificate::X509Certificate::from_der(cert)
-        .map_err(|e| bad(format!("unparsable certificate: {e}")))?;
-    let oid = x509_parser::der_parser::Oid::from(&SEAL_ATTRIBUTE)
-        .map_err(|_| bad("seal attribute identifier".into()))?;
+    let file = || file.to_string();
+    let (_, x509) =
+        x509_parser::certificate::X509Certificate::from_der(cert).map_err(|source| {
+            PkiError::Unparsable {
+                file: file(),
+                source,
+            }
+        })?;
     let mut found = None;
-    for attr in x509.subject().iter_by_oid(&oid) {
+    for attr in x509
+        .subject()
+        .iter_by_oid(&x509_parser::oid_registry::OID_X509_DESCRIPTION)
+    {
         let text = attr
             .as_str()
-            .map_err(|e| bad(format!("seal attribute: {e}")))?;
-        let key = parse_seal_value(text).ok_or_else(|| {
-            bad(format!(
-                "seal attribute {text:?} is not {SEAL_PREFIX}<64 hex>"
-            ))
+            .map_err(|source| PkiError::AttributeEncoding {
+                file: file(),
+                source,
+            })?;
+        let key = parse_seal_value(text).ok_or_else(|| PkiError::SealAttribute {
+            file: file(),
+            value: text.to_string(),
         })?;
         if found.replace(key).is_some() {
-            return Err(bad("the certificate binds two seal keys".into()));
+            return Err(PkiError::TwoSealKeys { file: file() });
         }
     }
     Ok(found)
@@ -521,12 +743,7 @@ pub fn check_seal_binding(
 ) -> Result<(), PkiError> {
     let cert_name = cert_file.display().to_string();
     match seal_public_of_certificate(&cert_name, &identity.chain[0])? {
-        None => Err(PkiError::Format {
-            file: cert_name,
-            reason: "the certificate binds no seal key; a node's certificate must \
-                     (have it signed by `vtwin keygen sign`)"
-                .into(),
-        }),
+        None => Err(PkiError::NoSealKey { file: cert_name }),
         Some(bound) if bound != seal.public() => Err(PkiError::SealMismatch {
             seal: seal_file.display().to_string(),
             cert: cert_name,
@@ -549,22 +766,21 @@ pub fn node_seal_publics(ca: &Path, certs: &[PathBuf; 3]) -> Result<[[u8; 32]; 3
     for (i, (o, file)) in out.iter_mut().zip(certs).enumerate() {
         let name = file.display().to_string();
         let chain = certs_from_pem(&name, read_text(file)?.as_bytes())?;
-        let role = role_of_certificate(&chain[0]).map_err(|e| PkiError::Format {
+        let role = role_of_certificate(&chain[0]).map_err(|source| PkiError::NoRole {
             file: name.clone(),
-            reason: e.to_string(),
+            source,
         })?;
         let want = Role::Node(i as u8);
         if role != want {
-            return Err(PkiError::Format {
+            return Err(PkiError::WrongRole {
                 file: name,
-                reason: format!("the certificate is for {role}, expected {want}"),
+                found: role,
+                expected: want,
             });
         }
         verify_leaf(&ca_name, &ca_der, &name, &chain)?;
-        *o = seal_public_of_certificate(&name, &chain[0])?.ok_or_else(|| PkiError::Format {
-            file: name.clone(),
-            reason: format!("the certificate binds no seal key for {want}"),
-        })?;
+        *o = seal_public_of_certificate(&name, &chain[0])?
+            .ok_or_else(|| PkiError::NoSealKey { file: name.clone() })?;
     }
     debug_assert_eq!(out.len(), usize::from(NODES));
     Ok(out)
@@ -579,13 +795,14 @@ fn verify_leaf(
 ) -> Result<(), PkiError> {
     // Refuse a certificate the CA did not issue (or that has expired) here, with the
     // file named, rather than as an alert at the peer on the first handshake.
-    let anchor = webpki::anchor_from_trusted_cert(ca_der).map_err(|e| PkiError::Format {
-        file: ca_name.to_string(),
-        reason: format!("not a usable CA certificate: {e}"),
-    })?;
-    let ee = webpki::EndEntityCert::try_from(&chain[0]).map_err(|e| PkiError::Format {
+    let anchor =
+        webpki::anchor_from_trusted_cert(ca_der).map_err(|source| PkiError::UnusableCa {
+            file: ca_name.to_string(),
+            source,
+        })?;
+    let ee = webpki::EndEntityCert::try_from(&chain[0]).map_err(|source| PkiError::EndEntity {
         file: cert_name.to_string(),
-        reason: e.to_string(),
+        source,
     })?;
     ee.verify_for_usage(
         webpki::ALL_VERIFICATION_ALGS,
@@ -596,9 +813,10 @@ fn verify_leaf(
         None,
         None,
     )
-    .map_err(|e| PkiError::Format {
+    .map_err(|source| PkiError::NotValidUnder {
         file: cert_name.to_string(),
-        reason: format!("not valid under {ca_name}: {e}"),
+        ca: ca_name.to_string(),
+        source,
     })?;
     Ok(())
 }
@@ -632,14 +850,13 @@ impl Clone for Identity {
 fn certs_from_pem(file: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, PkiError> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PkiError::Format {
+        .map_err(|source| PkiError::NotPemCertificate {
             file: file.to_string(),
-            reason: format!("not a PEM certificate: {e}"),
+            source,
         })?;
     if certs.is_empty() {
-        return Err(PkiError::Format {
+        return Err(PkiError::NoCertificate {
             file: file.to_string(),
-            reason: "no PEM certificate".into(),
         });
     }
     Ok(certs)
@@ -658,28 +875,29 @@ impl Identity {
         let [ca_name, cert_name, key_name] = names;
         let mut cas = certs_from_pem(ca_name, ca_pem)?;
         if cas.len() != 1 {
-            return Err(PkiError::Format {
+            return Err(PkiError::CaCount {
                 file: ca_name.to_string(),
-                reason: format!("expected one CA certificate, found {}", cas.len()),
+                found: cas.len(),
             });
         }
         let chain = certs_from_pem(cert_name, cert_pem)?;
-        let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| PkiError::Format {
+        let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|source| PkiError::NotPemKey {
             file: key_name.to_string(),
-            reason: format!("not a PEM private key: {e}"),
+            source,
         })?;
-        let role = role_of_certificate(&chain[0]).map_err(|e| PkiError::Format {
+        let role = role_of_certificate(&chain[0]).map_err(|source| PkiError::NoRole {
             file: cert_name.to_string(),
-            reason: e.to_string(),
+            source,
         })?;
         verify_leaf(ca_name, &cas[0], cert_name, &chain)?;
         // rustls would refuse a key that is not the certificate's only when the endpoint is
         // built, as "keys may not be consistent"; name both files here instead.
-        let signer =
-            rustls::crypto::ring::sign::any_supported_type(&key).map_err(|e| PkiError::Format {
+        let signer = rustls::crypto::ring::sign::any_supported_type(&key).map_err(|source| {
+            PkiError::UnusableKey {
                 file: key_name.to_string(),
-                reason: format!("unusable private key: {e}"),
-            })?;
+                source,
+            }
+        })?;
         if rustls::sign::CertifiedKey::new(chain.clone(), signer)
             .keys_match()
             .is_err()
@@ -750,26 +968,27 @@ impl Identity {
 /// The role named by a certificate: it must carry exactly one DNS subject alternative
 /// name, and that name must be a role name ([`Role::from_dns_name`]). Does not verify the
 /// chain (the TLS verifier does that first). Cost: one DER parse.
-pub fn role_of_certificate(cert: &CertificateDer<'_>) -> Result<Role, PkiError> {
-    let ee = webpki::EndEntityCert::try_from(cert).map_err(|e| PkiError::NoRole {
-        reason: format!("unparsable certificate: {e}"),
-    })?;
+pub fn role_of_certificate(cert: &CertificateDer<'_>) -> Result<Role, CertRoleError> {
+    let ee = webpki::EndEntityCert::try_from(cert).map_err(CertRoleError::Unparsable)?;
     let names: Vec<&str> = ee.valid_dns_names().collect();
     let [name] = names.as_slice() else {
-        return Err(PkiError::NoRole {
-            reason: format!("{} DNS names {:?}", names.len(), names),
+        return Err(CertRoleError::DnsNames {
+            names: names.iter().map(|n| n.to_string()).collect(),
         });
     };
-    let role = Role::from_dns_name(name).ok_or_else(|| PkiError::NoRole {
-        reason: format!("DNS name {name:?} is not a role name"),
+    let role = Role::from_dns_name(name).ok_or_else(|| CertRoleError::NotARole {
+        name: name.to_string(),
     })?;
     // Belt and braces: the name matching rules of webpki agree.
-    let server_name = ServerName::try_from(role.dns_name()).map_err(|e| PkiError::NoRole {
-        reason: e.to_string(),
-    })?;
+    let server_name =
+        ServerName::try_from(role.dns_name()).map_err(|source| CertRoleError::ServerName {
+            name: role.dns_name(),
+            source,
+        })?;
     ee.verify_is_valid_for_subject_name(&server_name)
-        .map_err(|e| PkiError::NoRole {
-            reason: format!("{name:?}: {e}"),
+        .map_err(|source| CertRoleError::Subject {
+            name: name.to_string(),
+            source,
         })?;
     Ok(role)
 }
@@ -855,11 +1074,90 @@ mod tests {
             issued.cert_pem.as_bytes(),
             issued.key_pem.as_bytes(),
         )
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+        let text = crate::chain(&err);
         assert!(
-            err.starts_with("node-0.pem: not valid under ca.pem") && err.contains("UnknownIssuer"),
-            "{err}"
+            matches!(err, PkiError::NotValidUnder { .. })
+                && text.starts_with("node-0.pem: not valid under ca.pem: ")
+                && text.contains("UnknownIssuer"),
+            "{text}"
         );
+    }
+
+    /// Writes `files` (name, content) into a fresh directory.
+    fn files(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_names_both_files() {
+        let ca = Ca::generate().unwrap();
+        let (a, b) = (
+            ca.issue(Role::Node(0)).unwrap(),
+            ca.issue(Role::Node(1)).unwrap(),
+        );
+        let dir = files(&[
+            ("ca.pem", ca.cert_pem()),
+            ("node-0.pem", &a.cert_pem),
+            ("node-1.key", &b.key_pem),
+        ]);
+        let p = |f: &str| dir.path().join(f);
+        let err = Identity::load(&p("ca.pem"), &p("node-0.pem"), &p("node-1.key")).unwrap_err();
+        let (cert, key) = (p("node-0.pem"), p("node-1.key"));
+        match &err {
+            PkiError::KeyMismatch { key: k, cert: c } => {
+                assert_eq!(
+                    (k.as_str(), c.as_str()),
+                    (&*key.to_string_lossy(), &*cert.to_string_lossy())
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = crate::chain(&err);
+        assert!(
+            text.contains(&*cert.to_string_lossy())
+                && text.contains(&*key.to_string_lossy())
+                && text.contains("is not the key of the certificate")
+                && !text.contains("consistent"),
+            "{text}"
+        );
+        // The CA's key checked the same way.
+        let dir = files(&[("ca.pem", ca.cert_pem()), ("other.key", &b.key_pem)]);
+        let p = |f: &str| dir.path().join(f);
+        let text = crate::chain(&Ca::load(&p("ca.pem"), &p("other.key")).unwrap_err());
+        assert!(
+            text.contains(&*p("ca.pem").to_string_lossy())
+                && text.contains(&*p("other.key").to_string_lossy()),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_certificate_is_one_line_naming_the_file() {
+        let ca = Ca::generate().unwrap();
+        let a = ca.issue(Role::Node(0)).unwrap();
+        let dir = files(&[("ca.pem", ca.cert_pem()), ("node-0.key", &a.key_pem)]);
+        let p = |f: &str| dir.path().join(f);
+        let missing = p("node-0.pem");
+        let err = Identity::load(&p("ca.pem"), &missing, &p("node-0.key")).unwrap_err();
+        assert!(matches!(err, PkiError::Io { .. }), "{err:?}");
+        let os = std::io::Error::from(std::io::ErrorKind::NotFound).to_string();
+        let text = crate::chain(&err);
+        assert_eq!(
+            err.to_string(),
+            format!("cannot read {}", missing.display())
+        );
+        assert!(
+            text.starts_with(&format!("cannot read {}: ", missing.display())),
+            "{text}"
+        );
+        // The OS error once, not twice.
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert_eq!(text.matches(&cause).count(), 1, "{text} ({os})");
+        assert!(!text.contains('\n'), "{text}");
     }
 }

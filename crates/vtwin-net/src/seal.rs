@@ -104,12 +104,22 @@ pub enum SealError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SealKeyError {
-    /// I/O on the file.
-    #[error("seal key {path}: {source}")]
-    Io {
+    /// The file could not be read.
+    #[error("cannot read seal key {path}")]
+    Read {
         /// The file.
         path: String,
         /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file could not be written.
+    #[error("cannot write seal key {path}")]
+    Write {
+        /// The file.
+        path: String,
+        /// The cause.
+        #[source]
         source: std::io::Error,
     },
     /// The file is not 64 hex digits (optionally followed by a newline).
@@ -151,7 +161,7 @@ impl SealKey {
     pub fn read_file(path: &Path) -> Result<SealKey, SealKeyError> {
         let text =
             Zeroizing::new(
-                std::fs::read_to_string(path).map_err(|source| SealKeyError::Io {
+                std::fs::read_to_string(path).map_err(|source| SealKeyError::Read {
                     path: path.display().to_string(),
                     source,
                 })?,
@@ -169,7 +179,7 @@ impl SealKey {
         let mut text = Zeroizing::new(hex(self.to_bytes().as_ref()));
         text.push('\n');
         atomic::write(path, text.as_bytes(), atomic::Mode::Secret).map_err(|source| {
-            SealKeyError::Io {
+            SealKeyError::Write {
                 path: path.display().to_string(),
                 source,
             }

@@ -26,18 +26,22 @@ use crate::role::Role;
 /// The ALPN protocol id of this wire version.
 pub const ALPN: &[u8] = b"vtwin/1";
 
-/// A TLS configuration could not be built.
+/// A TLS configuration could not be built; the cause is the error's source.
 #[derive(Debug, thiserror::Error)]
-#[error("TLS configuration: {reason}")]
-pub struct TlsError {
-    /// rustls' message.
-    pub reason: String,
-}
-
-fn tls_err(e: impl std::fmt::Display) -> TlsError {
-    TlsError {
-        reason: e.to_string(),
-    }
+#[non_exhaustive]
+pub enum TlsError {
+    /// The CA certificate cannot be a root of trust.
+    #[error("TLS configuration: the CA certificate is not a usable root")]
+    Root(#[source] rustls::Error),
+    /// The certificate verifier could not be built.
+    #[error("TLS configuration: certificate verifier")]
+    Verifier(#[source] rustls::server::VerifierBuilderError),
+    /// rustls refused the protocol versions, the certificate chain or the key.
+    #[error("TLS configuration")]
+    Config(#[source] rustls::Error),
+    /// The configuration offers no cipher suite QUIC can use.
+    #[error("TLS configuration: no cipher suite usable by QUIC")]
+    Quic(#[source] quinn::crypto::rustls::NoInitialCipherSuite),
 }
 
 /// The ring crypto provider (the only one compiled in).
@@ -47,7 +51,7 @@ pub fn provider() -> Arc<CryptoProvider> {
 
 fn roots(identity: &Identity) -> Result<Arc<RootCertStore>, TlsError> {
     let mut roots = RootCertStore::empty();
-    roots.add(identity.ca().clone()).map_err(tls_err)?;
+    roots.add(identity.ca().clone()).map_err(TlsError::Root)?;
     Ok(Arc::new(roots))
 }
 
@@ -73,8 +77,9 @@ impl ClientCertVerifier for RoleClientVerifier {
         let verified = self
             .inner
             .verify_client_cert(end_entity, intermediates, now)?;
-        let role = role_of_certificate(end_entity)
-            .map_err(|e| rustls::Error::General(format!("client certificate: {e}")))?;
+        let role = role_of_certificate(end_entity).map_err(|e| {
+            rustls::Error::General(format!("client certificate: {}", crate::chain(&e)))
+        })?;
         if !self.accept.contains(&role) {
             return Err(rustls::Error::General(format!(
                 "client certificate is for {role}, a role this endpoint does not accept"
@@ -115,17 +120,17 @@ pub fn server_config(
     let provider = provider();
     let webpki = WebPkiClientVerifier::builder_with_provider(roots(identity)?, provider.clone())
         .build()
-        .map_err(tls_err)?;
+        .map_err(TlsError::Verifier)?;
     let verifier = Arc::new(RoleClientVerifier {
         inner: webpki,
         accept: accept.to_vec(),
     });
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls_err)?
+        .map_err(TlsError::Config)?
         .with_client_cert_verifier(verifier)
         .with_single_cert(identity.chain().to_vec(), identity.key())
-        .map_err(tls_err)?;
+        .map_err(TlsError::Config)?;
     config.alpn_protocols = vec![ALPN.to_vec()];
     Ok(config)
 }
@@ -136,13 +141,13 @@ pub fn client_config(identity: &Identity) -> Result<rustls::ClientConfig, TlsErr
     let provider = provider();
     let verifier = WebPkiServerVerifier::builder_with_provider(roots(identity)?, provider.clone())
         .build()
-        .map_err(tls_err)?;
+        .map_err(TlsError::Verifier)?;
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(tls_err)?
+        .map_err(TlsError::Config)?
         .with_webpki_verifier(verifier)
         .with_client_auth_cert(identity.chain().to_vec(), identity.key())
-        .map_err(tls_err)?;
+        .map_err(TlsError::Config)?;
     config.alpn_protocols = vec![ALPN.to_vec()];
     Ok(config)
 }

@@ -562,7 +562,7 @@ async fn an_insecure_peer_is_announced_and_refused_by_a_secure_one() {
                 matches!(err, TransportError::Refused { .. }),
                 "server insecure {server_insecure}: {err}"
             );
-            let text = err.to_string();
+            let text = chain(&err);
             assert!(text.contains("insecure"), "{text}");
         }
     }
@@ -573,4 +573,15 @@ async fn an_insecure_peer_is_announced_and_refused_by_a_secure_one() {
         log.contains("as this process does"),
         "both-insecure link logged: {log}"
     );
+}
+
+/// An error and its causes on one line, as the command line prints them.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
 }

@@ -44,17 +44,13 @@ fn transport_config(options: &TransportOptions, accepts_stream: bool) -> quinn::
     t
 }
 
-fn peer_role_of(conn: &quinn::Connection) -> Result<Role, String> {
-    let identity = conn
-        .peer_identity()
-        .ok_or_else(|| "no peer certificate".to_string())?;
+fn peer_role_of(conn: &quinn::Connection) -> Result<Role, PeerCertificateError> {
+    let identity = conn.peer_identity().ok_or(PeerCertificateError::Missing)?;
     let chain = identity
         .downcast::<Vec<CertificateDer<'static>>>()
-        .map_err(|_| "unexpected peer identity type".to_string())?;
-    let leaf = chain
-        .first()
-        .ok_or_else(|| "empty peer chain".to_string())?;
-    role_of_certificate(leaf).map_err(|e| e.to_string())
+        .map_err(|_| PeerCertificateError::IdentityType)?;
+    let leaf = chain.first().ok_or(PeerCertificateError::EmptyChain)?;
+    role_of_certificate(leaf).map_err(PeerCertificateError::NoRole)
 }
 
 /// Whether a connection failure means "nobody answered" (retry) rather than "refused".
@@ -66,8 +62,8 @@ fn is_transient(e: &ConnectionError) -> bool {
 }
 
 enum Attempt {
-    Retry(String),
-    Fatal(String),
+    Retry(ConnectFailure),
+    Fatal(ConnectFailure),
 }
 
 impl Endpoint {
@@ -82,18 +78,14 @@ impl Endpoint {
         options: TransportOptions,
     ) -> Result<Endpoint, TransportError> {
         let client_crypto =
-            QuicClientConfig::try_from(client_config(identity)?).map_err(|e| TlsError {
-                reason: e.to_string(),
-            })?;
+            QuicClientConfig::try_from(client_config(identity)?).map_err(TlsError::Quic)?;
         let mut client = quinn::ClientConfig::new(Arc::new(client_crypto));
         client.transport_config(Arc::new(transport_config(&options, false)));
         let server = if accept.is_empty() {
             None
         } else {
             let server_crypto = QuicServerConfig::try_from(server_config(identity, accept)?)
-                .map_err(|e| TlsError {
-                    reason: e.to_string(),
-                })?;
+                .map_err(TlsError::Quic)?;
             let mut server = quinn::ServerConfig::with_crypto(Arc::new(server_crypto));
             server.transport_config(Arc::new(transport_config(&options, true)));
             Some(server)
@@ -174,35 +166,36 @@ impl Endpoint {
         backoff: Backoff,
     ) -> Result<Link, TransportError> {
         let attempts = backoff.attempts.max(1);
-        let mut last = String::new();
+        let mut last = ConnectFailure::Timeout(backoff.attempt_timeout);
         for n in 1..=attempts {
             let attempt =
                 tokio::time::timeout(backoff.attempt_timeout, self.try_connect(addr, expect));
             match attempt.await {
                 Ok(Ok(link)) => return Ok(link),
                 Ok(Err(Attempt::Fatal(reason))) => {
-                    tracing::warn!(peer = %expect, %addr, %reason, "connection refused");
+                    let why = crate::chain(&reason);
+                    tracing::warn!(peer = %expect, %addr, reason = %why, "connection refused");
                     return Err(TransportError::Refused {
                         peer: expect,
                         addr,
-                        reason,
+                        reason: Box::new(reason),
                     });
                 }
                 Ok(Err(Attempt::Retry(reason))) => last = reason,
-                Err(_) => last = format!("no answer within {:?}", backoff.attempt_timeout),
+                Err(_) => last = ConnectFailure::Timeout(backoff.attempt_timeout),
             }
             if n < attempts {
                 let delay = backoff.delay(n);
-                tracing::info!(peer = %expect, %addr, attempt = n, reason = %last, ?delay, "peer not reachable yet, retrying");
+                tracing::info!(peer = %expect, %addr, attempt = n, reason = %crate::chain(&last), ?delay, "peer not reachable yet, retrying");
                 tokio::time::sleep(delay).await;
             }
         }
-        tracing::warn!(peer = %expect, %addr, attempts, reason = %last, "peer unreachable");
+        tracing::warn!(peer = %expect, %addr, attempts, reason = %crate::chain(&last), "peer unreachable");
         Err(TransportError::Unreachable {
             peer: expect,
             addr,
             attempts,
-            last,
+            last: Box::new(last),
         })
     }
 
@@ -210,38 +203,49 @@ impl Endpoint {
         let connecting = self
             .quinn
             .connect_with(self.client.clone(), addr, &expect.dns_name())
-            .map_err(|e| Attempt::Fatal(e.to_string()))?;
-        let classify = |e: ConnectionError| {
-            if is_transient(&e) {
-                Attempt::Retry(e.to_string())
-            } else {
-                Attempt::Fatal(e.to_string())
+            .map_err(|e| Attempt::Fatal(ConnectFailure::Start(e)))?;
+        let classify = |wrap: fn(ConnectionError) -> ConnectFailure| {
+            move |e: ConnectionError| {
+                if is_transient(&e) {
+                    Attempt::Retry(wrap(e))
+                } else {
+                    Attempt::Fatal(wrap(e))
+                }
             }
         };
-        let conn = connecting.await.map_err(classify)?;
-        let role = peer_role_of(&conn).map_err(Attempt::Fatal)?;
+        let conn = connecting
+            .await
+            .map_err(classify(ConnectFailure::Handshake))?;
+        let role =
+            peer_role_of(&conn).map_err(|e| Attempt::Fatal(ConnectFailure::PeerCertificate(e)))?;
         if role != expect {
             // Unreachable with the CA's certificates (the server name is checked), kept as
             // defence in depth.
             conn.close(VarInt::from_u32(CLOSE_BAD_HELLO), b"unexpected role");
-            return Err(Attempt::Fatal(format!("peer is {role}, expected {expect}")));
+            return Err(Attempt::Fatal(ConnectFailure::WrongPeer {
+                found: role,
+                expected: expect,
+            }));
         }
-        let (mut send, mut recv) = conn.open_bi().await.map_err(classify)?;
+        let (mut send, mut recv) = conn
+            .open_bi()
+            .await
+            .map_err(classify(ConnectFailure::Stream))?;
         send.write_all(&own_hello(&self.options))
             .await
-            .map_err(|e| Attempt::Fatal(format!("sending hello: {e}")))?;
+            .map_err(|e| Attempt::Fatal(ConnectFailure::SendHello(e)))?;
         let mut answer = [0u8; HELLO.len()];
         match recv.read_exact(&mut answer).await {
             Ok(()) => {
                 if let Err((code, reason)) = check_hello(&answer, role, &self.options) {
                     conn.close(VarInt::from_u32(code), close_reason(code));
-                    return Err(Attempt::Fatal(format!("hello answer: {reason}")));
+                    return Err(Attempt::Fatal(ConnectFailure::Hello(reason)));
                 }
             }
             Err(quinn::ReadExactError::ReadError(quinn::ReadError::ConnectionLost(e))) => {
-                return Err(classify(e))
+                return Err(classify(ConnectFailure::Handshake)(e))
             }
-            Err(e) => return Err(Attempt::Fatal(format!("reading hello: {e}"))),
+            Err(e) => return Err(Attempt::Fatal(ConnectFailure::ReadHello(e))),
         }
         Ok(Link::new(conn, send, recv, self.role, role, &self.options))
     }
@@ -282,50 +286,52 @@ async fn accept_loop(
                     // A closed receiver means the endpoint is gone; the link drops.
                     let _ = tx.send(link).await;
                 }
-                Err(reason) => {
+                Err((peer, reason)) => {
                     refusals.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(%addr, %reason, "incoming connection refused");
+                    let peer = peer.map(|p| p.to_string()).unwrap_or_default();
+                    let reason = crate::chain(&reason);
+                    tracing::warn!(%addr, %peer, %reason, "incoming connection refused");
                 }
             }
         });
     }
 }
 
+/// Accepts one connection: the link, or the peer's role (once known) and why it was refused.
 async fn accept_one(
     incoming: quinn::Incoming,
     own: Role,
     options: &TransportOptions,
-) -> Result<Link, String> {
-    let conn = incoming.await.map_err(|e| format!("handshake: {e}"))?;
-    let peer = peer_role_of(&conn)?;
+) -> Result<Link, (Option<Role>, ConnectFailure)> {
+    let conn = incoming
+        .await
+        .map_err(|e| (None, ConnectFailure::Handshake(e)))?;
+    let peer = peer_role_of(&conn).map_err(|e| (None, ConnectFailure::PeerCertificate(e)))?;
     let hello = async {
         let (send, mut recv) = conn
             .accept_bi()
             .await
-            .map_err(|e| (CLOSE_BAD_HELLO, e.to_string()))?;
+            .map_err(|e| (CLOSE_BAD_HELLO, ConnectFailure::Stream(e)))?;
         let mut got = [0u8; HELLO.len()];
         recv.read_exact(&mut got)
             .await
-            .map_err(|e| (CLOSE_BAD_HELLO, e.to_string()))?;
-        check_hello(&got, peer, options)?;
+            .map_err(|e| (CLOSE_BAD_HELLO, ConnectFailure::ReadHello(e)))?;
+        check_hello(&got, peer, options).map_err(|(code, r)| (code, ConnectFailure::Hello(r)))?;
         Ok((send, recv))
     };
     let (mut send, recv) = match tokio::time::timeout(options.hello_timeout, hello).await {
         Ok(Ok(streams)) => streams,
         Ok(Err((code, reason))) => {
             conn.close(VarInt::from_u32(code), close_reason(code));
-            return Err(format!("{peer}: {reason}"));
+            return Err((Some(peer), reason));
         }
         Err(_) => {
             conn.close(VarInt::from_u32(CLOSE_BAD_HELLO), b"no hello");
-            return Err(format!(
-                "{peer}: no hello within {:?}",
-                options.hello_timeout
-            ));
+            return Err((Some(peer), ConnectFailure::NoHello(options.hello_timeout)));
         }
     };
     send.write_all(&own_hello(options))
         .await
-        .map_err(|e| format!("{peer}: answering hello: {e}"))?;
+        .map_err(|e| (Some(peer), ConnectFailure::SendHello(e)))?;
     Ok(Link::new(conn, send, recv, own, peer, options))
 }

@@ -9,7 +9,7 @@ pub(super) enum RawError {
     /// The length prefix was refused (oversized or empty).
     Frame(FrameError),
     /// The stream or connection failed, or ended inside a frame.
-    Stream(String),
+    Stream(LinkClosed),
 }
 
 /// Reads one length-prefixed frame body: `Ok(None)` on a clean end of stream between
@@ -19,14 +19,14 @@ pub(super) async fn read_raw(stream: &mut RecvStream) -> Result<Option<Vec<u8>>,
     match stream.read_exact(&mut prefix).await {
         Ok(()) => {}
         Err(quinn::ReadExactError::FinishedEarly(0)) => return Ok(None),
-        Err(e) => return Err(RawError::Stream(e.to_string())),
+        Err(e) => return Err(RawError::Stream(LinkClosed::Read(e))),
     }
     let len = body_len(prefix).map_err(RawError::Frame)?;
     let mut body = vec![0u8; len];
     stream
         .read_exact(&mut body)
         .await
-        .map_err(|e| RawError::Stream(format!("inside a frame of {len} bytes: {e}")))?;
+        .map_err(|source| RawError::Stream(LinkClosed::ReadBody { len, source }))?;
     Ok(Some(body))
 }
 
@@ -154,7 +154,7 @@ impl LinkSender {
             .map_err(|e| TransportError::Closed {
                 peer: self.peer,
                 addr,
-                reason: e.to_string(),
+                reason: Box::new(LinkClosed::Write(e)),
             })?;
         self.counter = counter;
         self.bytes += bytes.len() as u64;
@@ -191,16 +191,20 @@ impl LinkReceiver {
             Source::Direct(stream) => read_raw(stream).await,
             Source::Delayed(queue) => match queue.recv().await {
                 Some(raw) => raw,
-                None => Err(RawError::Stream("delay line stopped".into())),
+                None => Err(RawError::Stream(LinkClosed::DelayLine)),
             },
         };
-        let closed = |reason: String| TransportError::Closed { peer, addr, reason };
+        let closed = |reason: LinkClosed| TransportError::Closed {
+            peer,
+            addr,
+            reason: Box::new(reason),
+        };
         let bytes = match raw {
             Ok(Some(bytes)) => bytes,
-            Ok(None) => return Err(closed("the peer finished the link".into())),
+            Ok(None) => return Err(closed(LinkClosed::Finished)),
             Err(RawError::Stream(reason)) => {
                 return Err(closed(match self.conn.close_reason() {
-                    Some(why) => why.to_string(),
+                    Some(why) => LinkClosed::Connection(why),
                     None => reason,
                 }))
             }
@@ -215,11 +219,10 @@ impl LinkReceiver {
     fn refuse(&self, source: FrameError) -> TransportError {
         let addr = self.conn.remote_address();
         let peer = self.guard.peer();
-        tracing::warn!(%peer, %addr, reason = %source, "bad frame, closing the connection");
-        self.conn.close(
-            VarInt::from_u32(CLOSE_BAD_FRAME),
-            source.to_string().as_bytes(),
-        );
+        let reason = crate::chain(&source);
+        tracing::warn!(%peer, %addr, %reason, "bad frame, closing the connection");
+        self.conn
+            .close(VarInt::from_u32(CLOSE_BAD_FRAME), reason.as_bytes());
         TransportError::BadFrame { peer, addr, source }
     }
 

@@ -95,22 +95,130 @@ fn own_hello(options: &TransportOptions) -> [u8; 8] {
 /// Checks the peer's hello: `Ok(())` for a secure peer, or an insecure one when this side is
 /// insecure too (logged at `warn`); `Err` for an unknown hello or an insecure peer of a
 /// secure side (with the close code).
-fn check_hello(got: &[u8; 8], peer: Role, options: &TransportOptions) -> Result<(), (u32, String)> {
+fn check_hello(
+    got: &[u8; 8],
+    peer: Role,
+    options: &TransportOptions,
+) -> Result<(), (u32, HelloRefusal)> {
     if *got == HELLO {
         return Ok(());
     }
     if *got != HELLO_INSECURE {
-        return Err((CLOSE_BAD_HELLO, format!("bad hello {got:02x?}")));
+        return Err((CLOSE_BAD_HELLO, HelloRefusal::Unknown { hello: *got }));
     }
     if !options.insecure {
         tracing::error!(%peer, "{peer} runs with INSECURE seeds ([insecure] in its config): refused, this process is secure");
-        return Err((
-            CLOSE_INSECURE_PEER,
-            format!("{peer} announces insecure seeds and this process is secure"),
-        ));
+        return Err((CLOSE_INSECURE_PEER, HelloRefusal::InsecurePeer { peer }));
     }
     tracing::warn!(%peer, "{peer} runs with INSECURE seeds, as this process does: nothing of this run is private or secret");
     Ok(())
+}
+
+/// Why a stream hello was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HelloRefusal {
+    /// Neither [`HELLO`] nor [`HELLO_INSECURE`].
+    #[error("bad hello {hello:02x?}")]
+    Unknown {
+        /// The bytes received.
+        hello: [u8; 8],
+    },
+    /// The peer runs with insecure seeds and this process is secure.
+    #[error("{peer} announces insecure seeds and this process is secure")]
+    InsecurePeer {
+        /// The peer.
+        peer: Role,
+    },
+}
+
+/// Why one attempt to connect to a peer (or to accept one) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The connection could not be started (bad address, endpoint closed).
+    #[error("cannot start the connection")]
+    Start(#[source] quinn::ConnectError),
+    /// The QUIC or TLS handshake failed, or the connection was lost during the hello.
+    #[error("handshake")]
+    Handshake(#[source] ConnectionError),
+    /// No answer within the attempt's time limit.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The peer's certificate names no role (unreachable after a verified handshake).
+    #[error("peer certificate")]
+    PeerCertificate(#[source] PeerCertificateError),
+    /// The peer's certificate names another role than the one dialled.
+    #[error("peer is {found}, expected {expected}")]
+    WrongPeer {
+        /// The role its certificate names.
+        found: Role,
+        /// The role dialled.
+        expected: Role,
+    },
+    /// The stream for the hello could not be opened or accepted.
+    #[error("opening the stream")]
+    Stream(#[source] ConnectionError),
+    /// The hello could not be sent.
+    #[error("sending hello")]
+    SendHello(#[source] quinn::WriteError),
+    /// The hello could not be read.
+    #[error("reading hello")]
+    ReadHello(#[source] quinn::ReadExactError),
+    /// The peer's hello was refused.
+    #[error("hello")]
+    Hello(#[source] HelloRefusal),
+    /// The peer sent no hello in time.
+    #[error("no hello within {0:?}")]
+    NoHello(Duration),
+}
+
+/// Why a peer's verified certificate yields no role.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerCertificateError {
+    /// The connection carries no peer certificate.
+    #[error("no peer certificate")]
+    Missing,
+    /// The peer identity is not a certificate chain.
+    #[error("unexpected peer identity type")]
+    IdentityType,
+    /// The chain is empty.
+    #[error("empty peer chain")]
+    EmptyChain,
+    /// The leaf names no single role.
+    #[error("names no single vtwin role")]
+    NoRole(#[source] crate::pki::CertRoleError),
+}
+
+/// Why a link ended.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkClosed {
+    /// The peer finished its stream between frames.
+    #[error("the peer finished the link")]
+    Finished,
+    /// The connection was closed or lost.
+    #[error("connection closed")]
+    Connection(#[source] ConnectionError),
+    /// Reading a length prefix failed.
+    #[error("reading a frame")]
+    Read(#[source] quinn::ReadExactError),
+    /// Reading a frame's body failed.
+    #[error("reading inside a frame of {len} bytes")]
+    ReadBody {
+        /// The announced body length.
+        len: usize,
+        /// The cause.
+        #[source]
+        source: quinn::ReadExactError,
+    },
+    /// Writing a frame failed.
+    #[error("writing a frame")]
+    Write(#[source] quinn::WriteError),
+    /// The receive delay line stopped.
+    #[error("the delay line stopped")]
+    DelayLine,
 }
 
 /// Frames buffered by a delay line before it stops reading (QUIC flow control then holds
@@ -191,18 +299,19 @@ impl Backoff {
 #[non_exhaustive]
 pub enum TransportError {
     /// The UDP socket could not be bound.
-    #[error("cannot bind {addr}: {source}")]
+    #[error("cannot bind {addr}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// The cause.
+        #[source]
         source: std::io::Error,
     },
     /// TLS configuration failed (bad key or certificate).
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// No answer from the peer after all attempts.
-    #[error("{peer} at {addr} unreachable after {attempts} attempts: {last}")]
+    #[error("{peer} at {addr} unreachable after {attempts} attempts: {}", crate::chain(last.as_ref()))]
     Unreachable {
         /// The expected peer.
         peer: Role,
@@ -210,49 +319,52 @@ pub enum TransportError {
         addr: SocketAddr,
         /// Attempts made.
         attempts: u32,
-        /// The last attempt's failure.
-        last: String,
+        /// The last attempt's failure (with its causes in the message, not chained as a
+        /// source: services log this error with `{}`, and `{:#}` prints it once).
+        last: Box<ConnectFailure>,
     },
     /// The peer answered but the connection was refused (certificate from another CA,
     /// wrong role on either side, bad hello).
-    #[error("connection to {peer} at {addr} refused: {reason}")]
+    #[error("connection to {peer} at {addr} refused: {}", crate::chain(reason.as_ref()))]
     Refused {
         /// The expected peer.
         peer: Role,
         /// Its address.
         addr: SocketAddr,
-        /// Why.
-        reason: String,
+        /// Why (with its causes in the message, not chained as a source).
+        reason: Box<ConnectFailure>,
     },
     /// A bad frame from the peer; the connection has been closed.
-    #[error("bad frame from {peer} at {addr}, connection closed: {source}")]
+    #[error("bad frame from {peer} at {addr}, connection closed")]
     BadFrame {
         /// The peer.
         peer: Role,
         /// Its address.
         addr: SocketAddr,
         /// What was wrong.
+        #[source]
         source: FrameError,
     },
     /// A frame to send could not be encoded (nothing was sent).
-    #[error("cannot send to {peer} at {addr}: {source}")]
+    #[error("cannot send to {peer} at {addr}")]
     Encode {
         /// The peer.
         peer: Role,
         /// Its address.
         addr: SocketAddr,
         /// What was wrong.
+        #[source]
         source: FrameError,
     },
     /// The link is gone (peer closed, connection lost, idle timeout).
-    #[error("link to {peer} at {addr} closed: {reason}")]
+    #[error("link to {peer} at {addr} closed: {}", crate::chain(reason.as_ref()))]
     Closed {
         /// The peer.
         peer: Role,
         /// Its address.
         addr: SocketAddr,
-        /// Why.
-        reason: String,
+        /// Why (with its causes in the message, not chained as a source).
+        reason: Box<LinkClosed>,
     },
     /// The endpoint was closed; no more connections.
     #[error("endpoint closed")]

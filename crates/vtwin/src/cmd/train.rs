@@ -366,6 +366,21 @@ pub(crate) fn noise_multiplier(
     })
 }
 
+/// Why the noise generators cannot resume a checkpoint, in the command's flags.
+fn noise_resume_message(e: &vtwin_model::backend::NoiseResumeError) -> String {
+    use vtwin_model::backend::NoiseResumeError;
+    match e {
+        NoiseResumeError::NeedSeed => {
+            "the checkpointed run used --noise-seed; give the same one".into()
+        }
+        NoiseResumeError::Unseeded => {
+            "the checkpointed run drew its noise from the OS; do not give --noise-seed".into()
+        }
+        NoiseResumeError::Mismatch => "the checkpoint's noise generators do not match --noise-seed (a different seed, or a checkpoint written by an older vtwin with sequential noise streams: start the run again)".into(),
+        other => other.to_string(),
+    }
+}
+
 /// Refuses to resume `ck` (read from `path`) unless it was written by a run with `settings`
 /// (the target iteration count aside).
 pub(crate) fn check_resume(
@@ -521,7 +536,13 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         };
         noise
             .check_checkpoint(ck.noise.as_deref(), ck.state.iteration)
-            .with_context(|| format!("--resume: {}", ck_path.display()))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "--resume: {}: {}",
+                    ck_path.display(),
+                    noise_resume_message(&e)
+                )
+            })?;
         if !settings.insecure_seeds.is_empty() && ck.state.batch_key != batch_key {
             bail!(
                 "--resume: {}: its batches were not drawn from this --mpc-seed/--noise-seed",
