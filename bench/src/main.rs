@@ -161,9 +161,11 @@ fn render(r: &Results, out: &Path) -> anyhow::Result<()> {
         &out.join("results.json"),
         serde_json::to_string_pretty(r)?.as_bytes(),
     )?;
+    let md = out.join("results.md");
+    let kept = std::fs::read_to_string(&md).unwrap_or_default();
     write_atomic(
-        &out.join("results.md"),
-        report::markdown(r, &made).as_bytes(),
+        &md,
+        report::with_kept_sections(report::markdown(r, &made), &kept).as_bytes(),
     )?;
     Ok(())
 }

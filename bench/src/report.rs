@@ -156,6 +156,24 @@ fn eval_value(row: &crate::results::UtilityRow, key: &str) -> Option<f64> {
     v.as_f64()
 }
 
+/// The line after which results.md holds hand-measured sections (figures this harness does
+/// not produce, e.g. the record alignment against its peer); a regeneration keeps them.
+pub(crate) const KEPT_MARKER: &str =
+    "<!-- Sections below this line are measured by hand and kept by vtwin-bench. -->";
+
+/// `generated`, then the marker and whatever followed it in `previous` (the file being
+/// replaced), if it had the marker.
+pub(crate) fn with_kept_sections(mut generated: String, previous: &str) -> String {
+    if let Some(i) = previous.find(KEPT_MARKER) {
+        if !generated.ends_with('\n') {
+            generated.push('\n');
+        }
+        generated.push('\n');
+        generated.push_str(&previous[i..]);
+    }
+    generated
+}
+
 /// Renders docs/results.md.
 pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
     let mut out = String::new();
@@ -378,6 +396,16 @@ mod tests {
         assert_eq!(thousands(Some(1000.0)), "1,000");
         assert_eq!(thousands(Some(-1234.0)), "-1,234");
         assert_eq!(thousands(None), "-");
+    }
+
+    #[test]
+    fn hand_measured_sections_survive_a_regeneration() {
+        let previous = format!("# old\nold table\n\n{KEPT_MARKER}\n\n## Record alignment\nrow\n");
+        let out = with_kept_sections("# new\nnew table\n".into(), &previous);
+        assert!(out.starts_with("# new\nnew table\n"));
+        assert!(!out.contains("old table"));
+        assert!(out.ends_with(&format!("{KEPT_MARKER}\n\n## Record alignment\nrow\n")));
+        assert_eq!(with_kept_sections("# new\n".into(), "# old\n"), "# new\n");
     }
 
     fn with_load(loads: &[f64]) -> Results {

@@ -148,7 +148,8 @@ pub struct EpsilonPair {
 /// The figure one observer faces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObserverReport {
-    /// "outside analyst", "party 1", ..., "node 1", ..., "coordinator"
+    /// "outside analyst", "party 0", ..., "node 0", ..., "coordinator" (0-based, as the
+    /// roles are numbered everywhere else)
     pub observer: String,
     /// "analyst", "party", "node" or "coordinator".
     pub role: String,
@@ -415,7 +416,8 @@ impl PrivacyReport {
             None => reason,
         };
         let party_reason = participation_text(party_reason);
-        for p in 1..=s.parties {
+        // 0-based, as in certificates (party-0, node-0), configs and every log and error.
+        for p in 0..s.parties {
             per_observer.push(ObserverReport {
                 observer: format!("party {p}"),
                 role: "party".into(),
@@ -472,7 +474,7 @@ impl PrivacyReport {
                     .to_owned(),
             ),
         };
-        for n in 1..=s.nodes {
+        for n in 0..s.nodes {
             per_observer.push(ObserverReport {
                 observer: format!("node {n}"),
                 role: "node".into(),

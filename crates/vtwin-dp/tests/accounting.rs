@@ -269,7 +269,7 @@ fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
         o.epsilon["pld"].add_remove.unwrap()
     };
     let clean = PrivacyReport::build(&base).unwrap();
-    assert_eq!(pld(&clean, "node 1"), pld(&clean, "coordinator"));
+    assert_eq!(pld(&clean, "node 0"), pld(&clean, "coordinator"));
     let padded = PrivacySetting {
         padded_batches: true,
         truncation_failure: 1e-7,
@@ -277,7 +277,7 @@ fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
         ..base.clone()
     };
     let r = PrivacyReport::build(&padded).unwrap();
-    assert_eq!(pld(&r, "node 1"), pld(&r, "outside analyst"));
+    assert_eq!(pld(&r, "node 0"), pld(&r, "outside analyst"));
     assert_eq!(r.delta_terms["accountant_known_batches"], 1e-5 - 2e-7);
     let hidden = r.delta_terms["accountant_hidden_batches"];
     assert!(
