@@ -649,6 +649,12 @@ impl CoordinatorJob {
                 peer,
                 reason,
             }),
+            // The lost peer first: it is the one that failed, not the node that noticed.
+            (Body::LinkLost { peer: lost }, Role::Node(_)) => Err(JobError::PeerLost {
+                iteration: t,
+                peer: lost,
+                reason: format!("{from} lost its link to it"),
+            }),
             (Body::Refused { refusal }, Role::Party(_))
                 if matches!(self.phase, Phase::Running(_)) =>
             {

@@ -244,17 +244,16 @@ impl NodeSession {
             .as_ref()
             .map_or((Attempt::NONE, 0), |a| (a.at, a.iteration));
         self.close();
+        // A lost link names the lost peer, so the coordinator blames it and not this node.
+        let body = match &e {
+            NodeError::LinkLost { peer, .. } => Body::LinkLost { peer: *peer },
+            _ => Body::Failed {
+                reason: e.to_string(),
+            },
+        };
         out.send.push(Outgoing {
             to: Role::Coordinator,
-            frame: frame(
-                self.role(),
-                at,
-                iteration,
-                0,
-                Body::Failed {
-                    reason: e.to_string(),
-                },
-            ),
+            frame: frame(self.role(), at, iteration, 0, body),
         });
         out.error = Some(e);
     }

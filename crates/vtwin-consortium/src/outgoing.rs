@@ -65,6 +65,7 @@ pub fn body_kind(body: &Body) -> &'static str {
         Body::Failed { .. } => "Failed",
         Body::AlignStart { .. } => "AlignStart",
         Body::Align { .. } => "Align",
+        Body::LinkLost { .. } => "LinkLost",
         _ => "(unknown)",
     }
 }

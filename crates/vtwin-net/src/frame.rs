@@ -159,6 +159,12 @@ pub enum Body {
         #[serde(with = "serde_bytes")]
         message: Vec<u8>,
     },
+    /// Node -> coordinator: this node lost its link to `peer` during the session (so the
+    /// coordinator names the lost peer, not the node that noticed).
+    LinkLost {
+        /// The peer whose link was lost.
+        peer: Role,
+    },
 }
 
 /// The public terms of a training job, sent with every `Request` (to the parties) and every

@@ -80,6 +80,7 @@ fn body() -> impl Strategy<Value = Body> {
         ".{0,20}".prop_map(|reason| Body::Failed { reason }),
         any::<u16>().prop_map(|parties| Body::AlignStart { parties }),
         bytes(200).prop_map(|message| Body::Align { message }),
+        role().prop_map(|peer| Body::LinkLost { peer }),
     ]
 }
 
