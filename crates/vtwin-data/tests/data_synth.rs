@@ -235,16 +235,25 @@ fn parameters_that_do_not_fit_are_rejected() {
     let data = demo_table(10, 1);
     let mut p = demo_truth();
     p.weights = vec![0.5, 0.5, 0.5];
-    assert!(p
-        .log_likelihood(&data)
-        .unwrap_err()
-        .to_string()
-        .contains("sum to 1.5"));
+    let e = p.log_likelihood(&data).unwrap_err();
+    // The cause is the error's source, as the CLI prints the chain.
+    let cause = std::error::Error::source(&e).map(ToString::to_string);
+    assert!(e.to_string().contains("weights"), "{e}");
+    assert!(
+        cause.as_deref().is_some_and(|c| c.contains("sum to 1.5")),
+        "{cause:?}"
+    );
     let mut p = demo_truth();
     if let ColumnParams::Beta { a, .. } = &mut p.columns[1] {
         a[2] = -1.0;
     }
-    let msg = p.log_likelihood(&data).unwrap_err().to_string();
+    let e = p.log_likelihood(&data).unwrap_err();
+    let mut msg = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        msg.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
     assert!(
         msg.contains("column \"bmi\"") && msg.contains("-1"),
         "{msg}"

@@ -344,7 +344,18 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         align: t.align,
     };
     let rt = runtime()?;
-    let trainer = rt.block_on(run_coordinator(run, &mut driver))?;
+    // Errors name peers by role ("party 1", "node 2", as certificates do); the operator also
+    // gets the parties' configured names.
+    let names = cfg
+        .parties
+        .iter()
+        .enumerate()
+        .map(|(p, e)| format!("party {p} = {} at {}", e.name, e.address))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let trainer = rt
+        .block_on(run_coordinator(run, &mut driver))
+        .map_err(|e| anyhow::anyhow!("{:#} ({names})", anyhow::Error::new(e)))?;
     driver.finish(&trainer)?;
     let epsilon = driver.history.last().map_or(f64::NAN, |r| r.epsilon);
     let line = match &driver.settings {
