@@ -161,6 +161,12 @@ pub struct PartyPolicy {
     /// Most uploads it makes (each may be opened, so retries of an iteration count), >= 1;
     /// a job's planned iterations must be at most this.
     pub openings: u64,
+    /// Whether it takes part in a record alignment (`protocols/psi.md`): it then reveals to
+    /// the other parties its number of ids and which of its ids all of them hold. If false,
+    /// it refuses `AlignStart` and trains only with parties holding exactly its ids.
+    /// Default true.
+    #[serde(default = "align_default")]
+    pub align: bool,
 }
 
 impl PartyPolicy {

@@ -1,16 +1,16 @@
 //! The coordinator's side of the protocol ([`CoordinatorJob`]), sans-IO: time enters only as
 //! the `now` argument of every call.
 //!
-//! 1. Handshake: `Hello` to every party; every `PartyInfo` must report the same number of
-//!    rows and the same id digest as party 0 (same individuals, same order). If they differ
-//!    and alignment is on ([`CoordinatorJob::with_alignment`]), the parties align their
-//!    records by private set intersection (`protocols/psi.md`): `AlignStart` to every party
-//!    (the frame's session is the alignment's, fresh from the OS), and every `Align`
+//! 1. Handshake. Without alignment ([`CoordinatorJob::new`]): `Hello` to every party;
+//!    every `PartyInfo` must report the same number of rows and the same id digest as party
+//!    0 (same individuals, same order), else the job fails naming the party and saying how
+//!    to align. With alignment ([`CoordinatorJob::new_with_alignment`]): `AlignStart` to
+//!    every party instead (the frame's session is the alignment's, fresh), and every `Align`
 //!    message a party sends is relayed to the party its header addresses (the coordinator
-//!    checks the header's sender against the link; it holds no key and sees only blinded
-//!    points). Each party then restricts its rows to the intersection in the common order
-//!    and reports `PartyInfo` again; these must now agree. If they differ with alignment
-//!    off, or still differ after it, the job fails naming the party. Then
+//!    checks the header's sender against the link; it holds no key, but it reads the
+//!    blinded points it relays: `protocols/consortium.md`, "Record alignment"). Each party
+//!    keeps its rows of the intersection in the common order and reports `PartyInfo` with
+//!    the digest of the intersection's tags (never of its ids); these must agree. Then
 //!    [`JobEvent::Agreed`]; the driver builds the [`Trainer`] for that N (fresh or from a
 //!    checkpoint) and calls [`CoordinatorJob::begin`].
 //! 2. Iteration t: `plan = trainer.plan()` (the batch of opening o from the secret batch
@@ -155,7 +155,8 @@ pub enum JobError {
 fn first_mismatch(got: &[(u64, [u8; 32])], aligned: bool) -> Option<JobError> {
     let (rows0, digest0) = got[0];
     let advice = if aligned {
-        "after the record alignment (a party did not align as the others did)"
+        "after the record alignment (a party did not align as the others did, or a relay \
+         changed its messages)"
     } else {
         "the parties hold different ids (different people, or rows one party dropped for a \
          missing value): turn on record alignment (training.align = true) or align the files \
@@ -274,7 +275,6 @@ fn running_for(
 /// The coordinator state machine (module docs).
 pub struct CoordinatorJob {
     parties: usize,
-    align: bool,
     iters: u64,
     delta: f64,
     timeouts: Timeouts,
@@ -299,8 +299,8 @@ fn all_nodes() -> impl Iterator<Item = Role> {
 
 impl CoordinatorJob {
     /// A job for `parties` parties that trains up to `iters` iterations at `delta` (both
-    /// announced to every party and node in the job's terms); returns the `Hello` frames to
-    /// send.
+    /// announced to every party and node in the job's terms), on parties that hold the same
+    /// ids in the same order; returns the `Hello` frames to send.
     pub fn new(
         parties: usize,
         iters: u64,
@@ -309,37 +309,58 @@ impl CoordinatorJob {
         randomness: SecretRandomness,
         now: Instant,
     ) -> (CoordinatorJob, Vec<Outgoing>) {
+        Self::start(parties, iters, delta, timeouts, randomness, false, now)
+    }
+
+    /// [`CoordinatorJob::new`], with `align`: the job begins with the record alignment
+    /// (module docs; `AlignStart` instead of `Hello`, so no party ever sends a digest of its
+    /// whole id list), and trains on the parties' intersection.
+    pub fn new_with_alignment(
+        parties: usize,
+        iters: u64,
+        delta: f64,
+        timeouts: Timeouts,
+        randomness: SecretRandomness,
+        align: bool,
+        now: Instant,
+    ) -> (CoordinatorJob, Vec<Outgoing>) {
+        Self::start(parties, iters, delta, timeouts, randomness, align, now)
+    }
+
+    fn start(
+        parties: usize,
+        iters: u64,
+        delta: f64,
+        timeouts: Timeouts,
+        randomness: SecretRandomness,
+        align: bool,
+        now: Instant,
+    ) -> (CoordinatorJob, Vec<Outgoing>) {
+        let mut job = CoordinatorJob {
+            parties,
+            iters,
+            delta,
+            timeouts,
+            randomness,
+            trainer: None,
+            phase: Phase::Handshake {
+                infos: vec![None; parties],
+                deadline: now + timeouts.handshake,
+                aligning: None,
+            },
+        };
+        if align {
+            let mut out = JobOutput::default();
+            job.start_alignment(now, &mut out);
+            return (job, out.send);
+        }
         let send = (0..parties)
             .map(|p| Outgoing {
                 to: Role::Party(p as u16),
                 frame: frame(Role::Coordinator, Attempt::NONE, 0, 0, Body::Hello),
             })
             .collect();
-        (
-            CoordinatorJob {
-                parties,
-                align: false,
-                iters,
-                delta,
-                timeouts,
-                randomness,
-                trainer: None,
-                phase: Phase::Handshake {
-                    infos: vec![None; parties],
-                    deadline: now + timeouts.handshake,
-                    aligning: None,
-                },
-            },
-            send,
-        )
-    }
-
-    /// Whether parties whose ids differ align their records privately before training
-    /// (module docs) instead of the job failing; off by default. The alignment round has
-    /// its own handshake deadline.
-    pub fn with_alignment(mut self, align: bool) -> CoordinatorJob {
-        self.align = align;
-        self
+        (job, send)
     }
 
     /// The trainer (after [`CoordinatorJob::begin`]).
@@ -494,8 +515,8 @@ impl CoordinatorJob {
         }));
     }
 
-    /// Asks every party to align (module docs): a fresh session id from the OS, a new
-    /// deadline, and the `PartyInfo` round starts again.
+    /// Asks every party to align (module docs): a fresh session id, the handshake's
+    /// deadline, and each party's `PartyInfo` is expected after its alignment.
     fn start_alignment(&mut self, now: Instant, out: &mut JobOutput) {
         // Public and only needs to be fresh: the parties' keys are their own secrets.
         let mut session = [0u8; 16];
@@ -556,12 +577,16 @@ impl CoordinatorJob {
         out.events.push(JobEvent::Aborted(err));
     }
 
-    /// Handles one frame from `from` (the TLS-authenticated role); `now` starts the
-    /// alignment round's deadline (an iteration completes in [`CoordinatorJob::charged`],
-    /// which takes its own time).
-    pub fn handle(&mut self, from: Role, f: Frame, now: Instant) -> JobOutput {
+    /// Handles one frame from `from` (the TLS-authenticated role).
+    /// (`_now` is kept for the interface: since the write-ahead charge, the iteration
+    /// completes in [`CoordinatorJob::charged`], which takes the time.)
+    pub fn handle(&mut self, from: Role, f: Frame, _now: Instant) -> JobOutput {
         let mut out = JobOutput::default();
-        if let Err(e) = self.dispatch(from, f, now, &mut out) {
+        // A stopped job has reported its error once; frames still in flight change nothing.
+        if matches!(self.phase, Phase::Stopped) {
+            return out;
+        }
+        if let Err(e) = self.dispatch(from, f, &mut out) {
             self.stop(e, &mut out);
         }
         out
@@ -627,13 +652,7 @@ impl CoordinatorJob {
         out
     }
 
-    fn dispatch(
-        &mut self,
-        from: Role,
-        f: Frame,
-        now: Instant,
-        out: &mut JobOutput,
-    ) -> Result<(), JobError> {
+    fn dispatch(&mut self, from: Role, f: Frame, out: &mut JobOutput) -> Result<(), JobError> {
         let t = self.current_iteration();
         let kind = body_kind(&f.body);
         let (at, iteration) = (Attempt::of(&f), f.iteration);
@@ -681,16 +700,11 @@ impl CoordinatorJob {
                     return Ok(());
                 }
                 let got: Vec<(u64, [u8; 32])> = infos.iter().flatten().copied().collect();
-                let was_aligning = aligning.is_some();
-                match first_mismatch(&got, was_aligning) {
+                match first_mismatch(&got, aligning.is_some()) {
                     None => {
                         let (rows, ids_digest) = got[0];
                         self.phase = Phase::Agreed;
                         out.events.push(JobEvent::Agreed { rows, ids_digest });
-                        Ok(())
-                    }
-                    Some(_) if self.align && !was_aligning => {
-                        self.start_alignment(now, out);
                         Ok(())
                     }
                     Some(e) => Err(e),

@@ -45,7 +45,7 @@
 //! the blob each), one ledger append with `fdatasync`; the epsilon checks about a
 //! millisecond each (the plan's is cached).
 
-use rand::SeedableRng;
+use rand::{SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed_backend::Renormalise;
@@ -208,9 +208,20 @@ pub enum AlignFailure {
         /// P of the schema.
         want: usize,
     },
-    /// An alignment was asked for while one is running or after training started.
-    #[error("not expected now (one is running, or training has started)")]
+    /// An alignment message with no alignment running.
+    #[error("no record alignment is running")]
     OutOfTurn,
+    /// The party's policy does not take part in alignments (`policy.align = false`).
+    #[error("refused by the party's policy (policy.align = false)")]
+    NotAllowed,
+    /// The party's set would not fit one frame.
+    #[error("{ids} ids exceed the {max} one alignment frame can carry")]
+    TooManyIds {
+        /// The party's ids.
+        ids: usize,
+        /// The most one frame carries.
+        max: usize,
+    },
     /// The party's ids are unusable (empty, duplicated).
     #[error(transparent)]
     Input(vtwin_psi::InputError),
@@ -222,11 +233,17 @@ pub enum AlignFailure {
     Decode(vtwin_psi::DecodeError),
 }
 
-/// The party's data before an alignment restricted it (restored by the next `Hello`).
+/// The party's data before an alignment restricted it (restored when the next job starts),
+/// and the digest of the aligned rows' tags that it reports.
 struct Unaligned {
     data: PartyData,
     ids: Vec<String>,
+    digest: [u8; 32],
 }
+
+/// Most ids a party may align: its blinded set (30 + 32 n bytes) must fit one frame, with
+/// room for the frame's header.
+pub const MAX_ALIGN_IDS: usize = (vtwin_net::frame::MAX_FRAME_BYTES - 4096) / 32;
 
 /// The terms a prepared noise share was drawn for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -443,13 +460,7 @@ impl PartyResponder {
         };
         match &f.body {
             Body::Hello => {
-                // A new job: all of the party's own rows again.
-                self.aligning = None;
-                if let Some(u) = self.unaligned.take() {
-                    self.setup.data = u.data;
-                    self.setup.ids = u.ids;
-                }
-                self.accepted = None;
+                self.new_job();
                 Ok(reply(self.party_info()))
             }
             Body::AlignStart { parties } => {
@@ -497,11 +508,26 @@ impl PartyResponder {
         }
     }
 
-    /// `PartyInfo` of the rows the party trains on now.
+    /// A new job (`Hello` or `AlignStart`): all of the party's own rows again, no alignment
+    /// running, no plan accepted.
+    fn new_job(&mut self) {
+        self.aligning = None;
+        if let Some(u) = self.unaligned.take() {
+            self.setup.data = u.data;
+            self.setup.ids = u.ids;
+        }
+        self.accepted = None;
+    }
+
+    /// `PartyInfo` of the rows the party trains on now: after an alignment the digest of
+    /// the intersection's tags (what the relay saw already), otherwise of its ids.
     fn party_info(&self) -> Body {
         Body::PartyInfo {
             rows: self.setup.data.rows as u64,
-            ids_digest: vtwin_model::party_data::ids_digest(&self.setup.ids),
+            ids_digest: match &self.unaligned {
+                Some(u) => u.digest,
+                None => vtwin_model::party_data::ids_digest(&self.setup.ids),
+            },
         }
     }
 
@@ -518,15 +544,23 @@ impl PartyResponder {
         f: &Frame,
         parties: u16,
     ) -> Result<vtwin_psi::Message, PartyError> {
+        // An alignment starts a job, as `Hello` does.
+        self.new_job();
+        if !self.setup.policy.align {
+            return Err(self.align_error(AlignFailure::NotAllowed));
+        }
         let want = self.layout.n_parties();
         if usize::from(parties) != want {
             return Err(self.align_error(AlignFailure::Parties { got: parties, want }));
         }
-        if self.aligning.is_some() || self.unaligned.is_some() || self.accepted.is_some() {
-            return Err(self.align_error(AlignFailure::OutOfTurn));
+        if self.setup.ids.len() > MAX_ALIGN_IDS {
+            return Err(self.align_error(AlignFailure::TooManyIds {
+                ids: self.setup.ids.len(),
+                max: MAX_ALIGN_IDS,
+            }));
         }
-        let mut rng = ChaCha20Rng::from_os_rng();
-        let keys = vtwin_psi::PartyKeys::random(&mut rng);
+        // Straight from the OS: no generator state that could re-derive the keys is left.
+        let keys = vtwin_psi::PartyKeys::random(&mut rand::rngs::OsRng.unwrap_err());
         let ids: Vec<&[u8]> = self.setup.ids.iter().map(|s| s.as_bytes()).collect();
         let (role, first) = vtwin_psi::Party::start(
             self.setup.index,
@@ -547,13 +581,17 @@ impl PartyResponder {
 
     /// One alignment message in, the role's answers out.
     fn align_step(&mut self, message: &[u8]) -> Result<Vec<vtwin_psi::Message>, PartyError> {
-        let m = vtwin_psi::Message::decode(message)
-            .map_err(|e| self.align_error(AlignFailure::Decode(e)))?;
         let Some(role) = self.aligning.as_mut() else {
             return Err(self.align_error(AlignFailure::OutOfTurn));
         };
-        role.receive(m)
-            .map_err(|e| self.align_error(AlignFailure::Protocol(e)))
+        let answers = vtwin_psi::Message::decode(message)
+            .map_err(AlignFailure::Decode)
+            .and_then(|m| role.receive(m).map_err(AlignFailure::Protocol));
+        // A failed alignment drops the role and its keys at once.
+        answers.map_err(|e| {
+            self.aligning = None;
+            self.align_error(e)
+        })
     }
 
     /// The role is done: keep only the intersection's rows, in the common order.
@@ -568,6 +606,7 @@ impl PartyResponder {
         let full = Unaligned {
             data: std::mem::replace(&mut self.setup.data, data),
             ids: std::mem::replace(&mut self.setup.ids, ids),
+            digest: alignment.digest(),
         };
         tracing::info!(
             party = self.setup.index,
@@ -741,6 +780,7 @@ pub fn policy_for_plan(terms: &JobTerms) -> Result<PartyPolicy, vtwin_dp::Accoun
         components: terms.components,
         sample_rate: terms.sample_rate,
         openings: terms.iterations,
+        align: true,
     })
 }
 

@@ -60,6 +60,7 @@ fn spec(parties: &[&str]) -> KeygenSpec {
             components: 3,
             sample_rate: 0.25,
             openings: 10,
+            align: true,
         },
     }
 }

@@ -166,8 +166,9 @@ fn consortium_of(
             NodeSession::new(NodeId::new(i as u8).unwrap(), k, node_policy(w), randomness)
         })
         .collect();
-    let (job, hello) = CoordinatorJob::new(2, iters, DELTA, timeouts(), randomness, now);
-    MemoryConsortium::new(job.with_alignment(align), hello, nodes, parties)
+    let (job, hello) =
+        CoordinatorJob::new_with_alignment(2, iters, DELTA, timeouts(), randomness, align, now);
+    MemoryConsortium::new(job, hello, nodes, parties)
 }
 
 fn begin(c: &mut MemoryConsortium, w: &World, now: Instant) {
@@ -312,6 +313,37 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
                 "id {id} in an alignment message"
             );
         }
+    }
+}
+
+#[test]
+fn a_party_whose_policy_refuses_alignment_stops_the_job_naming_it() {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
+    // Party 1 refuses to take part: its AlignStart fails, nothing is aligned or trained.
+    let mut refusing = policy(&w);
+    refusing.align = false;
+    c.parties[1] = PartyResponder::new(PartySetup {
+        index: 1,
+        schema: vtwin_data::demo::demo_schema(),
+        data: overlapping(&w).swap_remove(1).data,
+        ids: overlapping(&w).swap_remove(1).ids,
+        node_seal_publics: [[9; 32]; 3],
+        randomness: SecretRandomness::InsecureSeed(MPC_SEED),
+        noise_seed: Some(NOISE_SEED),
+        renormalise: Renormalise::ClosedForm,
+        policy: refusing,
+        ledger: PartyLedger::in_memory(),
+    })
+    .unwrap();
+    c.run(now);
+    match c.events.as_slice() {
+        [JobEvent::Aborted(e @ JobError::PeerFailed { peer, .. })] => {
+            assert_eq!(*peer, Role::Party(1));
+            assert!(e.to_string().contains("policy.align = false"), "{e}");
+        }
+        other => panic!("{other:?}"),
     }
 }
 

@@ -112,15 +112,15 @@ async fn drive(
         tracing::info!(peer = %link.peer(), addr = %link.remote_address(), "link up");
         hub.mesh.attach(link);
     }
-    let (job, hello) = CoordinatorJob::new(
+    let (mut job, hello) = CoordinatorJob::new_with_alignment(
         run.parties.len(),
         run.iters,
         run.delta,
         run.timeouts,
         run.randomness,
+        run.align,
         Instant::now(),
     );
-    let mut job = job.with_alignment(run.align);
     let mut pending = JobOutput {
         send: hello,
         events: Vec::new(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Endpoint, TransportOptions};
-use vtwin_net::Role;
+use vtwin_net::{Body, Role};
 
 use super::mesh::{Event, Hub};
 use super::ServiceError;
@@ -49,7 +49,13 @@ impl PartyServer {
                 continue;
             };
             let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
-            let out = span.in_scope(|| match responder.handle(peer, &f) {
+            // An alignment step raises a whole set of points (seconds at a million ids):
+            // run it where blocking is allowed, so the links keep their keep-alives going.
+            // (block_in_place needs the multi-threaded runtime every vtwin service runs on.)
+            let heavy = matches!(f.body, Body::AlignStart { .. } | Body::Align { .. })
+                && tokio::runtime::Handle::current().runtime_flavor()
+                    == tokio::runtime::RuntimeFlavor::MultiThread;
+            let mut handle = || match responder.handle(peer, &f) {
                 Ok(out) => out,
                 Err(e) => {
                     tracing::warn!("{e}");
@@ -57,6 +63,13 @@ impl PartyServer {
                         Role::Party(p) => vec![failure(p, &f, &e)],
                         _ => Vec::new(),
                     }
+                }
+            };
+            let out = span.in_scope(|| {
+                if heavy {
+                    tokio::task::block_in_place(&mut handle)
+                } else {
+                    handle()
                 }
             });
             for o in out {

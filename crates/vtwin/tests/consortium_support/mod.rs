@@ -56,6 +56,7 @@ fn policy(job: &Job) -> PartyPolicy {
         components: job.components as u32,
         sample_rate: q,
         openings: RUNS * job.iters,
+        align: true,
     }
 }
 
