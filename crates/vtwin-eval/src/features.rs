@@ -77,11 +77,32 @@ pub enum FeatureError {
         /// The excluded column.
         column: String,
     },
-    /// The table does not fit the schema the map was built from.
-    #[error("table does not match the feature map's schema: {reason}")]
-    SchemaMismatch {
-        /// What differs (names the column).
-        reason: String,
+    /// The table has another number of columns than the map's schema.
+    #[error("table has {got} columns, the feature map's schema {want}")]
+    ColumnCount {
+        /// The table's columns.
+        got: usize,
+        /// The schema's.
+        want: usize,
+    },
+    /// A table column differs from the map's column at its position.
+    #[error(
+        "table column \"{got}\" differs from the feature map's column \"{want}\" (name or kind)"
+    )]
+    ColumnMismatch {
+        /// The table's column.
+        got: String,
+        /// The map's column.
+        want: String,
+    },
+    /// The table breaks its own encoding invariants.
+    #[error("table does not hold valid encoded values")]
+    InvalidTable(#[source] vtwin_data::table::TableInvariantError),
+    /// A column kind the features have no encoding for yet.
+    #[error("column \"{column}\": no feature encoding for its kind")]
+    UnsupportedKind {
+        /// The column.
+        column: String,
     },
 }
 
@@ -186,9 +207,9 @@ impl FeatureMap {
                     FeatureEncoding::OneHot { width: m }
                 }
                 // A kind added to the schema later has no encoding yet: refuse loudly.
-                other => {
-                    return Err(FeatureError::SchemaMismatch {
-                        reason: format!("column \"{}\": unsupported kind {other:?}", spec.name),
+                _ => {
+                    return Err(FeatureError::UnsupportedKind {
+                        column: spec.name.clone(),
                     })
                 }
             };
@@ -239,7 +260,7 @@ impl FeatureMap {
 
     /// Encodes every record of `table` (module documentation). The table must have the map's
     /// column names, kinds and cardinalities, in order, and satisfy [`Table::check`]'s
-    /// invariants; else [`FeatureError::SchemaMismatch`] names the column. Every output value
+    /// invariants; else a [`FeatureError`] names the column. Every output value
     /// lies in `[0, 1]`. Cost O(rows * dim).
     pub fn encode(&self, table: &Table) -> Result<FeatureMatrix, FeatureError> {
         self.check_table(table)?;
@@ -265,24 +286,20 @@ impl FeatureMap {
     }
 
     fn check_table(&self, table: &Table) -> Result<(), FeatureError> {
-        let mismatch = |reason: String| FeatureError::SchemaMismatch { reason };
         if table.schema.columns.len() != self.schema.columns.len() {
-            return Err(mismatch(format!(
-                "{} columns, expected {}",
-                table.schema.columns.len(),
-                self.schema.columns.len()
-            )));
+            return Err(FeatureError::ColumnCount {
+                got: table.schema.columns.len(),
+                want: self.schema.columns.len(),
+            });
         }
         for (a, b) in table.schema.columns.iter().zip(&self.schema.columns) {
             if a.name != b.name || a.kind != b.kind {
-                return Err(mismatch(format!(
-                    "column \"{}\" differs from the map's column \"{}\" (name or kind)",
-                    a.name, b.name
-                )));
+                return Err(FeatureError::ColumnMismatch {
+                    got: a.name.clone(),
+                    want: b.name.clone(),
+                });
             }
         }
-        table
-            .check()
-            .map_err(|e| mismatch(format!("column \"{}\": {}", e.column, e.reason)))
+        table.check().map_err(FeatureError::InvalidTable)
     }
 }

@@ -18,6 +18,31 @@ use crate::features::{FeatureError, FeatureMap, FeatureMatrix};
 use crate::forest::{ForestError, ForestParams, ProbabilityForest};
 use crate::logistic::{LogisticError, LogisticModel, DEFAULT_LAMBDA};
 
+/// What a non-binary target column is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TargetKind {
+    /// Categorical with this many categories.
+    Categorical(usize),
+    /// Binned with this many bins.
+    Binned(usize),
+    /// Continuous.
+    Continuous,
+    /// A kind TSTR does not know.
+    Other,
+}
+
+impl std::fmt::Display for TargetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetKind::Categorical(n) => write!(f, "categorical with {n} categories"),
+            TargetKind::Binned(n) => write!(f, "binned with {n} bins"),
+            TargetKind::Continuous => f.write_str("continuous"),
+            TargetKind::Other => f.write_str("of a kind TSTR does not know"),
+        }
+    }
+}
+
 /// The target column is unusable, or a fit failed. Messages name the column (the CLI adds
 /// its `--target` flag).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -32,12 +57,12 @@ pub enum TstrError {
         known: String,
     },
     /// The column is not binary.
-    #[error("target column \"{column}\" is {what}; TSTR needs a binary target (a categorical or binned column with 2 categories)")]
+    #[error("target column \"{column}\" is {kind}; TSTR needs a binary target (a categorical or binned column with 2 categories)")]
     NotBinary {
         /// The column.
         column: String,
         /// What it is instead.
-        what: String,
+        kind: TargetKind,
     },
     /// The feature encoding failed.
     #[error("target column {column}: {source}")]
@@ -85,28 +110,25 @@ impl Target {
                 column: name.to_owned(),
                 known: schema.column_list(),
             })?;
-        let not_binary = |what: String| TstrError::NotBinary {
+        let not_binary = |kind: TargetKind| TstrError::NotBinary {
             column: name.to_owned(),
-            what,
+            kind,
         };
         let positive = match &schema.columns[column].kind {
             ColumnKind::Categorical { categories } if categories.len() == 2 => {
                 categories[1].clone()
             }
             ColumnKind::Categorical { categories } => {
-                return Err(not_binary(format!(
-                    "categorical with {} categories",
-                    categories.len()
-                )))
+                return Err(not_binary(TargetKind::Categorical(categories.len())))
             }
             ColumnKind::Binned { edges, .. } if edges.len() == 3 => {
                 format!("[{},{}]", edges[1], edges[2])
             }
             ColumnKind::Binned { edges, .. } => {
-                return Err(not_binary(format!("binned with {} bins", edges.len() - 1)))
+                return Err(not_binary(TargetKind::Binned(edges.len() - 1)))
             }
-            ColumnKind::Continuous { .. } => return Err(not_binary("continuous".into())),
-            other => return Err(not_binary(format!("of kind {other:?}"))),
+            ColumnKind::Continuous { .. } => return Err(not_binary(TargetKind::Continuous)),
+            _ => return Err(not_binary(TargetKind::Other)),
         };
         Ok(Target {
             name: name.to_owned(),

@@ -42,12 +42,25 @@ pub enum PrivacyClaimError {
         source: std::io::Error,
     },
     /// Not the expected JSON.
-    #[error("{}: {reason}", path.display())]
-    Format {
+    #[error("{}: not a privacy.json", path.display())]
+    Json {
         /// The file.
         path: PathBuf,
-        /// What is wrong (names the field).
-        reason: String,
+        /// The parser's error (names the field and position).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A field outside its range.
+    #[error("{}: {field} = {value} is not in {range}", path.display())]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: f64,
+        /// The allowed range.
+        range: &'static str,
     },
 }
 
@@ -75,28 +88,24 @@ impl PrivacyClaim {
             path: path.into(),
             source,
         })?;
-        let f: File = serde_json::from_str(&text).map_err(|e| PrivacyClaimError::Format {
+        let f: File = serde_json::from_str(&text).map_err(|source| PrivacyClaimError::Json {
             path: path.into(),
-            reason: e.to_string(),
+            source,
         })?;
-        let bad = |reason: String| PrivacyClaimError::Format {
+        let bad = |field, value, range| PrivacyClaimError::Field {
             path: path.into(),
-            reason,
+            field,
+            value,
+            range,
         };
         if !(f.sigma.is_finite() && f.sigma >= 0.0) {
-            return Err(bad(format!(
-                "sigma {} is not a non-negative number",
-                f.sigma
-            )));
+            return Err(bad("sigma", f.sigma, "[0, inf)"));
         }
         if !(f.sample_rate > 0.0 && f.sample_rate <= 1.0) {
-            return Err(bad(format!(
-                "sample_rate {} is not in (0, 1]",
-                f.sample_rate
-            )));
+            return Err(bad("sample_rate", f.sample_rate, "(0, 1]"));
         }
         if !(f.delta > 0.0 && f.delta < 1.0) {
-            return Err(bad(format!("delta {} is not in (0, 1)", f.delta)));
+            return Err(bad("delta", f.delta, "(0, 1)"));
         }
         Ok(PrivacyClaim {
             sigma: f.sigma,
