@@ -19,6 +19,7 @@
 //! vtwin-iteration: `cargo tree -p vtwin-consortium --no-default-features` has no candle.
 
 pub mod config;
+pub mod error;
 #[cfg(feature = "model")]
 pub mod coordinator;
 pub mod keygen;
@@ -37,6 +38,7 @@ pub mod upload;
 
 #[cfg(feature = "model")]
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};
+pub use error::{Chain, LinkLoss};
 pub use node::{NodeError, NodeOutput, NodeSession};
 pub use outgoing::Outgoing;
 #[cfg(feature = "model")]
