@@ -497,7 +497,7 @@ pub struct CoordinatorConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read or written.
-    #[error("{file}: {source}")]
+    #[error("{file}")]
     Io {
         /// The file.
         file: String,
