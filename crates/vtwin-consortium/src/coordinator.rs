@@ -176,9 +176,7 @@ pub enum RecordMismatch {
         first: u64,
     },
     /// The same count but another id digest.
-    #[error(
-        "its id column differs from party 0's (not the same individuals in the same order)"
-    )]
+    #[error("its id column differs from party 0's (not the same individuals in the same order)")]
     Ids,
 }
 
@@ -262,20 +260,23 @@ pub enum PublicFailure {
 /// `aligned`: the reports come after a record alignment (which should have made them equal).
 fn first_mismatch(got: &[(u64, [u8; 32])], aligned: bool) -> Option<JobError> {
     let (rows0, digest0) = got[0];
-    got.iter().enumerate().skip(1).find_map(|(q, &(rows, digest))| {
-        let what = if rows != rows0 {
-            RecordMismatch::Rows { rows, first: rows0 }
-        } else if digest != digest0 {
-            RecordMismatch::Ids
-        } else {
-            return None;
-        };
-        Some(JobError::Mismatch {
-            party: Role::Party(q as u16),
-            what,
-            aligned,
+    got.iter()
+        .enumerate()
+        .skip(1)
+        .find_map(|(q, &(rows, digest))| {
+            let what = if rows != rows0 {
+                RecordMismatch::Rows { rows, first: rows0 }
+            } else if digest != digest0 {
+                RecordMismatch::Ids
+            } else {
+                return None;
+            };
+            Some(JobError::Mismatch {
+                party: Role::Party(q as u16),
+                what,
+                aligned,
+            })
         })
-    })
 }
 
 fn names(roles: &[Role]) -> String {
@@ -803,8 +804,7 @@ impl CoordinatorJob {
                 else {
                     return Err(protocol(ProtocolFault::NoAlignment));
                 };
-                let m =
-                    vtwin_psi::Message::decode(&message)
+                let m = vtwin_psi::Message::decode(&message)
                     .map_err(|e| protocol(ProtocolFault::AlignDecode(e)))?;
                 if m.from != p {
                     return Err(protocol(ProtocolFault::AlignSender(m.from)));
@@ -827,8 +827,7 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Upload { sealed }, Role::Party(p)) => {
-                let r =
-                    running_for(&mut self.phase, at, iteration).map_err(protocol)?;
+                let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
                 let slot = r
                     .uploads
                     .get_mut(usize::from(p))
@@ -854,9 +853,9 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Mpc { message }, Role::Node(i)) => {
-                let r =
-                    running_for(&mut self.phase, at, iteration).map_err(protocol)?;
-                let m = Message::decode(&message).map_err(|e| protocol(ProtocolFault::MpcDecode(e)))?;
+                let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
+                let m =
+                    Message::decode(&message).map_err(|e| protocol(ProtocolFault::MpcDecode(e)))?;
                 let node = NodeId::new(i).ok_or_else(|| protocol(ProtocolFault::NoSuchNode(i)))?;
                 if m.from != Peer::Node(node) {
                     return Err(protocol(ProtocolFault::InnerSender(m.from)));

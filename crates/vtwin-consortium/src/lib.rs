@@ -19,9 +19,9 @@
 //! vtwin-iteration: `cargo tree -p vtwin-consortium --no-default-features` has no candle.
 
 pub mod config;
-pub mod error;
 #[cfg(feature = "model")]
 pub mod coordinator;
+pub mod error;
 pub mod keygen;
 #[cfg(feature = "model")]
 pub mod loopback;

@@ -481,8 +481,7 @@ impl NodeSession {
             iteration: t,
             fault,
         };
-        let public =
-            CircuitPublic::try_from(public).map_err(|e| bad(StartFault::Public(e)))?;
+        let public = CircuitPublic::try_from(public).map_err(|e| bad(StartFault::Public(e)))?;
         check_terms(&self.policy, &terms, &public).map_err(bad)?;
         let parties = public.parties.len();
         if public.noise_contributors != parties || parties == 0 {
@@ -562,8 +561,8 @@ impl NodeSession {
             (Body::Mpc { message }, Role::Node(j)) => {
                 let m = Message::decode(&message)
                     .map_err(|e| bad_message("Mpc", MessageFault::Decode(e)))?;
-                let node =
-                    NodeId::new(j).ok_or_else(|| bad_message("Mpc", MessageFault::NoSuchNode(j)))?;
+                let node = NodeId::new(j)
+                    .ok_or_else(|| bad_message("Mpc", MessageFault::NoSuchNode(j)))?;
                 if m.from != Peer::Node(node) {
                     return Err(bad_message("Mpc", MessageFault::InnerSender(m.from)));
                 }
@@ -589,11 +588,11 @@ impl NodeSession {
                     party,
                     node: id.index() as u8,
                 };
-                let plain =
-                    unseal(&self.seal_key, &ctx, &sealed).map_err(|e| bad(UploadFault::Unseal(e)))?;
+                let plain = unseal(&self.seal_key, &ctx, &sealed)
+                    .map_err(|e| bad(UploadFault::Unseal(e)))?;
                 // Zeroized on drop, as `plain` is.
-                let inputs: SealedInputs = postcard::from_bytes(&plain)
-                    .map_err(|e| bad(UploadFault::Decode(e)))?;
+                let inputs: SealedInputs =
+                    postcard::from_bytes(&plain).map_err(|e| bad(UploadFault::Decode(e)))?;
                 drop(plain);
                 if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()

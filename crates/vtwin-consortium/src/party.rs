@@ -687,7 +687,11 @@ impl PartyResponder {
         let mut idx = Vec::with_capacity(real);
         for (i, &r) in batch[..real].iter().enumerate() {
             if r as usize >= rows {
-                return Err(bad(RequestFault::Row { at: i, row: r, rows }));
+                return Err(bad(RequestFault::Row {
+                    at: i,
+                    row: r,
+                    rows,
+                }));
             }
             if i > 0 && batch[i - 1] >= r {
                 return Err(bad(RequestFault::NotIncreasing(i)));

@@ -147,10 +147,11 @@ async fn drive(
                 match ev {
                     JobEvent::Agreed { rows, .. } => {
                         tracing::info!(rows, "parties agree on the records");
-                        let trainer = hooks.agreed(rows).map_err(|source| ServiceError::Driver {
-                            step: DriverStep::Agreed,
-                            source,
-                        })?;
+                        let trainer =
+                            hooks.agreed(rows).map_err(|source| ServiceError::Driver {
+                                step: DriverStep::Agreed,
+                                source,
+                            })?;
                         let o = job.begin(trainer, Instant::now());
                         pending.send.extend(o.send);
                         pending.events.extend(o.events);
