@@ -393,7 +393,11 @@ impl PartyResponder {
         let key = self.next;
         match self.sample(key) {
             Ok(z) => self.prepared = Some(Prepared { key, z }),
-            Err(e) => tracing::warn!(party = self.setup.index, "preparing the noise share: {e}"),
+            Err(e) => tracing::warn!(
+                party = self.setup.index,
+                "preparing the noise share: {}",
+                Chain(&e)
+            ),
         }
     }
 

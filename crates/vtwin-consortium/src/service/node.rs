@@ -105,7 +105,7 @@ impl NodeServer {
                             notify.notified().await;
                         }
                         Err(e) => {
-                            tracing::warn!(node = %role, "{e}; retrying");
+                            tracing::warn!(node = %role, "{}; retrying", Chain(&e));
                             tokio::time::sleep(backoff.max).await;
                         }
                     }
