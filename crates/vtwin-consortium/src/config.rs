@@ -544,7 +544,7 @@ pub enum ConfigError {
 /// toml's parse error, displayed as its one-line message (its own `Display` quotes the
 /// offending lines; [`ConfigError::Parse`] gives the line and column instead).
 #[derive(Debug)]
-pub struct TomlError(pub toml::de::Error);
+pub struct TomlError(pub Box<toml::de::Error>);
 
 impl std::fmt::Display for TomlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -642,7 +642,7 @@ fn parse<T: DeserializeOwned>(file: &Path, text: &str) -> Result<T, ConfigError>
             line,
             column,
             key,
-            source: TomlError(e),
+            source: TomlError(Box::new(e)),
         }
     })
 }
