@@ -201,7 +201,10 @@ pub enum SpecFault {
 #[non_exhaustive]
 pub enum RequestFault {
     /// Its subject is no vtwin role.
-    #[error("the request names {0:?}, not a vtwin role (coordinator, node-0, node-1, node-2 or party-NAME)")]
+    #[error(
+        "the request names no vtwin role: {0:?} is not one (use coordinator, node-0, node-1, \
+         node-2 or party-NAME)"
+    )]
     NotARole(String),
     /// Its role is not one of this consortium.
     #[error(

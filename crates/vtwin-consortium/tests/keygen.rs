@@ -498,10 +498,10 @@ fn sign_refuses_bad_requests_naming_the_file() {
     let reqs = requests(dir.path());
     let ca = dir.path().join("ca");
     let out = dir.path().join("signed");
+    // With its causes, as the CLI prints it.
     let sign_with = |reqs: &[std::path::PathBuf], parties: &[&str]| {
-        keygen::sign(&out, &ca, reqs, &spec(parties))
-            .unwrap_err()
-            .to_string()
+        let e = keygen::sign(&out, &ca, reqs, &spec(parties)).unwrap_err();
+        vtwin_consortium::Chain(&e).to_string()
     };
     // Tampered: one base64 character inside node-1's seal key changed in its request.
     let pem = std::fs::read_to_string(&reqs[2]).unwrap();
