@@ -133,7 +133,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rounds = costs.snapshot().last().map_or(0, |c| c.rounds);
     let bytes_between_nodes = costs.snapshot().last().map_or(0, |c| c.bytes_between_nodes);
 
-    let quic = |delay: Option<Duration>, iters: usize| {
+    let quic = |delay: Option<Duration>,
+                iters: usize|
+     -> Result<(Vec<f64>, f64), Box<dyn std::error::Error>> {
         let settings = LoopbackSettings {
             schema: schema.clone(),
             parties: parties.clone(),
@@ -152,12 +154,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sample_rate: config.sample_rate,
                 iterations: (WARMUP + iters) as u64,
                 delta: 1e-5,
-            })
-            .map_err(|e| vtwin_consortium::loopback::LoopbackError::Setup(e.to_string()))?,
+            })?,
             delta: 1e-5,
             align: false,
         };
-        run(settings).map(|r| (r.iteration_ms[WARMUP..].to_vec(), r.setup_ms))
+        let r = run(settings)?;
+        Ok((r.iteration_ms[WARMUP..].to_vec(), r.setup_ms))
     };
     let lo_before = loopback_tx();
     let (loopback, setup_ms) = quic(None, iters)?;

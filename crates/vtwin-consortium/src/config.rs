@@ -122,7 +122,7 @@ impl Timeouts {
             ("timeouts.idle_ms", self.idle_ms),
         ] {
             if value == 0 {
-                return Err(ConfigError::field(file, field, "must be >= 1"));
+                return Err(ConfigError::field(file, field, FieldProblem::AtLeastOne));
             }
         }
         Ok(())
@@ -178,7 +178,7 @@ impl PartyPolicy {
                 Err(ConfigError::field(
                     file,
                     &format!("policy.{field}"),
-                    "must be finite and > 0",
+                    FieldProblem::PositiveFinite,
                 ))
             }
         };
@@ -189,14 +189,14 @@ impl PartyPolicy {
             return Err(ConfigError::field(
                 file,
                 "policy.delta",
-                "must be in (0, 1)",
+                FieldProblem::OpenUnit,
             ));
         }
         if !(self.sample_rate > 0.0 && self.sample_rate <= 1.0) {
             return Err(ConfigError::field(
                 file,
                 "policy.sample_rate",
-                "must be in (0, 1]",
+                FieldProblem::HalfOpenUnit,
             ));
         }
         if self.components == 0 || self.openings == 0 {
@@ -205,7 +205,7 @@ impl PartyPolicy {
             } else {
                 "policy.openings"
             };
-            return Err(ConfigError::field(file, field, "must be >= 1"));
+            return Err(ConfigError::field(file, field, FieldProblem::AtLeastOne));
         }
         Ok(())
     }
@@ -503,7 +503,7 @@ pub struct CoordinatorConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read or written.
-    #[error("{file}: {source}")]
+    #[error("{file}")]
     Io {
         /// The file.
         file: String,
@@ -511,7 +511,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// TOML syntax or a field of the wrong type, missing or unknown.
-    #[error("{file}:{line}:{column}: {message}")]
+    #[error("{file}:{line}:{column}{}", key.as_ref().map(|k| format!(": field `{k}`")).unwrap_or_default())]
     Parse {
         /// The file.
         file: String,
@@ -519,35 +519,92 @@ pub enum ConfigError {
         line: usize,
         /// 1-based column (0 if unknown).
         column: usize,
-        /// What is wrong, naming the field.
-        message: String,
+        /// The key the error points at (qualified with its table), where toml's message does
+        /// not name it already.
+        key: Option<String>,
+        /// toml's error.
+        #[source]
+        source: TomlError,
     },
     /// A field has a value outside its range.
-    #[error("{file}: field `{field}`: {reason}")]
+    #[error("{file}: field `{field}`: {problem}")]
     Field {
         /// The file.
         file: String,
-        /// The field, e.g. `training.clip`.
+        /// The field, e.g. `training.clip` or `parties[1].name`.
         field: String,
-        /// What is wrong.
-        reason: String,
+        /// What is wrong with its value.
+        problem: FieldProblem,
     },
     /// The configuration could not be serialised.
-    #[error("{file}: cannot serialise: {reason}")]
+    #[error("{file}: cannot serialise")]
     Serialise {
         /// The file.
         file: String,
-        /// toml's message.
-        reason: String,
+        /// toml's error.
+        #[source]
+        source: toml::ser::Error,
     },
 }
 
+/// toml's parse error, displayed as its one-line message (its own `Display` quotes the
+/// offending lines; [`ConfigError::Parse`] gives the line and column instead).
+#[derive(Debug)]
+pub struct TomlError(pub Box<toml::de::Error>);
+
+impl std::fmt::Display for TomlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.message().trim())
+    }
+}
+
+impl std::error::Error for TomlError {}
+
+/// What is wrong with a field's value ([`ConfigError::Field`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldProblem {
+    /// Zero where at least one is needed.
+    #[error("must be >= 1")]
+    AtLeastOne,
+    /// Not finite or not positive.
+    #[error("must be finite and > 0")]
+    PositiveFinite,
+    /// Not finite or negative.
+    #[error("must be finite and >= 0")]
+    NonNegativeFinite,
+    /// Outside (0, 1).
+    #[error("must be in (0, 1)")]
+    OpenUnit,
+    /// Outside (0, 1].
+    #[error("must be in (0, 1]")]
+    HalfOpenUnit,
+    /// Not a node id.
+    #[error("must be 0, 1 or 2")]
+    NodeId,
+    /// Empty (or blank).
+    #[error("must not be empty")]
+    Empty,
+    /// No party listed.
+    #[error("needs at least one party")]
+    NoParties,
+    /// A party name listed twice.
+    #[error("duplicate party name {0:?}")]
+    Duplicate(String),
+    /// Both or neither of `training.epsilon` and `training.sigma`.
+    #[error("give exactly one of training.epsilon and training.sigma")]
+    EpsilonXorSigma,
+    /// An unknown renormalisation mode.
+    #[error("must be closed-form, paper or off")]
+    Renormalise,
+}
+
 impl ConfigError {
-    fn field(file: &Path, field: &str, reason: &str) -> ConfigError {
+    fn field(file: &Path, field: &str, problem: FieldProblem) -> ConfigError {
         ConfigError::Field {
             file: file.display().to_string(),
             field: field.to_string(),
-            reason: reason.to_string(),
+            problem,
         }
     }
 }
@@ -581,18 +638,17 @@ fn parse<T: DeserializeOwned>(file: &Path, text: &str) -> Result<T, ConfigError>
             }
             None => (0, 0, None),
         };
-        let mut message = e.message().trim().to_string();
-        if let Some(key) = key {
-            // "missing field `x`" and "unknown field `x`" name their field already.
-            if !(message.starts_with("missing field") || message.starts_with("unknown field")) {
-                message = format!("field `{key}`: {message}");
-            }
-        }
+        // "missing field `x`" and "unknown field `x`" name their field already.
+        let message = e.message().trim();
+        let key = key.filter(|_| {
+            !(message.starts_with("missing field") || message.starts_with("unknown field"))
+        });
         ConfigError::Parse {
             file: file.display().to_string(),
             line,
             column,
-            message,
+            key,
+            source: TomlError(Box::new(e)),
         }
     })
 }
@@ -610,9 +666,9 @@ fn base_of(file: &Path) -> PathBuf {
 
 /// Writes `config` as TOML to `file` atomically (mode 0644).
 pub fn write<T: Serialize>(file: &Path, config: &T) -> Result<(), ConfigError> {
-    let text = toml::to_string(config).map_err(|e| ConfigError::Serialise {
+    let text = toml::to_string(config).map_err(|source| ConfigError::Serialise {
         file: file.display().to_string(),
-        reason: e.to_string(),
+        source,
     })?;
     atomic::write(file, text.as_bytes(), atomic::Mode::Public).map_err(|source| ConfigError::Io {
         file: file.display().to_string(),
@@ -626,14 +682,18 @@ impl NodeConfig {
     pub fn load(file: &Path) -> Result<NodeConfig, ConfigError> {
         let mut c: NodeConfig = parse(file, &read(file)?)?;
         if c.id >= NODES {
-            return Err(ConfigError::field(file, "id", "must be 0, 1 or 2"));
+            return Err(ConfigError::field(file, "id", FieldProblem::NodeId));
         }
         for (field, v) in [
             ("policy.sigma", c.policy.sigma),
             ("policy.clip", c.policy.clip),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(ConfigError::field(file, field, "must be finite and > 0"));
+                return Err(ConfigError::field(
+                    file,
+                    field,
+                    FieldProblem::PositiveFinite,
+                ));
             }
         }
         c.timeouts.check(file)?;
@@ -652,7 +712,7 @@ impl PartyConfig {
     pub fn load(file: &Path) -> Result<PartyConfig, ConfigError> {
         let mut c: PartyConfig = parse(file, &read(file)?)?;
         if c.name.trim().is_empty() {
-            return Err(ConfigError::field(file, "name", "must not be empty"));
+            return Err(ConfigError::field(file, "name", FieldProblem::Empty));
         }
         c.policy.check(file)?;
         c.timeouts.check(file)?;
@@ -678,25 +738,21 @@ impl CoordinatorConfig {
     pub fn load(file: &Path) -> Result<CoordinatorConfig, ConfigError> {
         let mut c: CoordinatorConfig = parse(file, &read(file)?)?;
         if c.parties.is_empty() {
-            return Err(ConfigError::field(
-                file,
-                "parties",
-                "needs at least one party",
-            ));
+            return Err(ConfigError::field(file, "parties", FieldProblem::NoParties));
         }
         for (i, p) in c.parties.iter().enumerate() {
             if p.name.trim().is_empty() {
                 return Err(ConfigError::field(
                     file,
                     &format!("parties[{i}].name"),
-                    "must not be empty",
+                    FieldProblem::Empty,
                 ));
             }
             if c.parties[..i].iter().any(|q| q.name == p.name) {
                 return Err(ConfigError::field(
                     file,
                     &format!("parties[{i}].name"),
-                    &format!("duplicate party name {:?}", p.name),
+                    FieldProblem::Duplicate(p.name.clone()),
                 ));
             }
         }
@@ -708,19 +764,23 @@ impl CoordinatorConfig {
             ("training.checkpoint_every", t.checkpoint_every),
         ] {
             if value == 0 {
-                return Err(ConfigError::field(file, field, "must be >= 1"));
+                return Err(ConfigError::field(file, field, FieldProblem::AtLeastOne));
             }
         }
         for (field, value) in [("training.clip", t.clip), ("training.lr", t.lr)] {
             if !(value.is_finite() && value > 0.0) {
-                return Err(ConfigError::field(file, field, "must be finite and > 0"));
+                return Err(ConfigError::field(
+                    file,
+                    field,
+                    FieldProblem::PositiveFinite,
+                ));
             }
         }
         if !(t.delta > 0.0 && t.delta < 1.0) {
             return Err(ConfigError::field(
                 file,
                 "training.delta",
-                "must be in (0, 1)",
+                FieldProblem::OpenUnit,
             ));
         }
         match (t.epsilon, t.sigma) {
@@ -730,21 +790,21 @@ impl CoordinatorConfig {
                 return Err(ConfigError::field(
                     file,
                     "training.epsilon",
-                    "give exactly one of training.epsilon and training.sigma",
+                    FieldProblem::EpsilonXorSigma,
                 ))
             }
             (Some(_), None) => {
                 return Err(ConfigError::field(
                     file,
                     "training.epsilon",
-                    "must be finite and > 0",
+                    FieldProblem::PositiveFinite,
                 ))
             }
             (None, Some(_)) => {
                 return Err(ConfigError::field(
                     file,
                     "training.sigma",
-                    "must be finite and >= 0",
+                    FieldProblem::NonNegativeFinite,
                 ))
             }
         }
@@ -752,7 +812,7 @@ impl CoordinatorConfig {
             return Err(ConfigError::field(
                 file,
                 "training.renormalise",
-                "must be closed-form, paper or off",
+                FieldProblem::Renormalise,
             ));
         }
         c.timeouts.check(file)?;

@@ -45,7 +45,9 @@ use vtwin_model::opening_log::OpeningRecord;
 use vtwin_model::trainer::{IterationPlan, Trainer};
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Message, NodeId, Opening, Peer};
-use vtwin_net::{Body, Frame, JobTerms, Role, WirePublic};
+use vtwin_net::{Body, Frame, JobTerms, Refusal, Role, WirePublic};
+
+use crate::error::{Chain, LinkLoss};
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 
@@ -58,29 +60,36 @@ pub struct Timeouts {
     pub iteration: Duration,
 }
 
+/// An error of the driver's own step (a [`crate::service::CoordinatorHooks`] method, a
+/// [`crate::memory::ChargeHook`]), kept with its causes.
+pub type HookError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Why the job stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JobError {
     /// Parties disagree on the records (count or ids).
-    #[error("{party}: {reason}")]
+    #[error("{party}: {what}; {}", mismatch_advice(*aligned))]
     Mismatch {
         /// The party that differs from party 0.
         party: Role,
         /// What differs.
-        reason: String,
+        what: RecordMismatch,
+        /// Whether the reports came after a record alignment (which should have made them
+        /// equal).
+        aligned: bool,
     },
     /// A party refused its upload (terms outside its policy, its budget spent, or a value
     /// outside the public ranges; nothing was shared). The reason is the party's typed,
     /// value-free refusal.
-    #[error("iteration {iteration}: {party} refused: {reason}")]
+    #[error("iteration {iteration}: {party} refused: {refusal}")]
     Refused {
         /// The iteration.
         iteration: u64,
         /// The party.
         party: Role,
-        /// Its reason.
-        reason: String,
+        /// Its reason, as the party sent it.
+        refusal: Refusal,
     },
     /// A peer reported a failure.
     #[error("iteration {iteration}: {peer} failed: {reason}")]
@@ -89,21 +98,22 @@ pub enum JobError {
         iteration: u64,
         /// The peer.
         peer: Role,
-        /// Its reason.
+        /// The text of its `Failed` frame (the peer's own account, received on the wire).
         reason: String,
     },
     /// The link to a peer was lost.
-    #[error("iteration {iteration}: lost the link to {peer}: {reason}")]
+    #[error("iteration {iteration}: lost the link to {peer}")]
     PeerLost {
         /// The iteration.
         iteration: u64,
         /// The peer.
         peer: Role,
         /// Why.
-        reason: String,
+        #[source]
+        cause: LinkLoss,
     },
     /// A peer sent a frame that does not fit the protocol.
-    #[error("iteration {iteration}: {peer} sent a bad {kind}: {reason}")]
+    #[error("iteration {iteration}: {peer} sent a bad {kind}")]
     Protocol {
         /// The iteration.
         iteration: u64,
@@ -111,8 +121,9 @@ pub enum JobError {
         peer: Role,
         /// The body kind.
         kind: &'static str,
-        /// Why.
-        reason: String,
+        /// What is wrong with it.
+        #[source]
+        fault: ProtocolFault,
     },
     /// The deadline passed.
     #[error(
@@ -128,58 +139,145 @@ pub enum JobError {
         waiting: Vec<Role>,
     },
     /// The public circuit parameters could not be built (theta out of the encodable range).
-    #[error("iteration {iteration}: {reason}")]
+    #[error("iteration {iteration}: the public circuit parameters could not be built")]
     Public {
         /// The iteration.
         iteration: u64,
         /// Why.
-        reason: String,
+        #[source]
+        source: PublicFailure,
     },
     /// The update failed (e.g. divergence); the opening stays charged.
     #[error(transparent)]
     Apply(#[from] DpviError),
     /// The opening could not be recorded durably, so its shares were never combined.
-    #[error("iteration {iteration}: opening {opening} not recorded: {reason}")]
+    #[error("iteration {iteration}: opening {opening} not recorded")]
     Charge {
         /// The iteration.
         iteration: u64,
         /// The opening.
         opening: u64,
-        /// Why.
-        reason: String,
+        /// The driver's error.
+        #[source]
+        source: HookError,
     },
 }
 
-/// The first party whose (rows, id digest) differs from party 0's, as the job's error.
-/// `aligned`: the reports come after a record alignment (which should have made them equal).
-fn first_mismatch(got: &[(u64, [u8; 32])], aligned: bool) -> Option<JobError> {
-    let (rows0, digest0) = got[0];
-    let advice = if aligned {
+/// How a party's `PartyInfo` differs from party 0's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordMismatch {
+    /// Another row count.
+    #[error("reports {rows} rows, party 0 reports {first}")]
+    Rows {
+        /// This party's count.
+        rows: u64,
+        /// Party 0's.
+        first: u64,
+    },
+    /// The same count but another id digest.
+    #[error("its id column differs from party 0's (not the same individuals in the same order)")]
+    Ids,
+}
+
+fn mismatch_advice(aligned: bool) -> &'static str {
+    if aligned {
         "after the record alignment (a party did not align as the others did, or a relay \
          changed its messages)"
     } else {
         "the parties hold different ids (different people, or rows one party dropped for a \
          missing value): turn on record alignment (training.align = true) or align the files \
          with `vtwin align`"
-    };
-    got.iter().enumerate().skip(1).find_map(|(q, &(rows, digest))| {
-        let party = Role::Party(q as u16);
-        if rows != rows0 {
+    }
+}
+
+/// What is wrong with a frame the coordinator received ([`JobError::Protocol`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolFault {
+    /// A `PartyInfo` outside the handshake.
+    #[error("outside the handshake")]
+    OutsideHandshake,
+    /// A second `PartyInfo` or `Upload` from the same party in one round.
+    #[error("sent twice")]
+    SentTwice,
+    /// The sender's party index is not below the job's party count.
+    #[error("no party {party} in this job of {parties}")]
+    NoSuchParty {
+        /// The index.
+        party: u16,
+        /// The job's party count.
+        parties: usize,
+    },
+    /// The sender's node index is not a node.
+    #[error("no node {0}")]
+    NoSuchNode(u8),
+    /// An `Align` message while no record alignment runs.
+    #[error("no record alignment in progress")]
+    NoAlignment,
+    /// An `Align` message that does not decode.
+    #[error("not an alignment message")]
+    AlignDecode(#[source] vtwin_psi::DecodeError),
+    /// An `Align` message whose header names another party as its sender.
+    #[error("its header names party {0} as the sender")]
+    AlignSender(u16),
+    /// An `Align` message of another alignment session or party count.
+    #[error("for another alignment session or party count")]
+    OtherAlignment,
+    /// An `Upload` or `Mpc` frame while no iteration is in flight.
+    #[error("no iteration in flight")]
+    NotRunning,
+    /// An `Upload` or `Mpc` frame of another session, attempt or iteration.
+    #[error("for another session, attempt or iteration")]
+    OtherAttempt,
+    /// An `Mpc` frame whose message does not decode.
+    #[error("not an MPC message")]
+    MpcDecode(#[source] vtwin_mpc::WireError),
+    /// An `Mpc` message whose inner sender is not the link's peer.
+    #[error("inner sender {0} differs from the link's peer")]
+    InnerSender(Peer),
+    /// An opening share the opening does not accept.
+    #[error("its opening share does not fit the opening")]
+    Opening(#[source] vtwin_mpc::MpcError),
+    /// A body the coordinator never receives from this peer.
+    #[error("not expected by the coordinator")]
+    Unexpected,
+}
+
+/// Why the public circuit parameters of an iteration could not be built
+/// ([`JobError::Public`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublicFailure {
+    /// The circuit parameters for theta.
+    #[error("the circuit parameters")]
+    Circuit(#[source] vtwin_model::backend::BackendError),
+    /// Their wire form.
+    #[error("their wire form")]
+    Wire(#[source] vtwin_net::frame::PublicError),
+}
+
+/// The first party whose (rows, id digest) differs from party 0's, as the job's error.
+/// `aligned`: the reports come after a record alignment (which should have made them equal).
+fn first_mismatch(got: &[(u64, [u8; 32])], aligned: bool) -> Option<JobError> {
+    let (rows0, digest0) = got[0];
+    got.iter()
+        .enumerate()
+        .skip(1)
+        .find_map(|(q, &(rows, digest))| {
+            let what = if rows != rows0 {
+                RecordMismatch::Rows { rows, first: rows0 }
+            } else if digest != digest0 {
+                RecordMismatch::Ids
+            } else {
+                return None;
+            };
             Some(JobError::Mismatch {
-                party,
-                reason: format!("reports {rows} rows, party 0 reports {rows0}; {advice}"),
+                party: Role::Party(q as u16),
+                what,
+                aligned,
             })
-        } else if digest != digest0 {
-            Some(JobError::Mismatch {
-                party,
-                reason: format!(
-                    "its id column differs from party 0's (not the same individuals in the same order); {advice}"
-                ),
-            })
-        } else {
-            None
-        }
-    })
+        })
 }
 
 fn names(roles: &[Role]) -> String {
@@ -262,12 +360,12 @@ fn running_for(
     phase: &mut Phase,
     at: Attempt,
     iteration: u64,
-) -> Result<&mut Running, &'static str> {
+) -> Result<&mut Running, ProtocolFault> {
     let Phase::Running(r) = phase else {
-        return Err("no iteration in flight");
+        return Err(ProtocolFault::NotRunning);
     };
     if at != r.at || iteration != r.plan.iteration {
-        return Err("for another session, attempt or iteration");
+        return Err(ProtocolFault::OtherAttempt);
     }
     Ok(r)
 }
@@ -438,19 +536,19 @@ impl CoordinatorJob {
         };
         // The public side, checked and in its wire form; a failure stops the job.
         let prepared = circuit_public_for(layout, &plan.theta, clip, plan.padded)
-            .map_err(|e| e.to_string())
+            .map_err(PublicFailure::Circuit)
             .and_then(|p| {
                 WirePublic::try_from(&p)
                     .map(|w| (p, w))
-                    .map_err(|e| e.to_string())
+                    .map_err(PublicFailure::Wire)
             });
         let (public, wire): (CircuitPublic, WirePublic) = match prepared {
             Ok(pw) => pw,
-            Err(reason) => {
+            Err(source) => {
                 self.stop(
                     JobError::Public {
                         iteration: t,
-                        reason,
+                        source,
                     },
                     out,
                 );
@@ -554,7 +652,8 @@ impl CoordinatorJob {
             Phase::Running(r) => (r.at, r.plan.iteration),
             _ => (Attempt::NONE, self.current_iteration()),
         };
-        let reason = err.to_string();
+        // The whole chain: the peers see only this text.
+        let reason = Chain(&err).to_string();
         tracing::error!(iteration = t, "abort: {reason}");
         let peers: Vec<Role> = all_nodes()
             .chain((0..self.parties).map(|p| Role::Party(p as u16)))
@@ -592,8 +691,8 @@ impl CoordinatorJob {
         out
     }
 
-    /// The driver lost the link to `peer`: fatal while the job is running.
-    pub fn peer_lost(&mut self, peer: Role, reason: &str, _now: Instant) -> JobOutput {
+    /// The driver lost the link to `peer` (`cause`): fatal while the job is running.
+    pub fn peer_lost(&mut self, peer: Role, cause: LinkLoss, _now: Instant) -> JobOutput {
         let mut out = JobOutput::default();
         if matches!(
             self.phase,
@@ -602,7 +701,7 @@ impl CoordinatorJob {
             let e = JobError::PeerLost {
                 iteration: self.current_iteration(),
                 peer,
-                reason: reason.to_owned(),
+                cause,
             };
             self.stop(e, &mut out);
         }
@@ -656,12 +755,13 @@ impl CoordinatorJob {
         let t = self.current_iteration();
         let kind = body_kind(&f.body);
         let (at, iteration) = (Attempt::of(&f), f.iteration);
-        let protocol = |reason: String| JobError::Protocol {
+        let protocol = |fault: ProtocolFault| JobError::Protocol {
             iteration: t,
             peer: from,
             kind,
-            reason,
+            fault,
         };
+        let parties = self.parties;
         match (f.body, from) {
             (Body::Failed { reason }, peer) => Err(JobError::PeerFailed {
                 iteration: t,
@@ -672,7 +772,7 @@ impl CoordinatorJob {
             (Body::LinkLost { peer: lost }, Role::Node(_)) => Err(JobError::PeerLost {
                 iteration: t,
                 peer: lost,
-                reason: format!("{from} lost its link to it"),
+                cause: LinkLoss::ReportedBy(from),
             }),
             (Body::Refused { refusal }, Role::Party(_))
                 if matches!(self.phase, Phase::Running(_)) =>
@@ -680,7 +780,7 @@ impl CoordinatorJob {
                 Err(JobError::Refused {
                     iteration: t,
                     party: from,
-                    reason: refusal.to_string(),
+                    refusal,
                 })
             }
             (Body::PartyInfo { rows, ids_digest }, Role::Party(p)) => {
@@ -688,13 +788,13 @@ impl CoordinatorJob {
                     infos, aligning, ..
                 } = &mut self.phase
                 else {
-                    return Err(protocol("outside the handshake".into()));
+                    return Err(protocol(ProtocolFault::OutsideHandshake));
                 };
                 let slot = infos
                     .get_mut(usize::from(p))
-                    .ok_or_else(|| protocol(format!("no party {p} in this job")))?;
+                    .ok_or_else(|| protocol(ProtocolFault::NoSuchParty { party: p, parties }))?;
                 if slot.replace((rows, ids_digest)).is_some() {
-                    return Err(protocol("sent twice".into()));
+                    return Err(protocol(ProtocolFault::SentTwice));
                 }
                 if !infos.iter().all(Option::is_some) {
                     return Ok(());
@@ -716,20 +816,15 @@ impl CoordinatorJob {
                     ..
                 } = &self.phase
                 else {
-                    return Err(protocol("no record alignment in progress".into()));
+                    return Err(protocol(ProtocolFault::NoAlignment));
                 };
-                let m =
-                    vtwin_psi::Message::decode(&message).map_err(|e| protocol(e.to_string()))?;
+                let m = vtwin_psi::Message::decode(&message)
+                    .map_err(|e| protocol(ProtocolFault::AlignDecode(e)))?;
                 if m.from != p {
-                    return Err(protocol(format!(
-                        "its header names party {} as the sender",
-                        m.from
-                    )));
+                    return Err(protocol(ProtocolFault::AlignSender(m.from)));
                 }
                 if m.session.0 != *session || usize::from(m.parties) != self.parties {
-                    return Err(protocol(
-                        "for another alignment session or party count".into(),
-                    ));
+                    return Err(protocol(ProtocolFault::OtherAlignment));
                 }
                 let mut relayed = frame(
                     Role::Coordinator,
@@ -746,14 +841,13 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Upload { sealed }, Role::Party(p)) => {
-                let r =
-                    running_for(&mut self.phase, at, iteration).map_err(|e| protocol(e.into()))?;
+                let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
                 let slot = r
                     .uploads
                     .get_mut(usize::from(p))
-                    .ok_or_else(|| protocol(format!("no party {p} in this job")))?;
+                    .ok_or_else(|| protocol(ProtocolFault::NoSuchParty { party: p, parties }))?;
                 if std::mem::replace(slot, true) {
-                    return Err(protocol("sent twice".into()));
+                    return Err(protocol(ProtocolFault::SentTwice));
                 }
                 for (i, blob) in sealed.into_iter().enumerate() {
                     out.send.push(Outgoing {
@@ -773,17 +867,16 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Mpc { message }, Role::Node(i)) => {
-                let r =
-                    running_for(&mut self.phase, at, iteration).map_err(|e| protocol(e.into()))?;
-                let m = Message::decode(&message).map_err(|e| protocol(e.to_string()))?;
-                let node = NodeId::new(i).ok_or_else(|| protocol("no such node".into()))?;
+                let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
+                let m =
+                    Message::decode(&message).map_err(|e| protocol(ProtocolFault::MpcDecode(e)))?;
+                let node = NodeId::new(i).ok_or_else(|| protocol(ProtocolFault::NoSuchNode(i)))?;
                 if m.from != Peer::Node(node) {
-                    return Err(protocol(format!(
-                        "inner sender {} differs from the link's peer",
-                        m.from
-                    )));
+                    return Err(protocol(ProtocolFault::InnerSender(m.from)));
                 }
-                r.opening.handle(m).map_err(|e| protocol(e.to_string()))?;
+                r.opening
+                    .handle(m)
+                    .map_err(|e| protocol(ProtocolFault::Opening(e)))?;
                 r.shares[usize::from(i)] = true;
                 if r.shares.iter().all(|&s| s) {
                     // Write-ahead: not combined until the driver has recorded the opening.
@@ -800,7 +893,7 @@ impl CoordinatorJob {
                 iteration: t,
                 peer: from,
                 kind: body_kind(&body),
-                reason: "not expected by the coordinator".into(),
+                fault: ProtocolFault::Unexpected,
             }),
         }
     }
@@ -818,14 +911,14 @@ impl CoordinatorJob {
 
     /// The driver could not record the opening of [`JobEvent::ChargeDue`]: the shares are
     /// dropped uncombined and the job stops (`Abort` to every peer).
-    pub fn charge_failed(&mut self, reason: &str) -> JobOutput {
+    pub fn charge_failed(&mut self, source: HookError) -> JobOutput {
         let mut out = JobOutput::default();
         if let Phase::Running(r) = &self.phase {
             if r.charge_due {
                 let e = JobError::Charge {
                     iteration: r.plan.iteration,
                     opening: r.plan.opening,
-                    reason: reason.to_owned(),
+                    source,
                 };
                 self.stop(e, &mut out);
             }

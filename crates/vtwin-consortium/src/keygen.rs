@@ -83,20 +83,23 @@ pub struct KeygenOutput {
     pub parties: Vec<PathBuf>,
 }
 
-/// Key generation failed; names the flag or file at fault.
+/// Key generation failed; names the setting or file at fault.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeygenError {
-    /// An argument is out of range.
-    #[error("{flag}: {reason}")]
+    /// A setting of the [`KeygenSpec`] is out of range.
+    #[error("{setting}")]
     Invalid {
-        /// The flag (`--parties`, `--nodes`, `--base-port`).
-        flag: &'static str,
+        /// The setting.
+        setting: Setting,
         /// What is wrong.
-        reason: String,
+        #[source]
+        fault: SpecFault,
     },
     /// A target file exists already (nothing was written).
-    #[error("{file} exists already; keygen never overwrites keys (choose an empty --out)")]
+    #[error(
+        "{file} exists already; keygen never overwrites keys (choose an empty output directory)"
+    )]
     Exists {
         /// The file.
         file: String,
@@ -107,25 +110,131 @@ pub enum KeygenError {
     Pki(#[from] PkiError),
     /// A request does not fit the consortium being signed (wrong or duplicate role, seal
     /// key where none belongs or missing).
-    #[error("{file}: {reason}")]
+    #[error("{file}")]
     Request {
-        /// The request file (or `--request` when one is missing).
+        /// The request file.
         file: String,
         /// What is wrong.
-        reason: String,
+        #[source]
+        fault: RequestFault,
     },
-    /// Writing failed (files written so far were removed).
-    #[error("{file}: {reason}")]
-    Write {
+    /// A role of the consortium has no request among those given.
+    #[error("no request for {role}")]
+    MissingRequest {
+        /// The role.
+        role: RequestRole,
+    },
+    /// A configuration could not be serialised (nothing was written).
+    #[error("{file}: cannot serialise")]
+    Serialise {
         /// The file.
         file: String,
+        /// toml's error.
+        #[source]
+        source: toml::ser::Error,
+    },
+    /// Writing failed (files written so far were removed).
+    #[error("{file}")]
+    Write {
+        /// The file (or the output directory).
+        file: String,
         /// The cause.
-        reason: String,
+        #[source]
+        source: std::io::Error,
     },
 }
 
-fn invalid(flag: &'static str, reason: String) -> KeygenError {
-    KeygenError::Invalid { flag, reason }
+/// A setting of [`KeygenSpec`] ([`KeygenError::Invalid`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Setting {
+    /// [`KeygenSpec::nodes`].
+    #[error("node count")]
+    Nodes,
+    /// [`KeygenSpec::parties`] (and the data sources, one per party).
+    #[error("party names")]
+    Parties,
+    /// [`KeygenSpec::base_port`].
+    #[error("base port")]
+    BasePort,
+}
+
+/// What is wrong with a setting ([`KeygenError::Invalid`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecFault {
+    /// Not 3 nodes.
+    #[error("{0}: replicated sharing needs exactly 3 nodes")]
+    NodeCount(usize),
+    /// Fewer than 2 parties.
+    #[error("{0} given; a vertically partitioned table needs at least 2 parties")]
+    TooFewParties(usize),
+    /// More parties than a party index holds.
+    #[error("{0} given, at most 65535")]
+    TooManyParties(usize),
+    /// A party name that is not 1 to 64 letters, digits, `-` or `_`.
+    #[error("{0:?}: use 1 to 64 letters, digits, '-' or '_' (it names files)")]
+    BadName(String),
+    /// A party name given twice.
+    #[error("{0:?} appears twice")]
+    DuplicateName(String),
+    /// Not one data source per party.
+    #[error("{sources} data sources for {parties} parties")]
+    DataSources {
+        /// The data sources.
+        sources: usize,
+        /// The parties.
+        parties: usize,
+    },
+    /// Ports outside 1..=65535.
+    #[error("{base}: ports {base}..={last} must lie in 1..=65535")]
+    Ports {
+        /// The base port.
+        base: u16,
+        /// The last port the consortium needs.
+        last: u32,
+    },
+}
+
+/// What is wrong with a certificate request ([`KeygenError::Request`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestFault {
+    /// Its subject is no vtwin role.
+    #[error(
+        "the request names no vtwin role: {0:?} is not one (use coordinator, node-0, node-1, \
+         node-2 or party-NAME)"
+    )]
+    NotARole(String),
+    /// Its role is not one of this consortium.
+    #[error(
+        "the request is for {role}, which is not a role of this consortium (parties {})",
+        parties.join(",")
+    )]
+    NotInConsortium {
+        /// Its role.
+        role: RequestRole,
+        /// The consortium's party names.
+        parties: Vec<String>,
+    },
+    /// A node's request without a seal key.
+    #[error("the request for {0} carries no seal key (a node's request must)")]
+    NoSealKey(RequestRole),
+    /// A seal key in a request of a role that has none.
+    #[error("the request for {0} carries a seal key; only nodes have one")]
+    UnexpectedSealKey(RequestRole),
+    /// A second request for the same role.
+    #[error("a second request for {role} (the first: {})", first.display())]
+    Duplicate {
+        /// The role.
+        role: RequestRole,
+        /// The first request's file.
+        first: PathBuf,
+    },
+}
+
+fn invalid(setting: Setting, fault: SpecFault) -> KeygenError {
+    KeygenError::Invalid { setting, fault }
 }
 
 /// A party name: 1 to 64 ASCII letters, digits, `-` or `_` (it names files).
@@ -139,46 +248,43 @@ fn valid_name(name: &str) -> bool {
 
 fn check(spec: &KeygenSpec) -> Result<(), KeygenError> {
     if spec.nodes != NODES as usize {
-        return Err(invalid(
-            "--nodes",
-            format!("{}: replicated sharing needs exactly 3 nodes", spec.nodes),
-        ));
+        return Err(invalid(Setting::Nodes, SpecFault::NodeCount(spec.nodes)));
     }
     let p = spec.parties.len();
     if p < 2 {
-        return Err(invalid(
-            "--parties",
-            format!("{p} given; a vertically partitioned table needs at least 2 parties"),
-        ));
+        return Err(invalid(Setting::Parties, SpecFault::TooFewParties(p)));
     }
     if p > usize::from(u16::MAX) {
-        return Err(invalid("--parties", format!("{p} given, at most 65535")));
+        return Err(invalid(Setting::Parties, SpecFault::TooManyParties(p)));
     }
     for (i, name) in spec.parties.iter().enumerate() {
         if !valid_name(name) {
-            return Err(invalid(
-                "--parties",
-                format!("{name:?}: use 1 to 64 letters, digits, '-' or '_' (it names files)"),
-            ));
+            return Err(invalid(Setting::Parties, SpecFault::BadName(name.clone())));
         }
         if spec.parties[..i].contains(name) {
-            return Err(invalid("--parties", format!("{name:?} appears twice")));
+            return Err(invalid(
+                Setting::Parties,
+                SpecFault::DuplicateName(name.clone()),
+            ));
         }
     }
     if spec.data.len() != p {
         return Err(invalid(
-            "--parties",
-            format!("{} data sources for {p} parties", spec.data.len()),
+            Setting::Parties,
+            SpecFault::DataSources {
+                sources: spec.data.len(),
+                parties: p,
+            },
         ));
     }
     let last = u32::from(spec.base_port) + 3 + p as u32 - 1;
     if spec.base_port == 0 || last > u32::from(u16::MAX) {
         return Err(invalid(
-            "--base-port",
-            format!(
-                "{}: ports {}..={last} must lie in 1..=65535",
-                spec.base_port, spec.base_port
-            ),
+            Setting::BasePort,
+            SpecFault::Ports {
+                base: spec.base_port,
+                last,
+            },
         ));
     }
     Ok(())
@@ -190,9 +296,9 @@ type Plan = Vec<(String, Vec<u8>, Mode)>;
 fn toml_bytes<T: serde::Serialize>(name: &str, c: &T) -> Result<Vec<u8>, KeygenError> {
     toml::to_string(c)
         .map(String::into_bytes)
-        .map_err(|e| KeygenError::Write {
+        .map_err(|source| KeygenError::Serialise {
             file: name.to_string(),
-            reason: e.to_string(),
+            source,
         })
 }
 
@@ -533,41 +639,33 @@ pub fn sign(
     let mut by_role: Vec<Option<(PathBuf, CertRequest)>> = all.iter().map(|_| None).collect();
     for file in requests {
         let name = file.display().to_string();
-        let bad = |reason: String| KeygenError::Request {
+        let bad = |fault: RequestFault| KeygenError::Request {
             file: name.clone(),
-            reason,
+            fault,
         };
         let req = CertRequest::load(file)?;
         let who: RequestRole = req
             .name()
             .parse()
-            .map_err(|e| bad(format!("the request names no vtwin role: {e}")))?;
+            .map_err(|_| bad(RequestFault::NotARole(req.name().to_string())))?;
         let slot = all.iter().position(|r| *r == who).ok_or_else(|| {
-            bad(format!(
-                "the request is for {who}, which is not a role of this consortium \
-                 (--parties {})",
-                spec.parties.join(",")
-            ))
+            bad(RequestFault::NotInConsortium {
+                role: who.clone(),
+                parties: spec.parties.clone(),
+            })
         })?;
         match (&who, req.seal_public()) {
-            (RequestRole::Node(_), None) => {
-                return Err(bad(format!(
-                    "the request for {who} carries no seal key (a node's request must; \
-                     make it with `vtwin keygen request --role {who}`)"
-                )))
-            }
+            (RequestRole::Node(_), None) => return Err(bad(RequestFault::NoSealKey(who))),
             (RequestRole::Coordinator | RequestRole::Party(_), Some(_)) => {
-                return Err(bad(format!(
-                    "the request for {who} carries a seal key; only nodes have one"
-                )))
+                return Err(bad(RequestFault::UnexpectedSealKey(who)))
             }
             _ => {}
         }
         if let Some((first, _)) = &by_role[slot] {
-            return Err(bad(format!(
-                "a second request for {who} (the first: {})",
-                first.display()
-            )));
+            return Err(bad(RequestFault::Duplicate {
+                role: who,
+                first: first.clone(),
+            }));
         }
         by_role[slot] = Some((file.clone(), req));
     }
@@ -578,10 +676,7 @@ pub fn sign(
     )];
     let mut signed = Vec::new();
     for (who, slot) in all.iter().zip(by_role) {
-        let (file, req) = slot.ok_or_else(|| KeygenError::Request {
-            file: "--request".into(),
-            reason: format!("no request for {who}"),
-        })?;
+        let (file, req) = slot.ok_or_else(|| KeygenError::MissingRequest { role: who.clone() })?;
         let role = who.role(&spec.parties).expect("a role of the spec");
         let cert_pem = ca.sign_request(&req, role)?;
         plan.push((format!("{who}.pem"), cert_pem.into_bytes(), Mode::Public));
@@ -636,9 +731,9 @@ pub fn describe(file: &Path) -> Result<Vec<(String, String)>, KeygenError> {
 }
 
 fn write_all(out: &Path, plan: Plan) -> Result<Vec<PathBuf>, KeygenError> {
-    std::fs::create_dir_all(out).map_err(|e| KeygenError::Write {
+    std::fs::create_dir_all(out).map_err(|source| KeygenError::Write {
         file: out.display().to_string(),
-        reason: e.to_string(),
+        source,
     })?;
     for (name, _, _) in &plan {
         let path = out.join(name);
@@ -653,13 +748,13 @@ fn write_all(out: &Path, plan: Plan) -> Result<Vec<PathBuf>, KeygenError> {
         let path = out.join(&name);
         let result = atomic::write(&path, &bytes, mode);
         zeroize::Zeroize::zeroize(&mut bytes);
-        if let Err(e) = result {
+        if let Err(source) = result {
             for p in &written {
                 let _ = std::fs::remove_file(p);
             }
             return Err(KeygenError::Write {
                 file: path.display().to_string(),
-                reason: e.to_string(),
+                source,
             });
         }
         written.push(path);

@@ -21,6 +21,7 @@
 pub mod config;
 #[cfg(feature = "model")]
 pub mod coordinator;
+pub mod error;
 pub mod keygen;
 #[cfg(feature = "model")]
 pub mod loopback;
@@ -37,6 +38,7 @@ pub mod upload;
 
 #[cfg(feature = "model")]
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};
+pub use error::{Chain, LinkLoss};
 pub use node::{NodeError, NodeOutput, NodeSession};
 pub use outgoing::Outgoing;
 #[cfg(feature = "model")]

@@ -27,7 +27,7 @@ use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::transport::{Backoff, TransportOptions};
 use vtwin_net::{Role, SealKey};
 
-use crate::coordinator::Timeouts;
+use crate::coordinator::{HookError, Timeouts};
 use crate::party::{PartyResponder, PartySetup};
 use crate::party_ledger::PartyLedger;
 use crate::service::{
@@ -87,9 +87,24 @@ pub struct LoopbackReport {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoopbackError {
+    /// The schema has no layout for the run's K.
+    #[error("loopback setup: the layout for {components} components")]
+    Layout {
+        /// K.
+        components: usize,
+        /// The cause.
+        #[source]
+        source: vtwin_model::layout::LayoutError,
+    },
+    /// The tokio runtime could not be built.
+    #[error("loopback setup: the tokio runtime")]
+    Runtime(#[source] std::io::Error),
     /// Certificates or keys could not be made.
-    #[error("loopback setup: {0}")]
-    Setup(String),
+    #[error("loopback setup: certificates")]
+    Pki(#[source] vtwin_net::pki::PkiError),
+    /// A party's responder could not be set up.
+    #[error("loopback setup")]
+    Party(#[source] crate::party::PartyError),
     /// A service failed.
     #[error(transparent)]
     Service(#[from] ServiceError),
@@ -107,7 +122,7 @@ struct Recorder {
 }
 
 impl CoordinatorHooks for Recorder {
-    fn agreed(&mut self, rows: u64) -> Result<Trainer, String> {
+    fn agreed(&mut self, rows: u64) -> Result<Trainer, HookError> {
         self.agreed_at = Some(Instant::now());
         Trainer::new(
             self.config.clone(),
@@ -115,15 +130,15 @@ impl CoordinatorHooks for Recorder {
             rows as usize,
             self.randomness.batch_key(),
         )
-        .map_err(|e| e.to_string())
+        .map_err(HookError::from)
     }
 
-    fn charge(&mut self, _: OpeningRecord) -> Result<(), String> {
+    fn charge(&mut self, _: OpeningRecord) -> Result<(), HookError> {
         // No files and no resume: the trainer's in-memory ledger is the whole record.
         Ok(())
     }
 
-    fn applied(&mut self, _: &Trainer, _: u64, elapsed: Duration) -> Result<(), String> {
+    fn applied(&mut self, _: &Trainer, _: u64, elapsed: Duration) -> Result<(), HookError> {
         self.iteration_ms.push(elapsed.as_secs_f64() * 1e3);
         Ok(())
     }
@@ -138,8 +153,12 @@ fn randomness_of(settings: &LoopbackSettings) -> SecretRandomness {
 
 /// Runs a fresh job to the end on a new multi-threaded tokio runtime (see the module docs).
 pub fn run(settings: LoopbackSettings) -> Result<LoopbackReport, LoopbackError> {
-    let layout = Layout::from_schema(&settings.schema, settings.components)
-        .map_err(|e| LoopbackError::Setup(e.to_string()))?;
+    let layout = Layout::from_schema(&settings.schema, settings.components).map_err(|source| {
+        LoopbackError::Layout {
+            components: settings.components,
+            source,
+        }
+    })?;
     let mut hooks = Recorder {
         config: settings.config.clone(),
         randomness: randomness_of(&settings),
@@ -151,7 +170,7 @@ pub fn run(settings: LoopbackSettings) -> Result<LoopbackReport, LoopbackError> 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| LoopbackError::Setup(format!("tokio runtime: {e}")))?;
+        .map_err(LoopbackError::Runtime)?;
     let trainer = rt.block_on(run_with_hooks(&settings, &mut hooks))?;
     let total_ms = hooks.started.elapsed().as_secs_f64() * 1e3;
     let setup_ms = hooks
@@ -166,8 +185,7 @@ pub fn run(settings: LoopbackSettings) -> Result<LoopbackReport, LoopbackError> 
 }
 
 fn identity(ca: &Ca, role: Role) -> Result<Identity, LoopbackError> {
-    ca.identity(role)
-        .map_err(|e| LoopbackError::Setup(e.to_string()))
+    ca.identity(role).map_err(LoopbackError::Pki)
 }
 
 /// Runs the consortium inside the current tokio runtime (multi-threaded) with the caller's
@@ -177,7 +195,7 @@ pub async fn run_with_hooks(
     settings: &LoopbackSettings,
     hooks: &mut dyn CoordinatorHooks,
 ) -> Result<Trainer, LoopbackError> {
-    let ca = Ca::generate().map_err(|e| LoopbackError::Setup(e.to_string()))?;
+    let ca = Ca::generate().map_err(LoopbackError::Pki)?;
     let randomness = randomness_of(settings);
     let transport = TransportOptions {
         receive_delay: settings.receive_delay,
@@ -202,8 +220,8 @@ pub async fn run_with_hooks(
     let mut node_servers = Vec::new();
     let mut node_addrs = [local; 3];
     let mut seal_keys = Vec::new();
-    for i in 0..3u8 {
-        let id = NodeId::new(i).ok_or_else(|| LoopbackError::Setup("node id".into()))?;
+    for id in NodeId::ALL {
+        let i = id.index() as u8;
         let server =
             NodeServer::bind(id, &identity(&ca, Role::Node(i))?, local, transport.clone())?;
         node_addrs[usize::from(i)] = server.local_addr()?;
@@ -242,7 +260,7 @@ pub async fn run_with_hooks(
             policy: settings.policy.clone(),
             ledger: PartyLedger::in_memory(),
         })
-        .map_err(|e| LoopbackError::Setup(e.to_string()))?;
+        .map_err(LoopbackError::Party)?;
         tasks.spawn(async move { server.serve(responder).await });
     }
     let run = CoordinatorRun {

@@ -24,7 +24,7 @@ use crate::party::{failure, PartyResponder};
 pub type Intercept = Box<dyn FnMut(Role, Role, &mut Frame) -> bool>;
 
 /// A test hook on every opening to charge (the driver's durable record); an error refuses it.
-pub type ChargeHook = Box<dyn FnMut(OpeningRecord) -> Result<(), String>>;
+pub type ChargeHook = Box<dyn FnMut(OpeningRecord) -> Result<(), crate::coordinator::HookError>>;
 
 /// The wired consortium.
 pub struct MemoryConsortium {
@@ -170,7 +170,7 @@ impl MemoryConsortium {
             if let JobEvent::ChargeDue(record) = &ev {
                 let answer = match self.on_charge.as_mut().map_or(Ok(()), |f| f(*record)) {
                     Ok(()) => self.job.charged(now),
-                    Err(reason) => self.job.charge_failed(&reason),
+                    Err(source) => self.job.charge_failed(source),
                 };
                 send.extend(answer.send);
                 events.extend(answer.events);

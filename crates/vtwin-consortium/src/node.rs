@@ -42,6 +42,7 @@ use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
 use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
 
+use crate::error::{Chain, LinkLoss};
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::upload::SealedInputs;
 
@@ -68,27 +69,29 @@ pub enum NodeError {
     },
     /// The coordinator's public circuit parameters are inconsistent, or its terms are
     /// outside the node's policy.
-    #[error("{node}: bad Start for iteration {iteration}: {reason}")]
+    #[error("{node}: bad Start for iteration {iteration}")]
     BadStart {
         /// This node.
         node: NodeId,
         /// The iteration.
         iteration: u64,
         /// Why.
-        reason: String,
+        #[source]
+        fault: StartFault,
     },
     /// A relayed upload did not unseal, decode or check.
-    #[error("{node}: relayed upload of party {party}: {reason}")]
+    #[error("{node}: relayed upload of party {party}")]
     BadUpload {
         /// This node.
         node: NodeId,
         /// The party.
         party: u16,
         /// Why.
-        reason: String,
+        #[source]
+        fault: UploadFault,
     },
     /// An MPC message or node key that did not decode or check.
-    #[error("{node}: bad {kind} from {from}: {reason}")]
+    #[error("{node}: bad {kind} from {from}")]
     BadMessage {
         /// This node.
         node: NodeId,
@@ -97,26 +100,163 @@ pub enum NodeError {
         /// The body kind.
         kind: &'static str,
         /// Why.
-        reason: String,
+        #[source]
+        fault: MessageFault,
     },
     /// The MPC program failed.
-    #[error("{node}: mpc: {source}")]
+    #[error("{node}: mpc")]
     Mpc {
         /// This node.
         node: NodeId,
         /// The cause.
+        #[source]
         source: vtwin_mpc::MpcError,
     },
     /// The driver lost the link to a peer during a session.
-    #[error("{node}: lost the link to {peer}: {reason}")]
+    #[error("{node}: lost the link to {peer}")]
     LinkLost {
         /// This node.
         node: NodeId,
         /// The peer.
         peer: Role,
         /// Why.
-        reason: String,
+        #[source]
+        cause: LinkLoss,
     },
+}
+
+/// What is wrong with a `Start` ([`NodeError::BadStart`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartFault {
+    /// The public circuit parameters are inconsistent.
+    #[error("its public circuit parameters")]
+    Public(#[source] vtwin_net::frame::PublicError),
+    /// The noise multiplier is below the node's floor (or not finite).
+    #[error("sigma {sigma} is below this node's floor {floor}")]
+    Sigma {
+        /// The terms' sigma.
+        sigma: f64,
+        /// The policy's floor.
+        floor: f64,
+    },
+    /// The nominal clip is above the node's cap (or not positive).
+    #[error("clip {clip} is above this node's cap {cap} (or not positive)")]
+    Clip {
+        /// The terms' clip.
+        clip: f64,
+        /// The policy's cap.
+        cap: f64,
+    },
+    /// The circuit's fixed-point clip is not in (0, C] for the nominal clip C.
+    #[error("the circuit clip (raw {raw}) is not in (0, C] for the nominal clip C = {clip}")]
+    CircuitClip {
+        /// The circuit's raw clip.
+        raw: u128,
+        /// The nominal clip.
+        clip: f64,
+    },
+    /// The terms announce another number of components than the circuit has.
+    #[error("terms announce {terms} components, the circuit has {circuit}")]
+    Components {
+        /// The terms' K.
+        terms: u32,
+        /// The circuit's K.
+        circuit: usize,
+    },
+    /// The noise contributors are not the parties (or there is no party).
+    #[error(
+        "{contributors} noise contributors for {parties} parties (each party contributes its own share)"
+    )]
+    NoiseContributors {
+        /// The circuit's noise contributors.
+        contributors: usize,
+        /// Its parties.
+        parties: usize,
+    },
+}
+
+/// What is wrong with a relayed upload ([`NodeError::BadUpload`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UploadFault {
+    /// The party index is not below the session's party count.
+    #[error("no party {party} among {parties}")]
+    NoSuchParty {
+        /// The index.
+        party: u16,
+        /// The session's party count.
+        parties: usize,
+    },
+    /// A second upload of the party in one session.
+    #[error("relayed twice")]
+    Twice,
+    /// The blob did not unseal.
+    #[error("does not unseal")]
+    Unseal(#[source] vtwin_net::SealError),
+    /// The plaintext is not sealed inputs.
+    #[error("not sealed inputs")]
+    Decode(#[source] postcard::Error),
+    /// The noise share was drawn for other terms.
+    #[error("its noise share was drawn for another sigma or clip than this session's terms")]
+    Terms,
+    /// Message `index` of the upload does not decode.
+    #[error("message {index}: not an MPC message")]
+    MessageDecode {
+        /// The message's position.
+        index: usize,
+        /// The cause.
+        #[source]
+        source: vtwin_mpc::WireError,
+    },
+    /// Message `index` belongs to another session.
+    #[error("message {index}: another session")]
+    OtherSession {
+        /// The message's position.
+        index: usize,
+    },
+    /// Message `index` is addressed to another peer.
+    #[error("message {index}: addressed to {to}")]
+    Addressee {
+        /// The message's position.
+        index: usize,
+        /// Its addressee.
+        to: Peer,
+    },
+    /// Message `index` is from a client that is not the party's.
+    #[error("message {index}: from {from}, not this party's clients")]
+    Sender {
+        /// The message's position.
+        index: usize,
+        /// Its sender.
+        from: Peer,
+    },
+}
+
+/// What is wrong with a node's message ([`NodeError::BadMessage`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageFault {
+    /// A frame of another iteration than the session's.
+    #[error("iteration {got} in the session of iteration {session}")]
+    Iteration {
+        /// The frame's iteration.
+        got: u64,
+        /// The session's.
+        session: u64,
+    },
+    /// A second node key from the same node in one session.
+    #[error("second node key in one session")]
+    SecondKey,
+    /// The message does not decode.
+    #[error("not an MPC message")]
+    Decode(#[source] vtwin_mpc::WireError),
+    /// The sender's node index is not a node.
+    #[error("no node {0}")]
+    NoSuchNode(u8),
+    /// The message's inner sender is not the link's peer.
+    #[error("inner sender {0} differs from the link's peer")]
+    InnerSender(Peer),
 }
 
 /// What one input produced.
@@ -224,13 +364,13 @@ impl NodeSession {
 
     /// The driver lost its link to `peer`: a session in progress cannot finish, so it is
     /// dropped and reported (a node's link loss outside a session is only logged).
-    pub fn link_lost(&mut self, peer: Role, reason: &str) -> NodeOutput {
+    pub fn link_lost(&mut self, peer: Role, cause: LinkLoss) -> NodeOutput {
         let mut out = NodeOutput::default();
         if self.active.is_some() && peer != Role::Coordinator {
             let e = NodeError::LinkLost {
                 node: self.id,
                 peer,
-                reason: reason.to_owned(),
+                cause,
             };
             self.fail(e, &mut out);
         }
@@ -247,8 +387,9 @@ impl NodeSession {
         // A lost link names the lost peer, so the coordinator blames it and not this node.
         let body = match &e {
             NodeError::LinkLost { peer, .. } => Body::LinkLost { peer: *peer },
+            // The whole chain: the coordinator sees only this text.
             _ => Body::Failed {
-                reason: e.to_string(),
+                reason: Chain(&e).to_string(),
             },
         };
         out.send.push(Outgoing {
@@ -335,23 +476,19 @@ impl NodeSession {
         let t = f.iteration;
         // Attempts are fresh, so this is only defence against a repeated Start.
         self.closed.retain(|s| *s != at);
-        let bad = |reason: String| NodeError::BadStart {
+        let bad = |fault: StartFault| NodeError::BadStart {
             node: self.id,
             iteration: t,
-            reason,
+            fault,
         };
-        let public = CircuitPublic::try_from(public).map_err(|e| bad(e.to_string()))?;
+        let public = CircuitPublic::try_from(public).map_err(|e| bad(StartFault::Public(e)))?;
         check_terms(&self.policy, &terms, &public).map_err(bad)?;
         let parties = public.parties.len();
         if public.noise_contributors != parties || parties == 0 {
-            return Err(NodeError::BadStart {
-                node: self.id,
-                iteration: t,
-                reason: format!(
-                    "{} noise contributors for {parties} parties (each party contributes its own share)",
-                    public.noise_contributors
-                ),
-            });
+            return Err(bad(StartFault::NoiseContributors {
+                contributors: public.noise_contributors,
+                parties,
+            }));
         }
         let key = ephemeral_key(&self.randomness, self.id, t);
         let mine = key.public();
@@ -397,68 +534,53 @@ impl NodeSession {
         let Some(a) = self.active.as_mut() else {
             return Ok(());
         };
+        let bad_message = |kind: &'static str, fault: MessageFault| NodeError::BadMessage {
+            node: id,
+            from,
+            kind,
+            fault,
+        };
         if f.iteration != a.iteration {
-            return Err(NodeError::BadMessage {
-                node: id,
-                from,
-                kind: body_kind(&f.body),
-                reason: format!(
-                    "iteration {} in the session of iteration {}",
-                    f.iteration, a.iteration
-                ),
-            });
+            return Err(bad_message(
+                body_kind(&f.body),
+                MessageFault::Iteration {
+                    got: f.iteration,
+                    session: a.iteration,
+                },
+            ));
         }
         let msgs: Vec<Message> = match (f.body, from) {
             (Body::NodeKey { public }, Role::Node(j)) => {
                 let slot = &mut a.publics[usize::from(j)];
                 if slot.is_some() {
-                    return Err(NodeError::BadMessage {
-                        node: id,
-                        from,
-                        kind: "NodeKey",
-                        reason: "second node key in one session".into(),
-                    });
+                    return Err(bad_message("NodeKey", MessageFault::SecondKey));
                 }
                 *slot = Some(public);
                 Vec::new()
             }
             (Body::Mpc { message }, Role::Node(j)) => {
-                let m = Message::decode(&message).map_err(|e| NodeError::BadMessage {
-                    node: id,
-                    from,
-                    kind: "Mpc",
-                    reason: e.to_string(),
-                })?;
-                if m.from
-                    != Peer::Node(NodeId::new(j).ok_or_else(|| NodeError::BadMessage {
-                        node: id,
-                        from,
-                        kind: "Mpc",
-                        reason: "no such node".into(),
-                    })?)
-                {
-                    return Err(NodeError::BadMessage {
-                        node: id,
-                        from,
-                        kind: "Mpc",
-                        reason: format!("inner sender {} differs from the link's peer", m.from),
-                    });
+                let m = Message::decode(&message)
+                    .map_err(|e| bad_message("Mpc", MessageFault::Decode(e)))?;
+                let node = NodeId::new(j)
+                    .ok_or_else(|| bad_message("Mpc", MessageFault::NoSuchNode(j)))?;
+                if m.from != Peer::Node(node) {
+                    return Err(bad_message("Mpc", MessageFault::InnerSender(m.from)));
                 }
                 vec![m]
             }
             (Body::Relay { party, sealed }, Role::Coordinator) => {
-                let bad = |reason: String| NodeError::BadUpload {
+                let bad = |fault: UploadFault| NodeError::BadUpload {
                     node: id,
                     party,
-                    reason,
+                    fault,
                 };
                 let parties = a.public.parties.len();
                 let p = usize::from(party);
                 if p >= parties {
-                    return Err(bad(format!("no party {party} among {parties}")));
+                    return Err(bad(UploadFault::NoSuchParty { party, parties }));
                 }
                 if std::mem::replace(&mut a.relayed[p], true) {
-                    return Err(bad("relayed twice".into()));
+                    return Err(bad(UploadFault::Twice));
                 }
                 let ctx = SealContext {
                     session: a.session.0,
@@ -466,35 +588,33 @@ impl NodeSession {
                     party,
                     node: id.index() as u8,
                 };
-                let plain =
-                    unseal(&self.seal_key, &ctx, &sealed).map_err(|e| bad(e.to_string()))?;
+                let plain = unseal(&self.seal_key, &ctx, &sealed)
+                    .map_err(|e| bad(UploadFault::Unseal(e)))?;
                 // Zeroized on drop, as `plain` is.
-                let inputs: SealedInputs = postcard::from_bytes(&plain)
-                    .map_err(|e| bad(format!("not sealed inputs: {e}")))?;
+                let inputs: SealedInputs =
+                    postcard::from_bytes(&plain).map_err(|e| bad(UploadFault::Decode(e)))?;
                 drop(plain);
                 if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()
                 {
-                    return Err(bad(
-                        "its noise share was drawn for another sigma or clip than this session's terms"
-                            .into(),
-                    ));
+                    return Err(bad(UploadFault::Terms));
                 }
                 let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
                 let mut msgs = Vec::with_capacity(inputs.messages.len());
-                for (k, bytes) in inputs.messages.iter().enumerate() {
-                    let m = Message::decode(bytes).map_err(|e| bad(format!("message {k}: {e}")))?;
+                for (index, bytes) in inputs.messages.iter().enumerate() {
+                    let m = Message::decode(bytes)
+                        .map_err(|source| bad(UploadFault::MessageDecode { index, source }))?;
                     if m.session != a.session {
-                        return Err(bad(format!("message {k}: another session")));
+                        return Err(bad(UploadFault::OtherSession { index }));
                     }
                     if m.to != Peer::Node(id) {
-                        return Err(bad(format!("message {k}: addressed to {}", m.to)));
+                        return Err(bad(UploadFault::Addressee { index, to: m.to }));
                     }
                     if !allowed.contains(&m.from) {
-                        return Err(bad(format!(
-                            "message {k}: from {}, not this party's clients",
-                            m.from
-                        )));
+                        return Err(bad(UploadFault::Sender {
+                            index,
+                            from: m.from,
+                        }));
                     }
                     msgs.push(m);
                 }
@@ -548,24 +668,24 @@ impl NodeSession {
 }
 
 /// Checks a session's terms against the node's policy and the circuit (module docs, step 1).
-/// The message names the term and the policy's bound.
+/// The fault names the term and the policy's bound.
 fn check_terms(
     policy: &NodePolicy,
     terms: &JobTerms,
     public: &CircuitPublic,
-) -> Result<(), String> {
+) -> Result<(), StartFault> {
     // Written so that NaN fails every check.
     if !(terms.sigma >= policy.sigma && terms.sigma.is_finite()) {
-        return Err(format!(
-            "sigma {} is below this node's floor {}",
-            terms.sigma, policy.sigma
-        ));
+        return Err(StartFault::Sigma {
+            sigma: terms.sigma,
+            floor: policy.sigma,
+        });
     }
     if !(terms.clip > 0.0 && terms.clip <= policy.clip) {
-        return Err(format!(
-            "clip {} is above this node's cap {} (or not positive)",
-            terms.clip, policy.clip
-        ));
+        return Err(StartFault::Clip {
+            clip: terms.clip,
+            cap: policy.clip,
+        });
     }
     // raw / 2^scale <= C exactly: C 2^scale is exact in f64 (a power-of-two scaling) and raw
     // is an integer, so raw <= floor(C 2^scale) (the cast saturates). Raw values at or
@@ -573,16 +693,16 @@ fn check_terms(
     let raw = public.clip.raw();
     let cap = (terms.clip * (vtwin_fixed::FRAC_BITS as f64).exp2()).floor() as u128;
     if raw == 0 || raw >= 1u128 << 127 || raw > cap {
-        return Err(format!(
-            "the circuit clip (raw {raw}) is not in (0, C] for the nominal clip C = {}",
-            terms.clip
-        ));
+        return Err(StartFault::CircuitClip {
+            raw,
+            clip: terms.clip,
+        });
     }
     if terms.components as usize != public.components {
-        return Err(format!(
-            "terms announce {} components, the circuit has {}",
-            terms.components, public.components
-        ));
+        return Err(StartFault::Components {
+            terms: terms.components,
+            circuit: public.components,
+        });
     }
     Ok(())
 }

@@ -61,6 +61,7 @@ use vtwin_mpc::SessionId;
 use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
 use zeroize::Zeroizing;
 
+use crate::error::Chain;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::party_ledger::{batch_digest, LedgerFileError, PartyLedger, UploadRecord};
 use crate::upload::SealedInputs;
@@ -121,17 +122,18 @@ pub enum PartyError {
         kind: &'static str,
     },
     /// The request does not fit the party's data or the layout.
-    #[error("party {party}: bad request for iteration {iteration}: {reason}")]
+    #[error("party {party}: bad request for iteration {iteration}")]
     BadRequest {
         /// This party.
         party: u16,
         /// The iteration.
         iteration: u64,
         /// Why.
-        reason: String,
+        #[source]
+        fault: RequestFault,
     },
     /// The local computation failed for another reason than a range violation.
-    #[error("party {party}: iteration {iteration}: {source}")]
+    #[error("party {party}: iteration {iteration}: the local computation failed")]
     Compute {
         /// This party.
         party: u16,
@@ -141,7 +143,7 @@ pub enum PartyError {
         source: BackendError,
     },
     /// The upload could not be recorded in the party's ledger (nothing was uploaded).
-    #[error("party {party}: iteration {iteration}: {source}")]
+    #[error("party {party}: iteration {iteration}: its ledger could not be written")]
     Ledger {
         /// This party.
         party: u16,
@@ -151,7 +153,7 @@ pub enum PartyError {
         source: LedgerFileError,
     },
     /// The record alignment could not run or failed.
-    #[error("party {party}: record alignment: {source}")]
+    #[error("party {party}: record alignment")]
     Align {
         /// This party.
         party: u16,
@@ -161,13 +163,80 @@ pub enum PartyError {
     },
     /// The responder could not be set up (compute device, or a policy K the schema or the
     /// party's data do not fit).
-    #[error("party {party}: {reason}")]
+    #[error("party {party}: not set up")]
     Setup {
         /// This party.
         party: u16,
         /// Why.
-        reason: String,
+        #[source]
+        fault: SetupFault,
     },
+}
+
+/// What is wrong with a request ([`PartyError::BadRequest`]); public values only.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestFault {
+    /// Theta has another length than the layout's.
+    #[error("theta has {got} values, the layout needs {want}")]
+    ThetaLength {
+        /// Its length.
+        got: usize,
+        /// The layout's dimension.
+        want: usize,
+    },
+    /// A real batch index after the padding.
+    #[error("batch index after padding at {0}")]
+    AfterPadding(usize),
+    /// A batch index beyond the party's rows.
+    #[error("batch[{at}] = {row} but the party has {rows} rows")]
+    Row {
+        /// The position in the batch.
+        at: usize,
+        /// The index.
+        row: u32,
+        /// The party's row count (public: it reports it in `PartyInfo`).
+        rows: usize,
+    },
+    /// Batch indices not strictly increasing.
+    #[error("batch indices not strictly increasing at {0}")]
+    NotIncreasing(usize),
+    /// The batch does not fit its public padded size.
+    #[error(transparent)]
+    Batch(#[from] vtwin_model::party_data::BatchOverflow),
+    /// The sealed inputs could not be encoded.
+    #[error("encoding the sealed inputs")]
+    Encoding(#[source] postcard::Error),
+    /// Sealing to a node failed.
+    #[error("sealing to node {node}")]
+    Seal {
+        /// The node.
+        node: usize,
+        /// The cause.
+        #[source]
+        source: vtwin_net::SealError,
+    },
+}
+
+/// Why a responder could not be set up ([`PartyError::Setup`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupFault {
+    /// The schema has no layout for the policy's K.
+    #[error("policy.components = {components}")]
+    Layout {
+        /// The policy's K.
+        components: usize,
+        /// The cause.
+        #[source]
+        source: vtwin_model::layout::LayoutError,
+    },
+    /// The schema's width for this party differs from its data's.
+    #[error("the schema does not match the party's data")]
+    SchemaWidth,
+    /// No compute device.
+    #[error("no compute device")]
+    Device(#[source] vtwin_model::kernels::KernelError),
 }
 
 impl PartyError {
@@ -188,10 +257,12 @@ impl PartyError {
                 party,
                 source: AlignFailure::Input(_),
             } => format!("party {party}: record alignment: its ids are unusable"),
-            e @ PartyError::Align { .. } => e.to_string(),
+            e @ PartyError::Align { .. } => Chain(e).to_string(),
             // Only public values: the sender and kind, or the request's own values and the
             // row count the party reports in PartyInfo.
-            e @ (PartyError::Unexpected { .. } | PartyError::BadRequest { .. }) => e.to_string(),
+            e @ (PartyError::Unexpected { .. } | PartyError::BadRequest { .. }) => {
+                Chain(e).to_string()
+            }
         }
     }
 }
@@ -292,12 +363,16 @@ impl PartyResponder {
     /// Errors: no compute device, or a K the schema or the party's data do not fit.
     pub fn new(setup: PartySetup) -> Result<PartyResponder, PartyError> {
         let party = setup.index;
-        let fail = |reason: String| PartyError::Setup { party, reason };
+        let fail = |fault: SetupFault| PartyError::Setup { party, fault };
         let k = setup.policy.components as usize;
-        let layout = Layout::from_schema(&setup.schema, k)
-            .map_err(|e| fail(format!("policy.components = {k}: {e}")))?;
+        let layout = Layout::from_schema(&setup.schema, k).map_err(|source| {
+            fail(SetupFault::Layout {
+                components: k,
+                source,
+            })
+        })?;
         if layout.stat_width(usize::from(party)) != setup.data.width {
-            return Err(fail("the schema does not match the party's data".into()));
+            return Err(fail(SetupFault::SchemaWidth));
         }
         let next = NoiseKey {
             sigma: setup.policy.sigma.to_bits(),
@@ -307,7 +382,7 @@ impl PartyResponder {
         let mut responder = PartyResponder {
             setup,
             layout,
-            device: compute_device().map_err(|e| fail(e.to_string()))?,
+            device: compute_device().map_err(|e| fail(SetupFault::Device(e)))?,
             seal_rng: ChaCha20Rng::from_os_rng(),
             prepared: None,
             next,
@@ -335,7 +410,11 @@ impl PartyResponder {
         let key = self.next;
         match self.sample(key) {
             Ok(z) => self.prepared = Some(Prepared { key, z }),
-            Err(e) => tracing::warn!(party = self.setup.index, "preparing the noise share: {e}"),
+            Err(e) => tracing::warn!(
+                party = self.setup.index,
+                "preparing the noise share: {}",
+                Chain(&e)
+            ),
         }
     }
 
@@ -627,37 +706,38 @@ impl PartyResponder {
         terms: &JobTerms,
     ) -> Result<Result<[Vec<u8>; 3], Refusal>, PartyError> {
         let (p, t) = (self.setup.index, f.iteration);
-        let bad = |reason: String| PartyError::BadRequest {
+        let bad = |fault: RequestFault| PartyError::BadRequest {
             party: p,
             iteration: t,
-            reason,
+            fault,
         };
         if let Err(refusal) = self.check_terms(t, terms) {
             return Ok(Err(refusal));
         }
         let layout = &self.layout;
         if theta.len() != layout.dim() {
-            return Err(bad(format!(
-                "theta has {} values, the layout needs {}",
-                theta.len(),
-                layout.dim()
-            )));
+            return Err(bad(RequestFault::ThetaLength {
+                got: theta.len(),
+                want: layout.dim(),
+            }));
         }
         let rows = self.setup.data.rows;
         // Real indices first, then PADDING_INDEX up to the public batch size.
         let real = batch.iter().take_while(|&&r| r != PADDING_INDEX).count();
         if batch[real..].iter().any(|&r| r != PADDING_INDEX) {
-            return Err(bad(format!("batch index after padding at {real}")));
+            return Err(bad(RequestFault::AfterPadding(real)));
         }
         let mut idx = Vec::with_capacity(real);
         for (i, &r) in batch[..real].iter().enumerate() {
             if r as usize >= rows {
-                return Err(bad(format!(
-                    "batch[{i}] = {r} but the party has {rows} rows"
-                )));
+                return Err(bad(RequestFault::Row {
+                    at: i,
+                    row: r,
+                    rows,
+                }));
             }
             if i > 0 && batch[i - 1] >= r {
-                return Err(bad(format!("batch indices not strictly increasing at {i}")));
+                return Err(bad(RequestFault::NotIncreasing(i)));
             }
             idx.push(r as usize);
         }
@@ -686,7 +766,7 @@ impl PartyResponder {
             .setup
             .data
             .padded_batch(&idx, batch.len())
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| bad(RequestFault::Batch(e)))?;
         let task = PartyTask {
             layout: &self.layout,
             party: usize::from(p),
@@ -724,7 +804,7 @@ impl PartyResponder {
             let bound = 26 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
             let mut plain = Zeroizing::new(Vec::with_capacity(bound));
             *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
-                .map_err(|e| bad(format!("encoding: {e}")))?;
+                .map_err(|e| bad(RequestFault::Encoding(e)))?;
             let ctx = SealContext {
                 session: f.session,
                 iteration: t,
@@ -737,7 +817,7 @@ impl PartyResponder {
                 &plain,
                 &mut self.seal_rng,
             )
-            .map_err(|e| bad(format!("sealing to node {i}: {e}")))?;
+            .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
         }
         // Durable before it leaves: every upload may be opened.
         self.setup

@@ -60,7 +60,7 @@ pub fn batch_digest(batch: &[u32]) -> [u8; 32] {
 #[non_exhaustive]
 pub enum LedgerFileError {
     /// Reading, creating or syncing failed.
-    #[error("party ledger {file}: {source}")]
+    #[error("party ledger {file}")]
     Io {
         /// The file.
         file: String,

@@ -835,8 +835,8 @@ fn an_opening_that_cannot_be_recorded_is_not_combined() {
         Some(JobEvent::Aborted(JobError::Charge {
             iteration: 1,
             opening: 1,
-            reason,
-        })) => assert_eq!(reason, "disk full"),
+            source,
+        })) => assert_eq!(source.to_string(), "disk full"),
         other => panic!("{other:?}"),
     }
     let t = c.job.trainer().unwrap();

@@ -12,9 +12,10 @@ use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::Role;
 
-use super::mesh::{Event, Hub};
-use super::ServiceError;
-use crate::coordinator::{CoordinatorJob, JobEvent, JobOutput, Timeouts};
+use super::mesh::{CloseReason, Event, Hub};
+use super::{DriverStep, ServiceError, StopCause};
+use crate::coordinator::{CoordinatorJob, HookError, JobEvent, JobOutput, Timeouts};
+use crate::error::LinkLoss;
 
 /// How often the deadline is checked.
 pub const TICK: Duration = Duration::from_millis(50);
@@ -51,18 +52,18 @@ pub struct CoordinatorRun {
 pub trait CoordinatorHooks {
     /// The parties agree on `rows` records: the trainer to run (fresh or resumed). An error
     /// stops the job before any iteration.
-    fn agreed(&mut self, rows: u64) -> Result<Trainer, String>;
+    fn agreed(&mut self, rows: u64) -> Result<Trainer, HookError>;
     /// Records `opening` durably (append and sync the opening log) before its shares are
     /// combined; an error stops the job with the shares uncombined. A driver without files
     /// (an in-memory loopback run, which never resumes) may return `Ok` at once.
-    fn charge(&mut self, opening: OpeningRecord) -> Result<(), String>;
+    fn charge(&mut self, opening: OpeningRecord) -> Result<(), HookError>;
     /// Iteration `iteration` was applied (checkpoint, progress). An error stops the job.
     fn applied(
         &mut self,
         trainer: &Trainer,
         iteration: u64,
         elapsed: Duration,
-    ) -> Result<(), String>;
+    ) -> Result<(), HookError>;
 }
 
 /// Connects to every node and party (retrying per `run.backoff`; an unreachable or refusing
@@ -108,7 +109,7 @@ async fn drive(
     // The coordinator dials every link itself; the hub's link input stays open but unused.
     let (mut hub, _links) = Hub::new(Role::Coordinator);
     while let Some(joined) = connects.join_next().await {
-        let link = joined.map_err(|e| ServiceError::Stopped(e.to_string()))??;
+        let link = joined.map_err(|e| ServiceError::Stopped(StopCause::Task(e)))??;
         tracing::info!(peer = %link.peer(), addr = %link.remote_address(), "link up");
         hub.mesh.attach(link);
     }
@@ -138,7 +139,7 @@ async fn drive(
                 }
             }
             if let Some(peer) = lost {
-                let o = job.peer_lost(peer, "no link", Instant::now());
+                let o = job.peer_lost(peer, LinkLoss::NoLink, Instant::now());
                 pending.send.extend(o.send);
                 pending.events.extend(o.events);
             }
@@ -146,7 +147,11 @@ async fn drive(
                 match ev {
                     JobEvent::Agreed { rows, .. } => {
                         tracing::info!(rows, "parties agree on the records");
-                        let trainer = hooks.agreed(rows).map_err(ServiceError::Driver)?;
+                        let trainer =
+                            hooks.agreed(rows).map_err(|source| ServiceError::Driver {
+                                step: DriverStep::Agreed,
+                                source,
+                            })?;
                         let o = job.begin(trainer, Instant::now());
                         pending.send.extend(o.send);
                         pending.events.extend(o.events);
@@ -154,7 +159,7 @@ async fn drive(
                     JobEvent::ChargeDue(record) => {
                         let o = match hooks.charge(record) {
                             Ok(()) => job.charged(Instant::now()),
-                            Err(reason) => job.charge_failed(&reason),
+                            Err(source) => job.charge_failed(source),
                         };
                         pending.send.extend(o.send);
                         pending.events.extend(o.events);
@@ -174,16 +179,19 @@ async fn drive(
                         span = None;
                         let trainer = job
                             .trainer()
-                            .ok_or_else(|| ServiceError::Stopped("no trainer".into()))?;
+                            .ok_or_else(|| ServiceError::Stopped(StopCause::NoTrainer))?;
                         hooks
                             .applied(trainer, iteration, elapsed)
-                            .map_err(ServiceError::Driver)?;
+                            .map_err(|source| ServiceError::Driver {
+                                step: DriverStep::Applied(iteration),
+                                source,
+                            })?;
                     }
                     JobEvent::Finished => {
-                        hub.mesh.close_all("job finished");
+                        hub.mesh.close_all(CloseReason::JobFinished);
                         return job
                             .into_trainer()
-                            .ok_or_else(|| ServiceError::Stopped("no trainer".into()));
+                            .ok_or_else(|| ServiceError::Stopped(StopCause::NoTrainer));
                     }
                     JobEvent::Aborted(e) => {
                         // The Abort frames are queued; nothing was applied.
@@ -206,7 +214,7 @@ async fn drive(
                 let _enter = span.as_ref().map(|(_, s)| s.enter());
                 pending = match ev? {
                     Event::Frame(peer, f) => job.handle(peer, f, now),
-                    Event::Down(peer, reason) => job.peer_lost(peer, &reason, now),
+                    Event::Down(peer, cause) => job.peer_lost(peer, LinkLoss::Transport(cause), now),
                 };
             }
             _ = ticker.tick() => {

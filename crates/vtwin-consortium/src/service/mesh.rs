@@ -21,10 +21,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use vtwin_net::transport::{Endpoint, Link, LinkSender};
+use vtwin_net::transport::{Endpoint, Link, LinkSender, TransportError};
 use vtwin_net::{Frame, Role};
 
-use super::ServiceError;
+use super::{ServiceError, StopCause};
+use crate::error::Chain;
 
 /// What the links deliver to the state machine's task.
 #[derive(Debug)]
@@ -32,12 +33,33 @@ pub(crate) enum Inbound {
     /// A frame from the authenticated peer of link `id`.
     Frame(Role, u64, Frame),
     /// Link `id` to the peer failed or closed.
-    Down(Role, u64, String),
+    Down(Role, u64, TransportError),
 }
 
 enum Out {
     Frame(Frame),
-    Close(String),
+    Close(CloseReason),
+}
+
+/// Why this side closes a link (sent to the peer as the QUIC close reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CloseReason {
+    /// A newer link to the same peer took its place.
+    Replaced,
+    /// The job is over.
+    // Only the coordinator's service finishes a job (absent from a node-only build).
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
+    JobFinished,
+}
+
+impl CloseReason {
+    /// The text the peer sees.
+    fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Replaced => "replaced by a newer link",
+            CloseReason::JobFinished => "job finished",
+        }
+    }
 }
 
 /// Most frames waiting for a peer's first link.
@@ -70,12 +92,12 @@ async fn write_loop(
         match out {
             Out::Frame(f) => {
                 if let Err(e) = sender.send(f).await {
-                    let _ = inbox.send(Inbound::Down(peer, id, e.to_string()));
+                    let _ = inbox.send(Inbound::Down(peer, id, e));
                     return;
                 }
             }
             Out::Close(reason) => {
-                sender.close(&reason);
+                sender.close(reason.as_str());
                 return;
             }
         }
@@ -112,7 +134,7 @@ impl Mesh {
             }
         }
         if let Some((_, old)) = self.writers.insert(peer, (id, tx)) {
-            let _ = old.send(Out::Close("replaced by a newer link".into()));
+            let _ = old.send(Out::Close(CloseReason::Replaced));
         }
         tokio::spawn(write_loop(sender, rx, id, self.inbox.clone()));
         let inbox = self.inbox.clone();
@@ -125,7 +147,7 @@ impl Mesh {
                         }
                     }
                     Err(e) => {
-                        let _ = inbox.send(Inbound::Down(peer, id, e.to_string()));
+                        let _ = inbox.send(Inbound::Down(peer, id, e));
                         return;
                     }
                 }
@@ -178,9 +200,9 @@ impl Mesh {
     /// Closes every link after the frames already queued.
     // Only the coordinator's service closes every link (absent from a node-only build).
     #[cfg_attr(not(feature = "model"), allow(dead_code))]
-    pub(crate) fn close_all(&mut self, reason: &str) {
+    pub(crate) fn close_all(&mut self, reason: CloseReason) {
         for (_, (_, tx)) in self.writers.drain() {
-            let _ = tx.send(Out::Close(reason.to_owned()));
+            let _ = tx.send(Out::Close(reason));
         }
     }
 }
@@ -191,7 +213,7 @@ pub(crate) enum Event {
     /// A frame from the authenticated peer.
     Frame(Role, Frame),
     /// The current link to the peer failed or closed (already forgotten by the mesh).
-    Down(Role, String),
+    Down(Role, TransportError),
 }
 
 /// A serving process's [`Mesh`] with its two inputs: new links, and the links' inbox.
@@ -238,18 +260,18 @@ impl Hub {
         loop {
             tokio::select! {
                 link = self.links.recv() => {
-                    let link = link.ok_or_else(|| ServiceError::Stopped("no more links".into()))?;
+                    let link = link.ok_or_else(|| ServiceError::Stopped(StopCause::NoMoreLinks))?;
                     tracing::info!(me = %self.me, peer = %link.peer(), addr = %link.remote_address(), "link up");
                     self.mesh.attach(link);
                 }
                 ev = self.inbox.recv() => {
-                    match ev.ok_or_else(|| ServiceError::Stopped("inbox closed".into()))? {
+                    match ev.ok_or_else(|| ServiceError::Stopped(StopCause::InboxClosed))? {
                         Inbound::Frame(peer, id, f) if self.mesh.is_current(peer, id) => {
                             return Ok(Event::Frame(peer, f));
                         }
-                        Inbound::Down(peer, id, reason) if self.mesh.down(peer, id) => {
-                            tracing::warn!(me = %self.me, %peer, "link down: {reason}");
-                            return Ok(Event::Down(peer, reason));
+                        Inbound::Down(peer, id, cause) if self.mesh.down(peer, id) => {
+                            tracing::warn!(me = %self.me, %peer, "link down: {}", Chain(&cause));
+                            return Ok(Event::Down(peer, cause));
                         }
                         _ => {}
                     }

@@ -37,9 +37,56 @@ pub enum ServiceError {
     #[error(transparent)]
     Job(#[from] crate::coordinator::JobError),
     /// The driver's own step failed (e.g. writing a checkpoint, a resume check).
-    #[error("{0}")]
-    Driver(String),
+    #[cfg(feature = "model")]
+    #[error("{step}")]
+    Driver {
+        /// The step.
+        step: DriverStep,
+        /// The driver's error.
+        #[source]
+        source: crate::coordinator::HookError,
+    },
     /// The machine's task ended unexpectedly.
-    #[error("the service stopped: {0}")]
-    Stopped(String),
+    #[error("the service stopped")]
+    Stopped(#[source] StopCause),
+}
+
+/// A step of the coordinator's driver ([`ServiceError::Driver`]).
+#[cfg(feature = "model")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverStep {
+    /// Building the trainer once the parties agree on the records.
+    #[error("setting up the training")]
+    Agreed,
+    /// Recording this iteration after it was applied (checkpoint, progress).
+    #[error("recording iteration {0}")]
+    Applied(u64),
+}
+
+/// Why a service stopped unexpectedly ([`ServiceError::Stopped`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StopCause {
+    /// A task of the service panicked or was cancelled.
+    #[error("a task ended")]
+    Task(#[source] tokio::task::JoinError),
+    /// The thread running the node's sessions could not start.
+    #[error("the session thread could not start")]
+    Spawn(#[source] std::io::Error),
+    /// The thread running the node's sessions ended.
+    #[error("the session thread ended")]
+    SessionThread,
+    /// No link can arrive any more (the acceptor or the diallers ended).
+    #[error("no more links")]
+    NoMoreLinks,
+    /// The links' inbox closed.
+    #[error("the inbox closed")]
+    InboxClosed,
+    /// The job has no trainer where it must have one.
+    #[error("no trainer")]
+    NoTrainer,
+    /// The party's noise sampling task panicked or was cancelled.
+    #[error("the noise sampling task ended")]
+    NoiseTask(#[source] tokio::task::JoinError),
 }

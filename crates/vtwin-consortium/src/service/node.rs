@@ -14,7 +14,8 @@ use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Role, SealKey};
 
 use super::mesh::{Event, Hub, Mesh};
-use super::ServiceError;
+use super::{ServiceError, StopCause};
+use crate::error::{Chain, LinkLoss};
 use crate::node::{NodeOutput, NodeSession};
 
 /// What a node needs besides its endpoint.
@@ -104,7 +105,7 @@ impl NodeServer {
                             notify.notified().await;
                         }
                         Err(e) => {
-                            tracing::warn!(node = %role, "{e}; retrying");
+                            tracing::warn!(node = %role, "{}; retrying", Chain(&e));
                             tokio::time::sleep(backoff.max).await;
                         }
                     }
@@ -120,12 +121,15 @@ impl NodeServer {
                     let out = session.call(Cmd::Frame(peer, f), span.clone()).await?;
                     route(&mut hub.mesh, &session, out).instrument(span).await?;
                 }
-                Event::Down(peer, reason) => {
+                Event::Down(peer, cause) => {
                     if let Some(n) = redial.get(&peer) {
                         n.notify_one();
                     }
                     let out = session
-                        .call(Cmd::LinkLost(peer, reason), tracing::Span::current())
+                        .call(
+                            Cmd::LinkLost(peer, LinkLoss::Transport(cause)),
+                            tracing::Span::current(),
+                        )
                         .await?;
                     route(&mut hub.mesh, &session, out).await?;
                 }
@@ -137,7 +141,7 @@ impl NodeServer {
 /// A request to the session thread.
 enum Cmd {
     Frame(Role, vtwin_net::Frame),
-    LinkLost(Role, String),
+    LinkLost(Role, LinkLoss),
 }
 
 type Call = (Cmd, tracing::Span, oneshot::Sender<NodeOutput>);
@@ -163,7 +167,7 @@ impl SessionThread {
                 while let Ok((cmd, span, reply)) = rx.recv() {
                     let out = span.in_scope(|| match cmd {
                         Cmd::Frame(peer, f) => session.handle(peer, f),
-                        Cmd::LinkLost(peer, reason) => session.link_lost(peer, &reason),
+                        Cmd::LinkLost(peer, cause) => session.link_lost(peer, cause),
                     });
                     // The caller waits for every reply; if it is gone, so is the service.
                     if reply.send(out).is_err() {
@@ -171,7 +175,7 @@ impl SessionThread {
                     }
                 }
             })
-            .map_err(|e| ServiceError::Stopped(format!("session thread: {e}")))?;
+            .map_err(|e| ServiceError::Stopped(StopCause::Spawn(e)))?;
         Ok(SessionThread { tx })
     }
 
@@ -179,9 +183,9 @@ impl SessionThread {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send((cmd, span, reply))
-            .map_err(|_| ServiceError::Stopped("session thread ended".into()))?;
+            .map_err(|_| ServiceError::Stopped(StopCause::SessionThread))?;
         rx.await
-            .map_err(|_| ServiceError::Stopped("session thread ended".into()))
+            .map_err(|_| ServiceError::Stopped(StopCause::SessionThread))
     }
 }
 
@@ -191,7 +195,7 @@ async fn route(
     out: NodeOutput,
 ) -> Result<(), ServiceError> {
     if let Some(e) = &out.error {
-        tracing::warn!("session dropped: {e}");
+        tracing::warn!("session dropped: {}", Chain(e));
     }
     if let Some((t, c)) = out.finished {
         tracing::info!(
@@ -215,12 +219,12 @@ async fn route(
         } else {
             let out = session
                 .call(
-                    Cmd::LinkLost(peer, "no link".into()),
+                    Cmd::LinkLost(peer, LinkLoss::NoLink),
                     tracing::Span::current(),
                 )
                 .await?;
             if let Some(e) = &out.error {
-                tracing::warn!("session dropped: {e}");
+                tracing::warn!("session dropped: {}", Chain(e));
             }
             for o in out.send {
                 mesh.send(o.to, o.frame);

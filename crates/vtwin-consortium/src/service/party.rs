@@ -8,7 +8,7 @@ use vtwin_net::transport::{Endpoint, TransportOptions};
 use vtwin_net::{Body, Role};
 
 use super::mesh::{Event, Hub};
-use super::ServiceError;
+use super::{ServiceError, StopCause};
 use crate::party::{failure, PartyResponder};
 
 /// A bound party endpoint.
@@ -58,7 +58,7 @@ impl PartyServer {
             let mut handle = || match responder.handle(peer, &f) {
                 Ok(out) => out,
                 Err(e) => {
-                    tracing::warn!("{e}");
+                    tracing::warn!("{}", crate::error::Chain(&e));
                     match me {
                         Role::Party(p) => vec![failure(p, &f, &e)],
                         _ => Vec::new(),
@@ -85,7 +85,7 @@ impl PartyServer {
                 responder
             })
             .await
-            .map_err(|e| ServiceError::Stopped(format!("noise sampling: {e}")))?;
+            .map_err(|e| ServiceError::Stopped(StopCause::NoiseTask(e)))?;
         }
     }
 }

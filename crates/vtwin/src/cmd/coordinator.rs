@@ -24,6 +24,7 @@ use anyhow::{bail, Context};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::config::{CoordinatorConfig, TrainingSettings};
+use vtwin_consortium::coordinator::HookError;
 use vtwin_consortium::coordinator::Timeouts;
 use vtwin_consortium::service::{run_coordinator, CoordinatorHooks, CoordinatorRun};
 use vtwin_data::synth::sample_table;
@@ -274,17 +275,17 @@ impl Driver {
 }
 
 impl CoordinatorHooks for Driver {
-    fn agreed(&mut self, rows: u64) -> Result<Trainer, String> {
-        self.setup(rows).map_err(|e| format!("{e:#}"))
+    fn agreed(&mut self, rows: u64) -> Result<Trainer, HookError> {
+        Ok(self.setup(rows)?)
     }
 
-    fn charge(&mut self, opening: OpeningRecord) -> Result<(), String> {
+    fn charge(&mut self, opening: OpeningRecord) -> Result<(), HookError> {
         let log = self.log.as_mut().ok_or("no opening log")?;
-        log.append(opening).map_err(|e| e.to_string())
+        Ok(log.append(opening)?)
     }
 
-    fn applied(&mut self, trainer: &Trainer, _: u64, elapsed: Duration) -> Result<(), String> {
-        self.record(trainer, elapsed).map_err(|e| format!("{e:#}"))
+    fn applied(&mut self, trainer: &Trainer, _: u64, elapsed: Duration) -> Result<(), HookError> {
+        Ok(self.record(trainer, elapsed)?)
     }
 }
 

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use vtwin_consortium::config::{DataSource, PartyPolicy, TrainingSettings};
-use vtwin_consortium::keygen::{self, verify, KeygenSpec, RequestRole};
+use vtwin_consortium::keygen::{self, verify, KeygenError, KeygenSpec, RequestRole, Setting};
 use vtwin_consortium::party::policy_for_plan;
 use vtwin_net::JobTerms;
 
@@ -154,6 +154,23 @@ fn spec(c: Consortium) -> anyhow::Result<KeygenSpec> {
     })
 }
 
+/// The CLI's wording of a keygen error: the library names the setting
+/// ([`keygen::Setting`]) or role; the command adds the flag that gives it.
+fn with_flag(e: KeygenError) -> anyhow::Error {
+    let flag = match &e {
+        KeygenError::Invalid { setting, .. } => match setting {
+            Setting::Nodes => "--nodes",
+            Setting::Parties => "--parties",
+            Setting::BasePort => "--base-port",
+            _ => return e.into(),
+        },
+        KeygenError::MissingRequest { .. } => "--request",
+        KeygenError::Exists { .. } => "--out",
+        _ => return e.into(),
+    };
+    anyhow::Error::new(e).context(flag)
+}
+
 fn list(files: &[PathBuf]) {
     for file in files {
         println!("{}", file.display());
@@ -164,7 +181,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     match args.step {
         None => {
             let out = args.out.context("--out is required")?;
-            let written = keygen::keygen(&out, &spec(args.consortium)?)?;
+            let written = keygen::keygen(&out, &spec(args.consortium)?).map_err(with_flag)?;
             verify(&written).context("reading back the written configurations")?;
             list(&written.files);
         }
@@ -193,7 +210,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             out,
             consortium,
         }) => {
-            let written = keygen::sign(&out, &ca, &request, &spec(consortium)?)?;
+            let written =
+                keygen::sign(&out, &ca, &request, &spec(consortium)?).map_err(with_flag)?;
             verify(&written.output).context("reading back the written configurations")?;
             list(&written.output.files);
             println!("ca.pem certificate {}", written.ca_fingerprint);
