@@ -621,7 +621,7 @@ impl CoordinatorJob {
         rand::Rng::fill(&mut rand::rng(), &mut session);
         tracing::info!(
             parties = self.parties,
-            "the parties' ids differ: aligning them privately"
+            "aligning the parties' records privately before training"
         );
         for p in 0..self.parties {
             let mut f = frame(

@@ -261,3 +261,33 @@ fn demo_runs_the_whole_consortium_in_process_and_writes_its_files() {
         assert!(out.join(f).exists(), "{f} missing");
     }
 }
+
+/// With `training.align = true` (the default) separate processes align their records
+/// before training: the job runs, and the coordinator's log says it aligned.
+#[test]
+fn processes_align_their_records_before_training() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = Job {
+        iters: 2,
+        align: true,
+        ..Job::default()
+    };
+    let c = keygen(&tmp.path().join("keys"), &job, 0);
+    let mut kids = Kids::default();
+    for (i, f) in c.nodes.iter().enumerate() {
+        c.spawn(&mut kids, "node", &format!("node-{i}"), f);
+    }
+    for (p, f) in c.parties.iter().enumerate() {
+        c.spawn(&mut kids, "party", &format!("party-{p}"), f);
+    }
+    let (status, stderr, _) = coordinate(&c.coordinator, &[]);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("records privately before training"),
+        "{stderr}"
+    );
+    for p in 0..2 {
+        let log = std::fs::read_to_string(c.dir.join(format!("party-{p}.log"))).unwrap();
+        assert!(log.contains("record alignment done"), "party {p}: {log}");
+    }
+}

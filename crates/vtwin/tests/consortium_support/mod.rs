@@ -111,6 +111,9 @@ pub struct Job {
     pub noise_seed: u64,
     pub checkpoint_every: u64,
     pub demo_rows: usize,
+    /// `training.align`: off for the bit-for-bit comparisons (the parties hold the same
+    /// ids in the same order; an alignment would reorder the rows into its common order).
+    pub align: bool,
 }
 
 impl Default for Job {
@@ -125,6 +128,7 @@ impl Default for Job {
             noise_seed: 42,
             checkpoint_every: 1,
             demo_rows: 600,
+            align: false,
         }
     }
 }
@@ -235,6 +239,7 @@ pub fn configure(
     c.training.sigma = None;
     c.training.seed = job.seed;
     c.training.checkpoint_every = job.checkpoint_every;
+    c.training.align = job.align;
     c.timeouts.connect_attempts = 8;
     c.timeouts.connect_initial_delay_ms = 50;
     c.timeouts.connect_max_delay_ms = 500;
