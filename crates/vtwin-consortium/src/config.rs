@@ -342,12 +342,23 @@ pub struct TrainingSettings {
     pub renormalise: String,
     /// Checkpoint every N iterations (and at the end), >= 1.
     pub checkpoint_every: u64,
+    /// The released model: `ema` (an exponential moving average of the iterates; the
+    /// default, as `vtwin train --average`) or `none` (the last iterate).
+    #[serde(default = "default_average")]
+    pub average: String,
+    /// The EMA's half-life in iterations (default iters / 10, as `vtwin train`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average_half_life: Option<f64>,
+}
+
+fn default_average() -> String {
+    "ema".into()
 }
 
 impl Default for TrainingSettings {
     /// The job `vtwin keygen` writes: demo schema, K = 20, 1000 iterations, epsilon 1 at
     /// delta 1e-5, batch 100, clip 1, Adam lr 0.01, public seed 0, closed-form
-    /// renormalisation, a checkpoint every 100 iterations.
+    /// renormalisation, a checkpoint every 100 iterations, the EMA of the iterates released.
     fn default() -> TrainingSettings {
         TrainingSettings {
             schema: None,
@@ -362,6 +373,8 @@ impl Default for TrainingSettings {
             seed: 0,
             renormalise: "closed-form".into(),
             checkpoint_every: 100,
+            average: default_average(),
+            average_half_life: None,
         }
     }
 }

@@ -34,6 +34,8 @@ fn training() -> TrainingSettings {
         seed: 3,
         renormalise: "closed-form".into(),
         checkpoint_every: 5,
+        average: "ema".into(),
+        average_half_life: None,
     }
 }
 

@@ -20,8 +20,9 @@
 //! 4. `apply` forms the data gradient estimate G / q (unbiased for the full-data sum under
 //!    Poisson sampling, independent of the secret batch size), adds the public prior gradient
 //!    and the entropy term ([`crate::prior::elbo_gradients`]), takes one Adam ascent step on
-//!    mu and on log_sigma, and moves the public stream past the plan's eta. On error nothing
-//!    changes (the charge stays).
+//!    mu and on log_sigma, takes the new iterate into the iterate average when the run
+//!    keeps one ([`crate::averaging`]; post-processing, never fed back), and moves the public
+//!    stream past the plan's eta. On error nothing changes (the charge stays).
 //!
 //! Same seed, same batch key and same gradients give the same run, bit for bit; the whole
 //! state ([`DpviState`], with the batch key) is serialisable, so a resumed run continues
@@ -32,6 +33,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
 use crate::adam::Adam;
+use crate::averaging::{Averaging, IterateAverage};
 use crate::layout::Layout;
 use crate::prior::elbo_gradients;
 use crate::rng_state::RngState;
@@ -142,6 +144,7 @@ impl Trainer {
             } else {
                 None
             },
+            average: None,
         };
         Trainer::resume(config, layout, rows, state)
     }
@@ -160,6 +163,10 @@ impl Trainer {
             || state.log_sigma.len() != d
             || state.adam_mu.m.len() != d
             || state.adam_log_sigma.m.len() != d
+            || state
+                .average
+                .as_ref()
+                .is_some_and(|a| a.mu.len() != d || a.log_sigma.len() != d)
         {
             return Err(DpviError::Config(
                 "the saved state does not match the model layout".into(),
@@ -302,6 +309,9 @@ impl Trainer {
         if !mu.iter().chain(&ls).all(|v| v.is_finite()) {
             return Err(DpviError::Diverged(self.state.iteration + 1));
         }
+        if let Some(avg) = &mut self.state.average {
+            avg.update(&mu, &ls);
+        }
         self.state.mu = mu;
         self.state.log_sigma = ls;
         self.state.adam_mu = adam_mu;
@@ -328,14 +338,64 @@ impl Trainer {
         self.state.openings
     }
 
-    /// Posterior means.
+    /// Posterior means: the current iterate (what the next theta is drawn around).
     pub fn mu(&self) -> &[f64] {
         &self.state.mu
     }
 
-    /// Posterior log standard deviations.
+    /// Posterior log standard deviations: the current iterate.
     pub fn log_sigma(&self) -> &[f64] {
         &self.state.log_sigma
+    }
+
+    /// Chooses the released model of a fresh run ([`Averaging`]); errors after the first
+    /// iteration unless it is the run's own setting (an average must see every step), or on
+    /// a non-positive half-life. Cost O(d).
+    pub fn set_averaging(&mut self, averaging: Averaging) -> Result<(), DpviError> {
+        let averaging = averaging.check()?;
+        if averaging == self.averaging() {
+            return Ok(());
+        }
+        if self.state.iteration != 0 {
+            return Err(DpviError::Config(format!(
+                "the run averages {:?}; it cannot change to {averaging:?} after iteration 0",
+                self.averaging()
+            )));
+        }
+        self.state.average = match averaging {
+            Averaging::None => None,
+            Averaging::Ema { half_life } => Some(IterateAverage::new(
+                half_life,
+                &self.state.mu,
+                &self.state.log_sigma,
+            )),
+        };
+        Ok(())
+    }
+
+    /// The run's averaging setting.
+    pub fn averaging(&self) -> Averaging {
+        self.state
+            .average
+            .as_ref()
+            .map_or(Averaging::None, IterateAverage::averaging)
+    }
+
+    /// The released model's posterior means: the iterate average when the run keeps one,
+    /// else the current iterate. model.json and the test NLL use these.
+    pub fn model_mu(&self) -> &[f64] {
+        self.state
+            .average
+            .as_ref()
+            .map_or(&self.state.mu, |a| &a.mu)
+    }
+
+    /// The released model's posterior log standard deviations (as [`Trainer::model_mu`]).
+    pub fn model_log_sigma(&self) -> &[f64] {
+        self.state
+            .average
+            .as_ref()
+            .map_or(&self.state.log_sigma, |a| &a.log_sigma)
     }
 
     /// The layout.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use vtwin_dp::PrivacyLedger;
 
 use crate::adam::{Adam, AdamConfig};
+use crate::averaging::IterateAverage;
 use crate::backend::BackendError;
 use crate::rng_state::RngState;
 use crate::secret_randomness::BatchKey;
@@ -72,6 +73,9 @@ pub struct DpviState {
     /// The privacy ledger over openings (None when sigma = 0: no noise, no privacy to account).
     #[serde(with = "ledger_as_json")]
     pub ledger: Option<PrivacyLedger>,
+    /// The running average of the iterates, the released model (None: the last iterate is
+    /// released; [`crate::averaging`]).
+    pub average: Option<IterateAverage>,
 }
 
 /// The ledger travels as a JSON string inside binary checkpoints: its sampling enum is

@@ -1,7 +1,9 @@
 //! `vtwin train`: DPVI of the mixture model in one process (INTERFACE.md), with the `float`,
 //! `fixed` or `mpc` gradient backend. Writes model.json, privacy.json, train.csv,
 //! timing.json (with the MPC's rounds, bytes and products per iteration for `mpc`) and a
-//! checkpoint that `--resume` continues from, all atomically.
+//! checkpoint that `--resume` continues from, all atomically. model.json and train.csv's
+//! test NLL are the released model: by default an EMA of the iterates (`--average`,
+//! `vtwin_model::averaging`; post-processing, no privacy cost).
 //!
 //! Batches come from a secret batch key (OS CSPRNG), kept only in the checkpoint; every
 //! opening is appended to DIR/openings.log and synced before it is used, and `--resume`
@@ -22,6 +24,7 @@ use anyhow::{bail, Context};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, PrivacySetting};
 use vtwin_host::atomic::{self, Mode};
 use vtwin_model::adam::AdamConfig;
+use vtwin_model::averaging::Averaging;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
@@ -48,6 +51,15 @@ pub(crate) enum BackendKind {
     Fixed,
     /// Three in-memory MPC nodes (vtwin-mpc), the MPC twin of fixed.
     Mpc,
+}
+
+/// Which model a run releases (`--average`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AverageKind {
+    /// An exponential moving average of the iterates (post-processing: no privacy cost).
+    Ema,
+    /// The last iterate.
+    None,
 }
 
 /// Train a model with DP variational inference.
@@ -119,6 +131,13 @@ pub(crate) struct Args {
     /// Write the checkpoint every N iterations (and at the end).
     #[arg(long, default_value_t = 100)]
     checkpoint_every: u64,
+    /// The released model (model.json, test NLL): an EMA of the iterates, or the last
+    /// iterate. Post-processing of the noisy releases: no privacy cost.
+    #[arg(long, value_enum, default_value = "ema")]
+    average: AverageKind,
+    /// Half-life of the EMA in iterations (default: iters / 10; a resumed run keeps its own).
+    #[arg(long)]
+    average_half_life: Option<f64>,
 }
 
 /// (schema, training table, optional test table).
@@ -137,6 +156,24 @@ fn load_data(a: &Args) -> anyhow::Result<(Schema, Table, Option<Table>)> {
         (None, true) => None,
     };
     Ok((schema, train, test))
+}
+
+/// The averaging of a run of `iters` iterations from `--average` and `--average-half-life`
+/// (or the coordinator's `average`, `average_half_life`). A fresh run (`saved` None) gets the
+/// default half-life iters / 10; a resumed run keeps its saved setting unless a half-life is
+/// given (the trainer then refuses any change: an average must see every step).
+pub(crate) fn averaging(
+    kind: AverageKind,
+    half_life: Option<f64>,
+    iters: u64,
+    saved: Option<Averaging>,
+) -> Averaging {
+    match (kind, half_life, saved) {
+        (AverageKind::None, _, _) => Averaging::None,
+        (AverageKind::Ema, Some(h), _) => Averaging::Ema { half_life: h },
+        (AverageKind::Ema, None, Some(s @ Averaging::Ema { .. })) => s,
+        (AverageKind::Ema, None, _) => Averaging::default_for(iters),
+    }
 }
 
 /// The median (NaN for none); sorts `v`.
@@ -167,8 +204,8 @@ pub(crate) fn write_outputs(
     let model = ModelFile::new(
         schema.clone(),
         trainer.layout().clone(),
-        trainer.mu().to_vec(),
-        trainer.log_sigma().to_vec(),
+        trainer.model_mu().to_vec(),
+        trainer.model_log_sigma().to_vec(),
     );
     model.save(&out.join("model.json"))?;
     let mut csv = String::from("iteration,epsilon,test_nll\n");
@@ -542,6 +579,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             Vec::new(),
         )
     };
+    let saved = a.resume.then(|| dpvi.trainer().averaging());
+    dpvi.trainer_mut()
+        .set_averaging(averaging(a.average, a.average_half_life, a.iters, saved))
+        .context("--average")?;
     let log = opening_log(&a.out, a.resume, dpvi.trainer_mut())?;
     dpvi.set_opening_log(log);
     let void = !settings.insecure_seeds.is_empty();
@@ -556,7 +597,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         history.push(HistoryRow {
             iteration: 0,
             epsilon: 0.0,
-            test_nll: eval(dpvi.mu())?,
+            test_nll: eval(dpvi.model_mu())?,
         });
         // A checkpoint from the start, so that any crash can be resumed (and its openings,
         // already in the log, charged) instead of restarted uncharged.
@@ -591,7 +632,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             let row = HistoryRow {
                 iteration: t,
                 epsilon: epsilon_now(dpvi.trainer(), delta)?,
-                test_nll: eval(dpvi.mu())?,
+                test_nll: eval(dpvi.model_mu())?,
             };
             if let Some(b) = &bar {
                 b.set_message(format!(
