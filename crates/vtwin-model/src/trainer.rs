@@ -6,8 +6,9 @@
 //!    q) from the secret [`BatchKey`]'s generator for (t, o), where o is the number of openings
 //!    charged so far (the opening this plan leads to), draws eta ~ N(0, I_d) from the public
 //!    ChaCha20 stream seeded by [`DpviConfig::seed`] (independent of the batch), and sets
-//!    theta = mu + exp(log_sigma) eta, with every Beta log-parameter capped at ln 1000
-//!    ([`Layout::cap_beta_params`]). It changes nothing: a plan can be dropped (an aborted
+//!    theta = mu + exp(log_sigma) eta, with every Beta log-parameter capped at ln 1000, or
+//!    lower for large padded batches ([`crate::layout::beta_log_cap`],
+//!    [`Layout::cap_beta_params`]). It changes nothing: a plan can be dropped (an aborted
 //!    iteration, nothing opened) and planned again, identically;
 //! 2. someone computes G = sum_n c_n g_n + Z for the plan's batch and theta (a
 //!    [`crate::backend::GradientBackend`] in memory, or the consortium over the network);
@@ -211,7 +212,8 @@ impl Trainer {
         let mut theta: Vec<f64> = (0..d)
             .map(|i| self.state.mu[i] + sigma_q[i] * eta[i])
             .collect();
-        self.layout.cap_beta_params(&mut theta);
+        self.layout
+            .cap_beta_params(&mut theta, crate::layout::beta_log_cap(padded));
         IterationPlan {
             iteration: t,
             opening: o,
