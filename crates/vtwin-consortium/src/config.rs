@@ -442,21 +442,33 @@ pub struct TrainingSettings {
     pub renormalise: String,
     /// Checkpoint every N iterations (and at the end), >= 1.
     pub checkpoint_every: u64,
-    /// If the parties' ids differ, align their records by private set intersection before
-    /// training (`protocols/psi.md`) and train on the people all of them hold; if false,
-    /// differing ids stop the job. Default true.
+    /// Align the parties' records by private set intersection before training
+    /// (`protocols/psi.md`) and train on the people all of them hold; if false, the parties
+    /// must hold the same ids in the same order (checked by a digest of their id lists,
+    /// which the coordinator sees). Default true.
     #[serde(default = "align_default")]
     pub align: bool,
+    /// The released model: `ema` (an exponential moving average of the iterates; the
+    /// default, as `vtwin train --average`) or `none` (the last iterate).
+    #[serde(default = "default_average")]
+    pub average: String,
+    /// The EMA's half-life in iterations (default iters / 10, as `vtwin train`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average_half_life: Option<f64>,
 }
 
 fn align_default() -> bool {
     true
 }
 
+fn default_average() -> String {
+    "ema".into()
+}
+
 impl Default for TrainingSettings {
     /// The job `vtwin keygen` writes: demo schema, K = 20, 1000 iterations, epsilon 1 at
     /// delta 1e-5, batch 100, clip 1, Adam lr 0.01, public seed 0, closed-form
-    /// renormalisation, a checkpoint every 100 iterations.
+    /// renormalisation, a checkpoint every 100 iterations, the EMA of the iterates released.
     fn default() -> TrainingSettings {
         TrainingSettings {
             schema: None,
@@ -472,6 +484,8 @@ impl Default for TrainingSettings {
             renormalise: "closed-form".into(),
             checkpoint_every: 100,
             align: true,
+            average: default_average(),
+            average_half_life: None,
         }
     }
 }

@@ -37,6 +37,8 @@ fn training() -> TrainingSettings {
         renormalise: "closed-form".into(),
         checkpoint_every: 5,
         align: true,
+        average: "ema".into(),
+        average_half_life: None,
     }
 }
 

@@ -1,8 +1,8 @@
 //! Checkpoints: everything a resumed run needs to continue bit for bit, written atomically.
 //!
 //! Contents: the run's public settings (to refuse resuming a different run), the DPVI
-//! state (mu, log_sigma, both Adam states, the public generator's exact position, the
-//! **secret batch key** and the number of openings charged), the privacy ledger, the
+//! state (mu, log_sigma, both Adam states, the iterate average, the public generator's exact
+//! position, the **secret batch key** and the number of openings charged), the privacy ledger, the
 //! training history, and the noise generators' states only when they
 //! were seeded from a number (OS-seeded secret generators are never written: a resumed
 //! production run draws fresh noise, see [`crate::backend::NoiseRngs`]).
@@ -25,8 +25,8 @@ use crate::layout::Layout;
 use crate::rng_state::RngState;
 
 /// File magic; the last byte is the format version (2: with the trailing digest; 3: with
-/// the batch key and the opening count).
-pub const MAGIC: &[u8; 8] = b"VTWINCK\x03";
+/// the batch key and the opening count; 4: with the iterate average).
+pub const MAGIC: &[u8; 8] = b"VTWINCK\x04";
 
 /// Bytes of the trailing SHA-256 digest.
 const DIGEST_BYTES: usize = 32;
@@ -65,7 +65,8 @@ pub struct HistoryRow {
     pub iteration: u64,
     /// Epsilon spent so far (outside analyst, add/remove, RDP).
     pub epsilon: f64,
-    /// Mean test NLL per record at mu, when a test set is given.
+    /// Mean test NLL per record at the released model's mu (the iterate average when the run
+    /// averages, else the last iterate), when a test set is given.
     pub test_nll: Option<f64>,
 }
 

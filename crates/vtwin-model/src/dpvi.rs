@@ -176,9 +176,14 @@ impl Dpvi {
         self.trainer.layout()
     }
 
-    /// Posterior means.
+    /// Posterior means (the current iterate).
     pub fn mu(&self) -> &[f64] {
         self.trainer.mu()
+    }
+
+    /// The released model's posterior means ([`Trainer::model_mu`]).
+    pub fn model_mu(&self) -> &[f64] {
+        self.trainer.model_mu()
     }
 
     /// Posterior log standard deviations.

@@ -68,6 +68,19 @@ pub struct ColumnSlot {
 /// Beta(1000, 1000) already has standard deviation 0.011 on the unit interval.
 pub const LOG_BETA_PARAM_MAX: f64 = 6.907_755_278_982_137;
 
+/// The Beta log-parameter cap for batches padded to `padded` records: the smaller of
+/// [`LOG_BETA_PARAM_MAX`] and ln(0.99 (2^22 / B - 1) / 15). Why: a Beta column's score map
+/// has scale a and offset a (psi(a+b) - psi(a)) <= 1 + b (psi(a+b) - psi(a) <= 1/a +
+/// ln(1 + b/a)), so with a, b <= c every such map has 14 |A| + |b| <= 15 c + 1, and the
+/// fixed-point circuit's bound B (14 |A| + |b|) < 2^22 holds for every theta (1% margin for
+/// the maps' f64 rounding). Public (B is public). Padded batches up to 276 records keep ln 1000;
+/// an expected batch of 1000 (B ~ 1100) gets a <= ~250 (Beta(250, 250) has sd 0.022 on the
+/// unit interval). Cost O(1).
+pub fn beta_log_cap(padded: usize) -> f64 {
+    let fit = 0.99 * ((1u64 << 22) as f64 / padded.max(1) as f64 - 1.0) / 15.0;
+    LOG_BETA_PARAM_MAX.min(fit.ln())
+}
+
 /// Errors building a layout.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -210,19 +223,19 @@ impl Layout {
         col.param_offset + k * col.model.width() + j
     }
 
-    /// Caps every Beta log-parameter (log a, log b) of `theta` at [`LOG_BETA_PARAM_MAX`]
-    /// (a public projection of the parameter space, applied to each planned theta). Why:
-    /// the party's score map for a Beta column has scale a and offset a (psi(a+b) - psi(a)),
-    /// and the fixed-point circuit needs B (14 |scale| + |offset|) < 2^22; with a, b <= 1000
-    /// that holds for every batch below ~280 records, so a rare large draw of theta no
-    /// longer aborts training. Cost O(d).
-    pub fn cap_beta_params(&self, theta: &mut [f64]) {
+    /// Caps every Beta log-parameter (log a, log b) of `theta` at `max_log` (a public
+    /// projection of the parameter space, applied to each planned theta; the trainer passes
+    /// [`beta_log_cap`] of its padded batch). Why: the party's score map for a Beta column has
+    /// scale a and offset a (psi(a+b) - psi(a)), and the fixed-point circuit needs
+    /// B (14 |scale| + |offset|) < 2^22, so a rare large draw of theta no longer aborts
+    /// training. Cost O(d).
+    pub fn cap_beta_params(&self, theta: &mut [f64], max_log: f64) {
         for col in self.columns.iter().filter(|c| c.model == ColumnModel::Beta) {
             let w = col.model.width();
             for k in 0..self.components {
                 for j in 0..w {
                     let t = &mut theta[col.param_offset + k * w + j];
-                    *t = t.min(LOG_BETA_PARAM_MAX);
+                    *t = t.min(max_log);
                 }
             }
         }
@@ -254,7 +267,7 @@ mod tests {
         )
         .unwrap();
         let mut theta = vec![50.0; l.dim()];
-        l.cap_beta_params(&mut theta);
+        l.cap_beta_params(&mut theta, LOG_BETA_PARAM_MAX);
         for k in 0..2 {
             assert_eq!(theta[l.weight_index(k)], 50.0, "weights are not capped");
             for j in 0..2 {
@@ -265,9 +278,45 @@ mod tests {
             }
         }
         let mut low = vec![-3.0; l.dim()];
-        l.cap_beta_params(&mut low);
+        l.cap_beta_params(&mut low, LOG_BETA_PARAM_MAX);
         assert!(low.iter().all(|&t| t == -3.0));
         assert!((LOG_BETA_PARAM_MAX - 1000f64.ln()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn beta_cap_keeps_the_score_maps_in_range_for_every_batch() {
+        use crate::kernels::PartyMaps;
+        // Small batches keep ln 1000 (Adult's padded 178 among them); large ones get less.
+        assert_eq!(beta_log_cap(178), LOG_BETA_PARAM_MAX);
+        assert_eq!(beta_log_cap(276), LOG_BETA_PARAM_MAX);
+        assert!(beta_log_cap(277) < LOG_BETA_PARAM_MAX);
+        assert!(beta_log_cap(1130) < 250f64.ln() && beta_log_cap(1130) > 240f64.ln());
+        let l = Layout::new(
+            1,
+            vec!["a".into()],
+            vec![("x".into(), 0, ColumnModel::Beta)],
+        )
+        .unwrap();
+        for padded in [100, 178, 400, 1130, 5000, 40_000] {
+            let cap = beta_log_cap(padded);
+            // Both parameters at the cap, and one at the cap with the other tiny: the extremes
+            // of 14 |A| + |b|.
+            for (la, lb) in [(50.0, 50.0), (50.0, -20.0), (-20.0, 50.0)] {
+                let mut theta = vec![0.0; l.dim()];
+                theta[l.param_index(0, 0, 0)] = la;
+                theta[l.param_index(0, 0, 1)] = lb;
+                l.cap_beta_params(&mut theta, cap);
+                let m = PartyMaps::new(&theta, &l, 0);
+                let worst = m
+                    .scale
+                    .iter()
+                    .zip(&m.offset)
+                    .map(|(a, b)| 14.0 * a.abs() + b.abs())
+                    .fold(0.0, f64::max);
+                let at = padded as f64 * worst;
+                assert!(at < (1u64 << 22) as f64, "B {padded}: {at}");
+            }
+        }
     }
 
     fn two_party() -> Layout {

@@ -5,11 +5,12 @@
 //! `mpc` backend).
 
 // Modules: parameter layout, prior, local kernels, sufficient statistics, gradient
-// backends, Adam, the DPVI loop, checkpoints and model files. The roles of a consortium
+// backends, Adam, iterate averaging, the DPVI loop, checkpoints and model files. The roles of a consortium
 // iteration: the coordinator's public `trainer`, a party's `party_upload` (its upload from its
 // own batch, sharded by vtwin-iteration's party role), and `iteration_inputs` (the model's
 // values as the protocol's public parameters).
 pub mod adam;
+pub mod averaging;
 pub mod backend;
 pub mod checkpoint;
 pub mod dpvi;

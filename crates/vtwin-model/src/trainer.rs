@@ -6,8 +6,9 @@
 //!    q) from the secret [`BatchKey`]'s generator for (t, o), where o is the number of openings
 //!    charged so far (the opening this plan leads to), draws eta ~ N(0, I_d) from the public
 //!    ChaCha20 stream seeded by [`DpviConfig::seed`] (independent of the batch), and sets
-//!    theta = mu + exp(log_sigma) eta, with every Beta log-parameter capped at ln 1000
-//!    ([`Layout::cap_beta_params`]). It changes nothing: a plan can be dropped (an aborted
+//!    theta = mu + exp(log_sigma) eta, with every Beta log-parameter capped at ln 1000, or
+//!    lower for large padded batches ([`crate::layout::beta_log_cap`],
+//!    [`Layout::cap_beta_params`]). It changes nothing: a plan can be dropped (an aborted
 //!    iteration, nothing opened) and planned again, identically;
 //! 2. someone computes G = sum_n c_n g_n + Z for the plan's batch and theta (a
 //!    [`crate::backend::GradientBackend`] in memory, or the consortium over the network);
@@ -20,8 +21,9 @@
 //! 4. `apply` forms the data gradient estimate G / q (unbiased for the full-data sum under
 //!    Poisson sampling, independent of the secret batch size), adds the public prior gradient
 //!    and the entropy term ([`crate::prior::elbo_gradients`]), takes one Adam ascent step on
-//!    mu and on log_sigma, and moves the public stream past the plan's eta. On error nothing
-//!    changes (the charge stays).
+//!    mu and on log_sigma, takes the new iterate into the iterate average when the run
+//!    keeps one ([`crate::averaging`]; post-processing, never fed back), and moves the public
+//!    stream past the plan's eta. On error nothing changes (the charge stays).
 //!
 //! Same seed, same batch key and same gradients give the same run, bit for bit; the whole
 //! state ([`DpviState`], with the batch key) is serialisable, so a resumed run continues
@@ -32,6 +34,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
 use crate::adam::Adam;
+use crate::averaging::{Averaging, IterateAverage};
 use crate::layout::Layout;
 use crate::prior::elbo_gradients;
 use crate::rng_state::RngState;
@@ -127,6 +130,7 @@ impl Trainer {
             } else {
                 None
             },
+            average: None,
         };
         Trainer::resume(config, layout, rows, state)
     }
@@ -145,6 +149,10 @@ impl Trainer {
             || state.log_sigma.len() != d
             || state.adam_mu.m.len() != d
             || state.adam_log_sigma.m.len() != d
+            || state
+                .average
+                .as_ref()
+                .is_some_and(|a| a.mu.len() != d || a.log_sigma.len() != d)
         {
             return Err(DpviError::StateMismatch);
         }
@@ -187,7 +195,8 @@ impl Trainer {
         let mut theta: Vec<f64> = (0..d)
             .map(|i| self.state.mu[i] + sigma_q[i] * eta[i])
             .collect();
-        self.layout.cap_beta_params(&mut theta);
+        self.layout
+            .cap_beta_params(&mut theta, crate::layout::beta_log_cap(padded));
         IterationPlan {
             iteration: t,
             opening: o,
@@ -289,6 +298,9 @@ impl Trainer {
         if !mu.iter().chain(&ls).all(|v| v.is_finite()) {
             return Err(DpviError::Diverged(self.state.iteration + 1));
         }
+        if let Some(avg) = &mut self.state.average {
+            avg.update(&mu, &ls);
+        }
         self.state.mu = mu;
         self.state.log_sigma = ls;
         self.state.adam_mu = adam_mu;
@@ -315,14 +327,64 @@ impl Trainer {
         self.state.openings
     }
 
-    /// Posterior means.
+    /// Posterior means: the current iterate (what the next theta is drawn around).
     pub fn mu(&self) -> &[f64] {
         &self.state.mu
     }
 
-    /// Posterior log standard deviations.
+    /// Posterior log standard deviations: the current iterate.
     pub fn log_sigma(&self) -> &[f64] {
         &self.state.log_sigma
+    }
+
+    /// Chooses the released model of a fresh run ([`Averaging`]); errors after the first
+    /// iteration unless it is the run's own setting (an average must see every step), or on
+    /// a non-positive half-life. Cost O(d).
+    pub fn set_averaging(&mut self, averaging: Averaging) -> Result<(), DpviError> {
+        let averaging = averaging.check()?;
+        if averaging == self.averaging() {
+            return Ok(());
+        }
+        if self.state.iteration != 0 {
+            return Err(DpviError::AveragingChanged {
+                run: self.averaging(),
+                asked: averaging,
+            });
+        }
+        self.state.average = match averaging {
+            Averaging::None => None,
+            Averaging::Ema { half_life } => Some(IterateAverage::new(
+                half_life,
+                &self.state.mu,
+                &self.state.log_sigma,
+            )),
+        };
+        Ok(())
+    }
+
+    /// The run's averaging setting.
+    pub fn averaging(&self) -> Averaging {
+        self.state
+            .average
+            .as_ref()
+            .map_or(Averaging::None, IterateAverage::averaging)
+    }
+
+    /// The released model's posterior means: the iterate average when the run keeps one,
+    /// else the current iterate. model.json and the test NLL use these.
+    pub fn model_mu(&self) -> &[f64] {
+        self.state
+            .average
+            .as_ref()
+            .map_or(&self.state.mu, |a| &a.mu)
+    }
+
+    /// The released model's posterior log standard deviations (as [`Trainer::model_mu`]).
+    pub fn model_log_sigma(&self) -> &[f64] {
+        self.state
+            .average
+            .as_ref()
+            .map_or(&self.state.log_sigma, |a| &a.log_sigma)
     }
 
     /// The layout.

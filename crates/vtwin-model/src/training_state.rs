@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use vtwin_dp::PrivacyLedger;
 
 use crate::adam::{Adam, AdamConfig};
+use crate::averaging::IterateAverage;
 use crate::backend::BackendError;
 use crate::rng_state::RngState;
 use vtwin_iteration::randomness::BatchKey;
@@ -126,6 +127,17 @@ pub enum DpviError {
         /// d.
         expected: usize,
     },
+    /// An averaging half-life that is not a positive number.
+    #[error("averaging half-life {0} must be positive")]
+    HalfLife(f64),
+    /// A run's averaging changed after its first iteration (an average must see every step).
+    #[error("the run averages {run:?}; it cannot change to {asked:?} after iteration 0")]
+    AveragingChanged {
+        /// The run's own setting.
+        run: crate::averaging::Averaging,
+        /// The setting asked for.
+        asked: crate::averaging::Averaging,
+    },
     /// The optimisation diverged (non-finite parameters).
     #[error("iteration {0}: parameters became non-finite (lower the learning rate?)")]
     Diverged(u64),
@@ -156,6 +168,9 @@ pub struct DpviState {
     /// The privacy ledger over openings (None when sigma = 0: no noise, no privacy to account).
     #[serde(with = "ledger_as_json")]
     pub ledger: Option<PrivacyLedger>,
+    /// The running average of the iterates, the released model (None: the last iterate is
+    /// released; [`crate::averaging`]).
+    pub average: Option<IterateAverage>,
 }
 
 /// The ledger travels as a JSON string inside binary checkpoints: its sampling enum is

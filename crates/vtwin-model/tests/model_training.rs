@@ -3,6 +3,7 @@
 use vtwin_data::demo::{demo_schema, demo_table, demo_truth};
 use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
+use vtwin_model::averaging::Averaging;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::{Dpvi, DpviConfig};
@@ -31,7 +32,17 @@ fn config(sample_rate: f64, sigma: f64) -> DpviConfig {
 }
 
 fn run(name: &str, layout: &Layout, data: &[PartyData], cfg: &DpviConfig) -> Dpvi {
-    Dpvi::new(
+    run_averaged(name, layout, data, cfg, Averaging::None)
+}
+
+fn run_averaged(
+    name: &str,
+    layout: &Layout,
+    data: &[PartyData],
+    cfg: &DpviConfig,
+    averaging: Averaging,
+) -> Dpvi {
+    let mut d = Dpvi::new(
         cfg.clone(),
         layout.clone(),
         data.to_vec(),
@@ -39,7 +50,13 @@ fn run(name: &str, layout: &Layout, data: &[PartyData], cfg: &DpviConfig) -> Dpv
         NoiseRngs::seeded(5, layout.n_parties()),
         BatchKey::insecure(5),
     )
-    .unwrap()
+    .unwrap();
+    d.trainer_mut().set_averaging(averaging).unwrap();
+    d
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
 }
 
 #[test]
@@ -49,16 +66,22 @@ fn resumed_run_continues_bit_identically() {
     let data = PartyData::from_table(&table, &layout).unwrap();
     let cfg = config(0.05, 1.3);
     let dir = tempfile::tempdir().unwrap();
-    for name in ["float", "fixed"] {
-        let mut whole = run(name, &layout, &data, &cfg);
+    let ema = Averaging::Ema { half_life: 7.0 };
+    for (name, averaging) in [
+        ("float", Averaging::None),
+        ("fixed", Averaging::None),
+        ("float", ema),
+        ("fixed", ema),
+    ] {
+        let mut whole = run_averaged(name, &layout, &data, &cfg, averaging);
         for _ in 0..40 {
             whole.step().unwrap();
         }
-        let mut first = run(name, &layout, &data, &cfg);
+        let mut first = run_averaged(name, &layout, &data, &cfg, averaging);
         for _ in 0..20 {
             first.step().unwrap();
         }
-        let path = dir.path().join(format!("{name}.ck"));
+        let path = dir.path().join(format!("{name}-{averaging:?}.ck"));
         let settings = RunSettings {
             backend: name.into(),
             renormalise: "closed-form".into(),
@@ -104,11 +127,17 @@ fn resumed_run_continues_bit_identically() {
             ck.state,
         )
         .unwrap();
+        // The average travels in the state: the resumed run keeps it without being told.
+        assert_eq!(second.trainer().averaging(), averaging);
         for _ in 0..20 {
             second.step().unwrap();
         }
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(whole.mu()), bits(second.mu()), "{name}: mu");
+        assert_eq!(
+            bits(whole.model_mu()),
+            bits(second.model_mu()),
+            "{name} {averaging:?}: released mu"
+        );
         assert_eq!(
             bits(whole.log_sigma()),
             bits(second.log_sigma()),
@@ -117,7 +146,7 @@ fn resumed_run_continues_bit_identically() {
         assert_eq!(
             whole.state(),
             second.state(),
-            "{name}: whole state incl. Adam, RNG, ledger"
+            "{name}: whole state incl. Adam, RNG, ledger, average"
         );
         assert_eq!(second.ledger().unwrap().steps(), 40);
         // And the run did move: resuming from the initial state would not match.
@@ -422,4 +451,61 @@ fn chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     text
+}
+
+/// Averaging is post-processing: with the same seeds an averaged run takes exactly the same
+/// iterates and charges exactly the same ledger as a plain one; only the released model
+/// differs, and it is the EMA of the iterates.
+#[test]
+fn averaging_changes_the_released_model_only() {
+    let table = demo_table(600, 3);
+    let layout = Layout::from_schema(&demo_schema(), 6).unwrap();
+    let data = PartyData::from_table(&table, &layout).unwrap();
+    let cfg = config(0.05, 1.3);
+    let h = 5.0;
+    let mut plain = run_averaged("fixed", &layout, &data, &cfg, Averaging::None);
+    let mut avg = run_averaged(
+        "fixed",
+        &layout,
+        &data,
+        &cfg,
+        Averaging::Ema { half_life: h },
+    );
+    // The EMA recomputed from the iterates, by its definition (normalised weights beta^(t-s)).
+    let beta = 0.5f64.powf(1.0 / h);
+    let (mut num, mut den) = (vec![0.0; layout.dim()], 0.0);
+    for _ in 0..30 {
+        plain.step().unwrap();
+        avg.step().unwrap();
+        den = beta * den + 1.0;
+        for (n, x) in num.iter_mut().zip(avg.mu()) {
+            *n = beta * *n + x;
+        }
+    }
+    assert_eq!(bits(plain.mu()), bits(avg.mu()));
+    assert_eq!(bits(plain.log_sigma()), bits(avg.log_sigma()));
+    let (lp, la) = (plain.ledger().unwrap(), avg.ledger().unwrap());
+    assert_eq!(lp, la, "the ledgers are equal");
+    assert_eq!(lp.epsilon(1e-5).unwrap(), la.epsilon(1e-5).unwrap());
+    let mut sp = plain.state();
+    sp.average = avg.state().average;
+    assert_eq!(sp, avg.state(), "nothing but the average differs");
+    assert_eq!(bits(plain.model_mu()), bits(plain.mu()));
+    assert_ne!(bits(avg.model_mu()), bits(avg.mu()));
+    for (a, n) in avg.model_mu().iter().zip(&num) {
+        assert!((a - n / den).abs() < 1e-9, "{a} vs {}", n / den);
+    }
+    // The setting is fixed once the run has started (an average must see every step).
+    let e = avg
+        .trainer_mut()
+        .set_averaging(Averaging::Ema { half_life: 6.0 })
+        .unwrap_err();
+    assert!(e.to_string().contains("after iteration 0"), "{e}");
+    avg.trainer_mut()
+        .set_averaging(Averaging::Ema { half_life: h })
+        .unwrap();
+    assert!(plain
+        .trainer_mut()
+        .set_averaging(Averaging::Ema { half_life: 0.0 })
+        .is_err());
 }

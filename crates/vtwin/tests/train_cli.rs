@@ -125,7 +125,20 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         "--noise-seed",
         "8",
     ];
-    let base = [&settings[..], &["--seed", "2", "--checkpoint-every", "7"]].concat();
+    // The default half-life follows --iters; the interruption is simulated by a shorter
+    // --iters, so the half-life is given (a resumed run keeps its own in any case).
+    let base = [
+        &settings[..],
+        &[
+            "--seed",
+            "2",
+            "--checkpoint-every",
+            "7",
+            "--average-half-life",
+            "6",
+        ],
+    ]
+    .concat();
     let whole = tmp.path().join("whole");
     let parts = tmp.path().join("parts");
     let with = |dir: &PathBuf, extra: &[&str]| {
@@ -161,6 +174,92 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    // So is changing the averaging of a started run.
+    for change in [&["--average", "none"][..], &["--average-half-life", "9"]] {
+        let out = vtwin(
+            &[
+                &base[..],
+                &[
+                    "--iters",
+                    "70",
+                    "--resume",
+                    "--out",
+                    parts.to_str().unwrap(),
+                ],
+                change,
+            ]
+            .concat(),
+        );
+        assert!(!out.status.success(), "{change:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--average"),
+            "{change:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// model.json holds the EMA of the iterates (the default), which the checkpoint carries;
+/// averaging changes neither the iterates nor the privacy accounting (post-processing).
+#[test]
+fn model_json_holds_the_iterate_average_and_privacy_is_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let train = |average: &str| {
+        let out = tmp.path().join(average);
+        ok(&[
+            "train",
+            "--demo",
+            "--demo-rows",
+            "500",
+            "--backend",
+            "fixed",
+            "--epsilon",
+            "2",
+            "--delta",
+            "1e-5",
+            "--components",
+            "4",
+            "--batch",
+            "50",
+            "--iters",
+            "60",
+            "--eval-every",
+            "20",
+            "--noise-seed",
+            "3",
+            "--average",
+            average,
+        ]
+        .iter()
+        .copied()
+        .chain(["--out", out.to_str().unwrap()])
+        .collect::<Vec<_>>());
+        out
+    };
+    let (ema, none) = (train("ema"), train("none"));
+    let ck = |dir: &Path| {
+        vtwin_model::checkpoint::Checkpoint::load(&dir.join("checkpoint.bin")).unwrap()
+    };
+    let (ck_ema, ck_none) = (ck(&ema), ck(&none));
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let average = ck_ema.state.average.as_ref().expect("the default averages");
+    // Default half-life: iters / 10.
+    assert_eq!(average.half_life, 6.0);
+    assert_eq!(mu(&ema), bits(&average.mu));
+    assert_ne!(mu(&ema), bits(&ck_ema.state.mu));
+    assert!(ck_none.state.average.is_none());
+    assert_eq!(mu(&none), bits(&ck_none.state.mu));
+    // Same iterates, same ledger, same privacy.json; different released model and test NLL.
+    assert_eq!(bits(&ck_ema.state.mu), bits(&ck_none.state.mu));
+    assert_eq!(ck_ema.state.ledger, ck_none.state.ledger);
+    let read = |d: &Path| std::fs::read_to_string(d.join("privacy.json")).unwrap();
+    assert_eq!(read(&ema), read(&none));
+    let (he, hn) = (history(&ema), history(&none));
+    assert_eq!(
+        he[0], hn[0],
+        "iteration 0: the average is the initial iterate"
+    );
+    assert_ne!(he.last(), hn.last());
 }
 
 /// Batches come from a secret key, not from the public seed: two runs with the same seed and

@@ -6,6 +6,8 @@
 //! `checkpoint_every` iterations and at the end; private: it holds the secret batch key),
 //! DIR/openings.log (every opening, appended and synced before its shares are combined) and
 //! DIR/synthetic.csv (N records sampled from the posterior-mean model with the public seed).
+//! The released model is the EMA of the iterates unless `[training] average = "none"`
+//! (`vtwin_model::averaging`, as `vtwin train --average`).
 //!
 //! On any failure (a peer unreachable at start after the retries, a refused upload, a
 //! failed or lost peer, the iteration deadline) it aborts the iteration (every reachable
@@ -42,8 +44,8 @@ use vtwin_net::Role;
 
 use super::node::{init_logging, randomness, runtime};
 use super::train::{
-    check_resume, epsilon_line, epsilon_now, median, noise_multiplier, opening_log, privacy_json,
-    write_outputs,
+    averaging, check_resume, epsilon_line, epsilon_now, median, noise_multiplier, opening_log,
+    privacy_json, write_outputs, AverageKind,
 };
 
 /// Drive the consortium's training job and write the model.
@@ -165,6 +167,15 @@ impl Driver {
             }];
             Trainer::new(config, self.layout.clone(), n, self.randomness.batch_key())?
         };
+        let kind = match t.average.as_str() {
+            "ema" => AverageKind::Ema,
+            "none" => AverageKind::None,
+            other => bail!("training.average = \"{other}\": ema or none"),
+        };
+        let saved = self.resume.then(|| trainer.averaging());
+        trainer
+            .set_averaging(averaging(kind, t.average_half_life, t.iters, saved))
+            .context("coordinator config [training] average")?;
         self.log = Some(opening_log(&self.out, self.resume, &mut trainer)?);
         if !self.resume {
             // A checkpoint from the start: any crash can be resumed with its openings charged.
@@ -263,8 +274,8 @@ impl Driver {
         let model = ModelFile::new(
             self.schema.clone(),
             trainer.layout().clone(),
-            trainer.mu().to_vec(),
-            trainer.log_sigma().to_vec(),
+            trainer.model_mu().to_vec(),
+            trainer.model_log_sigma().to_vec(),
         );
         let mut rng = ChaCha20Rng::seed_from_u64(self.training.seed);
         sample_table(&model.mean_params(), &self.schema, trainer.rows(), &mut rng)

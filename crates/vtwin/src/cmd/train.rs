@@ -1,7 +1,9 @@
 //! `vtwin train`: DPVI of the mixture model in one process (INTERFACE.md), with the `float`,
 //! `fixed` or `mpc` gradient backend. Writes model.json, privacy.json, train.csv,
 //! timing.json (with the MPC's rounds, bytes and products per iteration for `mpc`) and a
-//! checkpoint that `--resume` continues from, all atomically.
+//! checkpoint that `--resume` continues from, all atomically. model.json and train.csv's
+//! test NLL are the released model: by default an EMA of the iterates (`--average`,
+//! `vtwin_model::averaging`; post-processing, no privacy cost).
 //!
 //! Batches come from a secret batch key (OS CSPRNG), kept only in the checkpoint; every
 //! opening is appended to DIR/openings.log and synced before it is used, and `--resume`
@@ -24,6 +26,7 @@ use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, Privacy
 use vtwin_host::atomic::{self, Mode};
 use vtwin_iteration::randomness::{BatchKey, SecretRandomness};
 use vtwin_model::adam::AdamConfig;
+use vtwin_model::averaging::Averaging;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
 use vtwin_model::dpvi::{Dpvi, DpviConfig, StepReport};
@@ -48,6 +51,25 @@ pub(crate) enum BackendKind {
     Fixed,
     /// Three in-memory MPC nodes (vtwin-mpc), the MPC twin of fixed.
     Mpc,
+}
+
+/// The default number of iterations for Adam's learning rate `lr`: T = 100 / lr (10000 at
+/// the default 0.01). Why: Adam moves a parameter by at most about lr per step, so T lr =
+/// 100 lets every parameter travel far beyond its O(1-10) range even when noisy steps mostly
+/// cancel. A rule from public settings only; at fixed epsilon sigma is recalibrated for T.
+/// Measured on Adult (docs/utility-levers.md): 10x fewer steps lose much, 2x more gain
+/// nothing.
+pub(crate) fn default_iters(lr: f64) -> u64 {
+    (100.0 / lr).round().max(1.0) as u64
+}
+
+/// Which model a run releases (`--average`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum AverageKind {
+    /// An exponential moving average of the iterates (post-processing: no privacy cost).
+    Ema,
+    /// The last iterate.
+    None,
 }
 
 /// Train a model with DP variational inference.
@@ -79,9 +101,10 @@ pub(crate) struct Args {
     /// Poisson sampling rate q.
     #[arg(long)]
     sample_rate: Option<f64>,
-    /// Total iterations (a resumed run continues up to this number).
-    #[arg(long, default_value_t = 1000)]
-    iters: u64,
+    /// Total iterations (a resumed run continues up to this number) [default: 100 / lr,
+    /// 10000 at the default lr; docs/utility-levers.md].
+    #[arg(long)]
+    iters: Option<u64>,
     /// Clip bound C.
     #[arg(long, default_value_t = 1.0)]
     clip: f64,
@@ -119,6 +142,13 @@ pub(crate) struct Args {
     /// Write the checkpoint every N iterations (and at the end).
     #[arg(long, default_value_t = 100)]
     checkpoint_every: u64,
+    /// The released model (model.json, test NLL): an EMA of the iterates, or the last
+    /// iterate. Post-processing of the noisy releases: no privacy cost.
+    #[arg(long, value_enum, default_value = "ema")]
+    average: AverageKind,
+    /// Half-life of the EMA in iterations (default: iters / 10; a resumed run keeps its own).
+    #[arg(long)]
+    average_half_life: Option<f64>,
 }
 
 /// (schema, training table, optional test table).
@@ -137,6 +167,24 @@ fn load_data(a: &Args) -> anyhow::Result<(Schema, Table, Option<Table>)> {
         (None, true) => None,
     };
     Ok((schema, train, test))
+}
+
+/// The averaging of a run of `iters` iterations from `--average` and `--average-half-life`
+/// (or the coordinator's `average`, `average_half_life`). A fresh run (`saved` None) gets the
+/// default half-life iters / 10; a resumed run keeps its saved setting unless a half-life is
+/// given (the trainer then refuses any change: an average must see every step).
+pub(crate) fn averaging(
+    kind: AverageKind,
+    half_life: Option<f64>,
+    iters: u64,
+    saved: Option<Averaging>,
+) -> Averaging {
+    match (kind, half_life, saved) {
+        (AverageKind::None, _, _) => Averaging::None,
+        (AverageKind::Ema, Some(h), _) => Averaging::Ema { half_life: h },
+        (AverageKind::Ema, None, Some(s @ Averaging::Ema { .. })) => s,
+        (AverageKind::Ema, None, _) => Averaging::default_for(iters),
+    }
 }
 
 /// The median (NaN for none); sorts `v`.
@@ -167,8 +215,8 @@ pub(crate) fn write_outputs(
     let model = ModelFile::new(
         schema.clone(),
         trainer.layout().clone(),
-        trainer.mu().to_vec(),
-        trainer.log_sigma().to_vec(),
+        trainer.model_mu().to_vec(),
+        trainer.model_log_sigma().to_vec(),
     );
     model.save(&out.join("model.json"))?;
     let mut csv = String::from("iteration,epsilon,test_nll\n");
@@ -458,7 +506,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     if !(a.lr.is_finite() && a.lr > 0.0) {
         bail!("--lr {}: must be positive", a.lr);
     }
-    let (sigma, delta) = noise_multiplier(a.epsilon, a.delta, a.sigma, q, a.iters)?;
+    let iters = a.iters.unwrap_or_else(|| default_iters(a.lr));
+    if iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    let (sigma, delta) = noise_multiplier(a.epsilon, a.delta, a.sigma, q, iters)?;
     if sigma == 0.0 {
         eprintln!("warning: --sigma 0: no noise, the result is not differentially private");
     }
@@ -520,7 +572,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         layout: layout.clone(),
         config: config.clone(),
         train_rows: n,
-        iters: a.iters,
+        iters,
         delta,
         insecure_seeds,
     };
@@ -563,6 +615,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             Vec::new(),
         )
     };
+    let saved = a.resume.then(|| dpvi.trainer().averaging());
+    dpvi.trainer_mut()
+        .set_averaging(averaging(a.average, a.average_half_life, iters, saved))
+        .context("--average")?;
     let log = opening_log(&a.out, a.resume, dpvi.trainer_mut())?;
     dpvi.set_opening_log(log);
     let void = !settings.insecure_seeds.is_empty();
@@ -577,7 +633,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         history.push(HistoryRow {
             iteration: 0,
             epsilon: 0.0,
-            test_nll: eval(dpvi.mu())?,
+            test_nll: eval(dpvi.model_mu())?,
         });
         // A checkpoint from the start, so that any crash can be resumed (and its openings,
         // already in the log, charged) instead of restarted uncharged.
@@ -591,7 +647,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         )?;
     }
     let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(a.iters);
+        let b = indicatif::ProgressBar::new(iters);
         if let Ok(style) =
             indicatif::ProgressStyle::with_template("{bar:40} iteration {pos}/{len} {msg}")
         {
@@ -602,17 +658,17 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     });
     let mut reports: Vec<StepReport> = Vec::new();
     let mut iter_ms = Vec::new();
-    while dpvi.iteration() < a.iters {
+    while dpvi.iteration() < iters {
         let t0 = std::time::Instant::now();
         let r = dpvi.step()?;
         iter_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         reports.push(r);
         let t = dpvi.iteration();
-        if t % a.eval_every == 0 || t == a.iters {
+        if t % a.eval_every == 0 || t == iters {
             let row = HistoryRow {
                 iteration: t,
                 epsilon: epsilon_now(dpvi.trainer(), delta)?,
-                test_nll: eval(dpvi.mu())?,
+                test_nll: eval(dpvi.model_mu())?,
             };
             if let Some(b) = &bar {
                 b.set_message(format!(
@@ -628,7 +684,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             history.push(row);
         }
         // The last iteration's files are written once, after the loop.
-        if t % a.checkpoint_every == 0 && t < a.iters {
+        if t % a.checkpoint_every == 0 && t < iters {
             write_outputs(
                 &a.out,
                 dpvi.trainer(),
@@ -698,4 +754,35 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             .map_or("-".into(), |v| format!("{v:.4}"))
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_iterations_follow_the_learning_rate() {
+        assert_eq!(default_iters(0.01), 10_000);
+        assert_eq!(default_iters(0.05), 2_000);
+        assert_eq!(default_iters(1e3), 1);
+    }
+
+    #[test]
+    fn averaging_flags_fresh_and_resumed() {
+        let ema = |h| Averaging::Ema { half_life: h };
+        assert_eq!(averaging(AverageKind::Ema, None, 10_000, None), ema(1000.0));
+        assert_eq!(
+            averaging(AverageKind::Ema, Some(50.0), 10_000, None),
+            ema(50.0)
+        );
+        assert_eq!(
+            averaging(AverageKind::None, None, 10_000, None),
+            Averaging::None
+        );
+        // A resumed run keeps its own half-life when none is given, whatever --iters says.
+        assert_eq!(
+            averaging(AverageKind::Ema, None, 20_000, Some(ema(1000.0))),
+            ema(1000.0)
+        );
+    }
 }
