@@ -128,6 +128,10 @@ fn node_killed_mid_iteration_aborts_cleanly_and_resume_matches_an_uninterrupted_
     // Nothing applied or charged: the checkpoint is the one before the kill, byte for byte.
     let after = read(&ck_path);
     assert!(before == after, "the checkpoint changed after the kill");
+    // An aborted run leaves no model.json or privacy.json that could pass for a finished one.
+    for f in ["model.json", "privacy.json"] {
+        assert!(!part.join(f).exists(), "{f} left by an aborted run");
+    }
     let ck = Checkpoint::load(&ck_path).unwrap();
     let t = ck.state.iteration;
     assert!(t < job.iters);

@@ -45,7 +45,7 @@ use vtwin_net::Role;
 use super::node::{init_logging, randomness, runtime};
 use super::train::{
     averaging, check_resume, epsilon_line, epsilon_now, median, noise_multiplier, opening_log,
-    privacy_json, write_outputs, AverageKind,
+    privacy_json, write_outputs, AverageKind, Outputs,
 };
 
 /// Drive the consortium's training job and write the model.
@@ -186,6 +186,7 @@ impl Driver {
                 &self.schema,
                 &self.history,
                 &settings,
+                Outputs::Checkpoint,
             )?;
         }
         self.settings = Some(settings);
@@ -229,6 +230,7 @@ impl Driver {
                     &self.schema,
                     &self.history,
                     settings,
+                    Outputs::Checkpoint,
                 )?;
             }
         }
@@ -254,6 +256,7 @@ impl Driver {
             &self.schema,
             &self.history,
             settings,
+            Outputs::Release,
         )?;
         let privacy = privacy_json(settings, trainer)?;
         atomic::write(

@@ -201,9 +201,20 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// model.json, train.csv and checkpoint.bin of the run so far, each written atomically
-/// (also used by `vtwin coordinator`, whose trainer is driven over the network). `noise` is
-/// what the checkpoint records about the noise generators (`Dpvi::noise_checkpoint`).
+/// Whether [`write_outputs`] writes a checkpoint of a run in progress or its release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outputs {
+    /// train.csv and checkpoint.bin only; a model.json or privacy.json left in `out` by an
+    /// earlier run is removed, so an aborted run never leaves a model that looks finished.
+    Checkpoint,
+    /// model.json as well (the caller then writes privacy.json).
+    Release,
+}
+
+/// train.csv and checkpoint.bin of the run so far, and model.json at its release, each
+/// written atomically (also used by `vtwin coordinator`, whose trainer is driven over the
+/// network). `noise` is what the checkpoint records about the noise generators
+/// (`Dpvi::noise_checkpoint`).
 pub(crate) fn write_outputs(
     out: &Path,
     trainer: &Trainer,
@@ -211,14 +222,28 @@ pub(crate) fn write_outputs(
     schema: &Schema,
     history: &[HistoryRow],
     settings: &RunSettings,
+    what: Outputs,
 ) -> anyhow::Result<()> {
-    let model = ModelFile::new(
-        schema.clone(),
-        trainer.layout().clone(),
-        trainer.model_mu().to_vec(),
-        trainer.model_log_sigma().to_vec(),
-    );
-    model.save(&out.join("model.json"))?;
+    match what {
+        Outputs::Release => ModelFile::new(
+            schema.clone(),
+            trainer.layout().clone(),
+            trainer.model_mu().to_vec(),
+            trainer.model_log_sigma().to_vec(),
+        )
+        .save(&out.join("model.json"))?,
+        Outputs::Checkpoint => {
+            for stale in ["model.json", "privacy.json"] {
+                let f = out.join(stale);
+                match std::fs::remove_file(&f) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(anyhow::Error::new(e).context(f.display().to_string()))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
     let mut csv = String::from("iteration,epsilon,test_nll\n");
     for r in history {
         let nll = r.test_nll.map_or(String::new(), |v| format!("{v}"));
@@ -644,6 +669,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             &schema,
             &history,
             &settings,
+            Outputs::Checkpoint,
         )?;
     }
     let bar = std::io::stderr().is_terminal().then(|| {
@@ -692,6 +718,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
                 &schema,
                 &history,
                 &settings,
+                Outputs::Checkpoint,
             )?;
         }
         if let Some(b) = &bar {
@@ -708,6 +735,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         &schema,
         &history,
         &settings,
+        Outputs::Release,
     )?;
     let privacy = privacy_json(&settings, dpvi.trainer())?;
     atomic::write(
