@@ -407,25 +407,13 @@ impl CoordinatorJob {
         randomness: SecretRandomness,
         now: Instant,
     ) -> (CoordinatorJob, Vec<Outgoing>) {
-        Self::start(parties, iters, delta, timeouts, randomness, false, now)
+        Self::new_with_alignment(parties, iters, delta, timeouts, randomness, false, now)
     }
 
     /// [`CoordinatorJob::new`], with `align`: the job begins with the record alignment
     /// (module docs; `AlignStart` instead of `Hello`, so no party ever sends a digest of its
     /// whole id list), and trains on the parties' intersection.
     pub fn new_with_alignment(
-        parties: usize,
-        iters: u64,
-        delta: f64,
-        timeouts: Timeouts,
-        randomness: SecretRandomness,
-        align: bool,
-        now: Instant,
-    ) -> (CoordinatorJob, Vec<Outgoing>) {
-        Self::start(parties, iters, delta, timeouts, randomness, align, now)
-    }
-
-    fn start(
         parties: usize,
         iters: u64,
         delta: f64,
