@@ -466,14 +466,17 @@ fn default_average() -> String {
 }
 
 impl Default for TrainingSettings {
-    /// The job `vtwin keygen` writes: demo schema, K = 20, 1000 iterations, epsilon 1 at
+    /// The job `vtwin keygen` writes: demo schema, K = 20, 100 / lr = 10000 iterations
+    /// (`vtwin_model::adam::default_iterations`, as `vtwin train`), epsilon 1 at
     /// delta 1e-5, batch 100, clip 1, Adam lr 0.01, public seed 0, closed-form
     /// renormalisation, a checkpoint every 100 iterations, the EMA of the iterates released.
     fn default() -> TrainingSettings {
         TrainingSettings {
             schema: None,
             components: 20,
-            iters: 1000,
+            // vtwin_model::adam::default_iterations(0.01); vtwin-model is not a dependency of a
+            // node-only build, so the value is written out (a test keeps the two equal).
+            iters: 10_000,
             epsilon: Some(1.0),
             delta: 1e-5,
             sigma: None,

@@ -648,3 +648,10 @@ fn mismatched_keys_name_both_files() {
         .to_string();
     assert!(e.contains("coordinator.key") && e.contains("ca.pem"), "{e}");
 }
+
+/// The default job keygen writes trains as long as `vtwin train` does by default.
+#[test]
+fn the_default_job_follows_the_iteration_rule() {
+    let d = TrainingSettings::default();
+    assert_eq!(d.iters, vtwin_model::adam::default_iterations(d.lr));
+}

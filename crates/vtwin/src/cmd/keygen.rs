@@ -13,10 +13,10 @@
 //! `vtwin keygen --out DIR --parties A,B` writes everything, private keys included, at once.
 //!
 //! The coordinator's job defaults to the built-in demo (schema and data, as
-//! `vtwin train --demo`): K = 20, 1000 iterations, epsilon 1 at delta 1e-5, expected batch
+//! `vtwin train --demo`): K = 20, 10000 iterations (100 / lr), epsilon 1 at delta 1e-5, expected batch
 //! 100, clip 1, learning rate 0.01, closed-form renormalisation, a checkpoint every 100
 //! iterations. Each party's `[policy]` agrees to exactly that job on the demo data (sigma
-//! floor = the calibrated sigma, clip 1, K = 20, q = 100 / N, 1000 openings, epsilon 1 at
+//! floor = the calibrated sigma, clip 1, K = 20, q = 100 / N, 10000 openings, epsilon 1 at
 //! delta 1e-5); each node's `[policy]` takes the sigma floor and the clip cap. For real
 //! data, edit `training.schema` in coordinator.toml and `schema`, `data` and `[policy]` in
 //! each party's file (and the nodes' `[policy]`).

@@ -53,14 +53,10 @@ pub(crate) enum BackendKind {
     Mpc,
 }
 
-/// The default number of iterations for Adam's learning rate `lr`: T = 100 / lr (10000 at
-/// the default 0.01). Why: Adam moves a parameter by at most about lr per step, so T lr =
-/// 100 lets every parameter travel far beyond its O(1-10) range even when noisy steps mostly
-/// cancel. A rule from public settings only; at fixed epsilon sigma is recalibrated for T.
-/// Measured on Adult (docs/utility-levers.md): 10x fewer steps lose much, 2x more gain
-/// nothing.
+/// The default number of iterations for the learning rate (vtwin-model's rule, shared with
+/// the consortium's default job).
 pub(crate) fn default_iters(lr: f64) -> u64 {
-    (100.0 / lr).round().max(1.0) as u64
+    vtwin_model::adam::default_iterations(lr)
 }
 
 /// Which model a run releases (`--average`).
