@@ -172,21 +172,136 @@ pub struct Schema {
 }
 
 /// What is wrong with a schema, naming the column when there is one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SchemaIssue {
     /// The column at fault, if any.
     pub column: Option<String>,
     /// What is wrong.
-    pub reason: String,
+    pub problem: SchemaProblem,
 }
 
 impl fmt::Display for SchemaIssue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.column {
-            Some(c) => write!(f, "column \"{c}\": {}", self.reason),
-            None => f.write_str(&self.reason),
+            Some(c) => write!(f, "column \"{c}\": {}", self.problem),
+            None => write!(f, "{}", self.problem),
         }
     }
+}
+
+/// One rule of the module documentation that a schema breaks.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaProblem {
+    /// A missing marker contains the delimiter.
+    #[error("[csv] a missing marker contains the delimiter")]
+    MarkerHasDelimiter,
+    /// The delimiter is not one ASCII character other than '"'.
+    #[error("[csv] delimiter {0:?} must be one ASCII character other than '\"'")]
+    Delimiter(char),
+    /// No modelled column.
+    #[error("no columns")]
+    NoColumns,
+    /// `id = ""`.
+    #[error("the id column name is empty")]
+    EmptyIdName,
+    /// A column named "".
+    #[error("a column has an empty name")]
+    EmptyColumnName,
+    /// A column with the id column's name.
+    #[error("has the name of the id column")]
+    NamedLikeId,
+    /// A column declared twice.
+    #[error("is declared twice")]
+    DuplicateColumn,
+    /// `party = ""`.
+    #[error("empty party name")]
+    EmptyParty,
+    /// A column's party is not declared.
+    #[error("party \"{0}\" is not among the declared parties")]
+    UndeclaredParty(String),
+    /// `strip_suffix = ""`.
+    #[error("strip_suffix is empty")]
+    EmptyStripSuffix,
+    /// Continuous bounds not finite.
+    #[error("bounds [{min}, {max}] are not finite")]
+    NonFiniteBounds {
+        /// min.
+        min: f64,
+        /// max.
+        max: f64,
+    },
+    /// min >= max.
+    #[error("min {min} is not below max {max}")]
+    EmptyRange {
+        /// min.
+        min: f64,
+        /// max.
+        max: f64,
+    },
+    /// An integer column with fractional bounds.
+    #[error("integer column with non-integer bounds [{min}, {max}]")]
+    NonIntegerBounds {
+        /// min.
+        min: f64,
+        /// max.
+        max: f64,
+    },
+    /// An integer range too wide for exact f64 arithmetic.
+    #[error("integer range wider than 2^52")]
+    IntegerRangeTooWide,
+    /// `categories = []`.
+    #[error("empty category list")]
+    NoCategories,
+    /// A category listed twice.
+    #[error("category \"{0}\" is listed twice")]
+    DuplicateCategory(String),
+    /// A category with spaces that trimming removes.
+    #[error("category \"{0}\" has surrounding spaces, which [csv] trim removes from every field")]
+    CategorySpaces(String),
+    /// A category that is also a missing marker.
+    #[error("category \"{0}\" is also a missing marker")]
+    CategoryIsMissingMarker(String),
+    /// More categories than a u32 index holds.
+    #[error("more than 2^32-1 categories")]
+    TooManyCategories,
+    /// Fewer than 2 bin edges.
+    #[error("fewer than 2 bin edges")]
+    TooFewEdges,
+    /// A bin edge not finite.
+    #[error("a bin edge is not finite")]
+    NonFiniteEdge,
+    /// Bin edges not strictly increasing.
+    #[error("bin edges are not strictly increasing ({0} then {1})")]
+    EdgesNotIncreasing(f64, f64),
+    /// An integer column's bin without an integer.
+    #[error("integer column: bin [{0}, {1}) holds no integer")]
+    EmptyIntegerBin(f64, f64),
+    /// A party declared twice.
+    #[error("party \"{0}\" is declared twice")]
+    DuplicateParty(String),
+    /// A declared party without columns.
+    #[error("party \"{0}\" has no columns")]
+    PartyWithoutColumns(String),
+    /// Fewer than 2 parties.
+    #[error("fewer than 2 parties (found {0}): vertically partitioned data needs at least 2")]
+    TooFewParties(usize),
+    /// A field of another column kind.
+    #[error("field `{field}` is not allowed for kind {kind}")]
+    ForeignField {
+        /// The field.
+        field: &'static str,
+        /// The column's kind.
+        kind: &'static str,
+    },
+    /// A field the kind needs is missing.
+    #[error("{kind} column needs {needs}")]
+    MissingField {
+        /// The column's kind.
+        kind: &'static str,
+        /// What it needs.
+        needs: &'static str,
+    },
 }
 
 impl std::error::Error for SchemaIssue {}
@@ -280,9 +395,9 @@ impl Schema {
 
     /// Checks every rule listed in the module documentation.
     pub fn validate(&self) -> Result<(), SchemaIssue> {
-        let issue = |column: Option<&str>, reason: String| SchemaIssue {
+        let issue = |column: Option<&str>, problem: SchemaProblem| SchemaIssue {
             column: column.map(str::to_owned),
-            reason,
+            problem,
         };
         if self
             .csv
@@ -290,128 +405,116 @@ impl Schema {
             .iter()
             .any(|m| m.contains(self.csv.delimiter))
         {
-            return Err(issue(
-                None,
-                "[csv] a missing marker contains the delimiter".into(),
-            ));
+            return Err(issue(None, SchemaProblem::MarkerHasDelimiter));
         }
         if !self.csv.delimiter.is_ascii() || self.csv.delimiter == '"' {
-            return Err(issue(
-                None,
-                format!(
-                    "[csv] delimiter {:?} must be one ASCII character other than '\"'",
-                    self.csv.delimiter
-                ),
-            ));
+            return Err(issue(None, SchemaProblem::Delimiter(self.csv.delimiter)));
         }
         if self.columns.is_empty() {
-            return Err(issue(None, "no columns".into()));
+            return Err(issue(None, SchemaProblem::NoColumns));
         }
         let mut names = HashSet::new();
         if let Some(id) = &self.id {
             if id.is_empty() {
-                return Err(issue(None, "the id column name is empty".into()));
+                return Err(issue(None, SchemaProblem::EmptyIdName));
             }
             names.insert(id.as_str());
         }
         for c in &self.columns {
             let col = Some(c.name.as_str());
             if c.name.is_empty() {
-                return Err(issue(None, "a column has an empty name".into()));
+                return Err(issue(None, SchemaProblem::EmptyColumnName));
             }
             if !names.insert(c.name.as_str()) {
                 let why = if self.id.as_deref() == Some(c.name.as_str()) {
-                    "has the name of the id column"
+                    SchemaProblem::NamedLikeId
                 } else {
-                    "is declared twice"
+                    SchemaProblem::DuplicateColumn
                 };
-                return Err(issue(col, why.into()));
+                return Err(issue(col, why));
             }
             if c.party.is_empty() {
-                return Err(issue(col, "empty party name".into()));
+                return Err(issue(col, SchemaProblem::EmptyParty));
             }
             if !self.parties.contains(&c.party) {
-                return Err(issue(
-                    col,
-                    format!("party \"{}\" is not among the declared parties", c.party),
-                ));
+                return Err(issue(col, SchemaProblem::UndeclaredParty(c.party.clone())));
             }
             if c.strip_suffix.as_deref() == Some("") {
-                return Err(issue(col, "strip_suffix is empty".into()));
+                return Err(issue(col, SchemaProblem::EmptyStripSuffix));
             }
             match &c.kind {
                 ColumnKind::Continuous { min, max, integer } => {
                     if !min.is_finite() || !max.is_finite() {
-                        return Err(issue(col, format!("bounds [{min}, {max}] are not finite")));
+                        return Err(issue(
+                            col,
+                            SchemaProblem::NonFiniteBounds {
+                                min: *min,
+                                max: *max,
+                            },
+                        ));
                     }
                     if min >= max {
-                        return Err(issue(col, format!("min {min} is not below max {max}")));
+                        return Err(issue(
+                            col,
+                            SchemaProblem::EmptyRange {
+                                min: *min,
+                                max: *max,
+                            },
+                        ));
                     }
                     if *integer && (min.fract() != 0.0 || max.fract() != 0.0) {
                         return Err(issue(
                             col,
-                            format!("integer column with non-integer bounds [{min}, {max}]"),
+                            SchemaProblem::NonIntegerBounds {
+                                min: *min,
+                                max: *max,
+                            },
                         ));
                     }
                     // Integer columns are encoded by exact integer arithmetic in f64.
                     if *integer && (max - min) >= 2f64.powi(52) {
-                        return Err(issue(col, "integer range wider than 2^52".into()));
+                        return Err(issue(col, SchemaProblem::IntegerRangeTooWide));
                     }
                 }
                 ColumnKind::Categorical { categories } => {
                     if categories.is_empty() {
-                        return Err(issue(col, "empty category list".into()));
+                        return Err(issue(col, SchemaProblem::NoCategories));
                     }
                     let mut seen = HashSet::new();
                     for cat in categories {
                         if !seen.insert(cat.as_str()) {
-                            return Err(issue(col, format!("category \"{cat}\" is listed twice")));
+                            return Err(issue(col, SchemaProblem::DuplicateCategory(cat.clone())));
                         }
                         if self.csv.trim && cat.trim() != cat {
-                            return Err(issue(
-                                col,
-                                format!(
-                                    "category \"{cat}\" has surrounding spaces, which [csv] trim removes from every field"
-                                ),
-                            ));
+                            return Err(issue(col, SchemaProblem::CategorySpaces(cat.clone())));
                         }
                         if self.csv.missing.contains(cat) {
                             return Err(issue(
                                 col,
-                                format!("category \"{cat}\" is also a missing marker"),
+                                SchemaProblem::CategoryIsMissingMarker(cat.clone()),
                             ));
                         }
                     }
                     if categories.len() > u32::MAX as usize {
-                        return Err(issue(col, "more than 2^32-1 categories".into()));
+                        return Err(issue(col, SchemaProblem::TooManyCategories));
                     }
                 }
                 ColumnKind::Binned { edges, integer } => {
                     if edges.len() < 2 {
-                        return Err(issue(col, "fewer than 2 bin edges".into()));
+                        return Err(issue(col, SchemaProblem::TooFewEdges));
                     }
                     if edges.iter().any(|e| !e.is_finite()) {
-                        return Err(issue(col, "a bin edge is not finite".into()));
+                        return Err(issue(col, SchemaProblem::NonFiniteEdge));
                     }
                     if let Some(w) = edges.windows(2).find(|w| w[0] >= w[1]) {
-                        return Err(issue(
-                            col,
-                            format!(
-                                "bin edges are not strictly increasing ({} then {})",
-                                w[0], w[1]
-                            ),
-                        ));
+                        return Err(issue(col, SchemaProblem::EdgesNotIncreasing(w[0], w[1])));
                     }
                     if *integer {
                         for i in 0..edges.len() - 1 {
                             if integer_bin_range(edges, i).is_none() {
                                 return Err(issue(
                                     col,
-                                    format!(
-                                        "integer column: bin [{}, {}) holds no integer",
-                                        edges[i],
-                                        edges[i + 1]
-                                    ),
+                                    SchemaProblem::EmptyIntegerBin(edges[i], edges[i + 1]),
                                 ));
                             }
                         }
@@ -422,21 +525,15 @@ impl Schema {
         let mut seen = HashSet::new();
         for p in &self.parties {
             if !seen.insert(p.as_str()) {
-                return Err(issue(None, format!("party \"{p}\" is declared twice")));
+                return Err(issue(None, SchemaProblem::DuplicateParty(p.clone())));
             }
             if !self.columns.iter().any(|c| &c.party == p) {
-                return Err(issue(None, format!("party \"{p}\" has no columns")));
+                return Err(issue(None, SchemaProblem::PartyWithoutColumns(p.clone())));
             }
         }
         let parties = &self.parties;
         if parties.len() < 2 {
-            return Err(issue(
-                None,
-                format!(
-                    "fewer than 2 parties (found {}): vertically partitioned data needs at least 2",
-                    parties.len()
-                ),
-            ));
+            return Err(issue(None, SchemaProblem::TooFewParties(parties.len())));
         }
         Ok(())
     }
@@ -520,26 +617,37 @@ impl TryFrom<RawSchema> for Schema {
         let mut columns = Vec::with_capacity(raw.columns.len());
         for c in raw.columns {
             let col = Some(c.name.clone());
-            let bad = |reason: String| SchemaIssue {
+            let bad = |problem: SchemaProblem| SchemaIssue {
                 column: col.clone(),
-                reason,
+                problem,
             };
-            let kind_name = format!("{:?}", c.kind).to_lowercase();
-            let forbid = |field: &str, present: bool| {
+            let kind_name = match c.kind {
+                RawKind::Continuous => "continuous",
+                RawKind::Categorical => "categorical",
+                RawKind::Binned => "binned",
+            };
+            let forbid = |field: &'static str, present: bool| {
                 if present {
-                    Err(bad(format!(
-                        "field `{field}` is not allowed for kind {kind_name}"
-                    )))
+                    Err(bad(SchemaProblem::ForeignField {
+                        field,
+                        kind: kind_name,
+                    }))
                 } else {
                     Ok(())
                 }
+            };
+            let needs = |needs: &'static str| {
+                bad(SchemaProblem::MissingField {
+                    kind: kind_name,
+                    needs,
+                })
             };
             let kind = match c.kind {
                 RawKind::Continuous => {
                     forbid("categories", c.categories.is_some())?;
                     forbid("edges", c.edges.is_some())?;
                     let (Some(min), Some(max)) = (c.min, c.max) else {
-                        return Err(bad("continuous column needs public `min` and `max`".into()));
+                        return Err(needs("public `min` and `max`"));
                     };
                     ColumnKind::Continuous {
                         min,
@@ -553,7 +661,7 @@ impl TryFrom<RawSchema> for Schema {
                     forbid("edges", c.edges.is_some())?;
                     forbid("integer", c.integer.is_some())?;
                     let Some(categories) = c.categories else {
-                        return Err(bad("categorical column needs `categories`".into()));
+                        return Err(needs("`categories`"));
                     };
                     ColumnKind::Categorical { categories }
                 }
@@ -562,7 +670,7 @@ impl TryFrom<RawSchema> for Schema {
                     forbid("max", c.max.is_some())?;
                     forbid("categories", c.categories.is_some())?;
                     let Some(edges) = c.edges else {
-                        return Err(bad("binned column needs public `edges`".into()));
+                        return Err(needs("public `edges`"));
                     };
                     ColumnKind::Binned {
                         edges,
