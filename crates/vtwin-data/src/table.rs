@@ -257,13 +257,49 @@ pub enum DataError {
 }
 
 /// A table does not satisfy the invariants of its schema.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("table column \"{column}\": {reason}")]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("table column \"{column}\": {problem}")]
 pub struct TableInvariantError {
-    /// The column at fault (or "(ids)").
+    /// The column at fault (or "(all)").
     pub column: String,
     /// What is wrong.
-    pub reason: String,
+    pub problem: TableProblem,
+}
+
+/// Which invariant of [`Table::check`] fails.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TableProblem {
+    /// Another number of columns than the schema's.
+    #[error("{got} columns for a schema of {want}")]
+    ColumnCount {
+        /// Columns in the table.
+        got: usize,
+        /// Columns in the schema.
+        want: usize,
+    },
+    /// A column of another length than the ids.
+    #[error("{values} values for {ids} ids")]
+    Length {
+        /// Values in the column.
+        values: usize,
+        /// Ids of the table.
+        ids: usize,
+    },
+    /// A unit value outside (0, 1).
+    #[error("unit value {0} not in (0,1)")]
+    Unit(f64),
+    /// A category index out of range.
+    #[error("index {index} not below cardinality {cardinality}")]
+    Index {
+        /// The index.
+        index: u32,
+        /// The column's number of categories or bins.
+        cardinality: usize,
+    },
+    /// A unit column for a categorical kind or the reverse.
+    #[error("wrong column variant for its kind")]
+    Variant,
 }
 
 impl Table {
@@ -287,42 +323,47 @@ impl Table {
     /// all of length `n_rows`, unit values strictly inside (0,1), indices below cardinality.
     /// Cost O(rows * columns).
     pub fn check(&self) -> Result<(), TableInvariantError> {
-        let bad = |column: &str, reason: String| TableInvariantError {
+        let bad = |column: &str, problem: TableProblem| TableInvariantError {
             column: column.to_owned(),
-            reason,
+            problem,
         };
         if self.columns.len() != self.schema.columns.len() {
             return Err(bad(
                 "(all)",
-                format!(
-                    "{} columns for a schema of {}",
-                    self.columns.len(),
-                    self.schema.columns.len()
-                ),
+                TableProblem::ColumnCount {
+                    got: self.columns.len(),
+                    want: self.schema.columns.len(),
+                },
             ));
         }
         for (spec, col) in self.schema.columns.iter().zip(&self.columns) {
             if col.len() != self.n_rows() {
                 return Err(bad(
                     &spec.name,
-                    format!("{} values for {} ids", col.len(), self.n_rows()),
+                    TableProblem::Length {
+                        values: col.len(),
+                        ids: self.n_rows(),
+                    },
                 ));
             }
             match (spec.kind.cardinality(), col) {
                 (None, Column::Unit(v)) => {
                     if let Some(u) = v.iter().find(|u| !(**u > 0.0 && **u < 1.0)) {
-                        return Err(bad(&spec.name, format!("unit value {u} not in (0,1)")));
+                        return Err(bad(&spec.name, TableProblem::Unit(*u)));
                     }
                 }
                 (Some(card), Column::Index(v)) => {
                     if let Some(i) = v.iter().find(|&&i| i as usize >= card) {
                         return Err(bad(
                             &spec.name,
-                            format!("index {i} not below cardinality {card}"),
+                            TableProblem::Index {
+                                index: *i,
+                                cardinality: card,
+                            },
                         ));
                     }
                 }
-                _ => return Err(bad(&spec.name, "wrong column variant for its kind".into())),
+                _ => return Err(bad(&spec.name, TableProblem::Variant)),
             }
         }
         Ok(())

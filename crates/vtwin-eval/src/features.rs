@@ -60,7 +60,7 @@ impl FeatureColumn {
 }
 
 /// Building a feature map or encoding a table failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FeatureError {
     /// The excluded column is not in the schema.
