@@ -58,13 +58,41 @@ pub enum ModelFileError {
         source: serde_json::Error,
     },
     /// Well-formed but inconsistent.
-    #[error("{}: {reason}", path.display())]
+    #[error("{}: {problem}", path.display())]
     Invalid {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        reason: String,
+        problem: ModelFileProblem,
     },
+}
+
+/// How a well-formed model file is inconsistent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelFileProblem {
+    /// Another format tag.
+    #[error("format \"{0}\", expected \"{FORMAT}\"")]
+    Format(String),
+    /// The schema and components give no layout.
+    #[error("layout")]
+    Layout(#[source] crate::layout::LayoutError),
+    /// The stored layout is not the schema's.
+    #[error("layout does not match the schema and components")]
+    LayoutMismatch,
+    /// Parameter vectors of the wrong length.
+    #[error("mu and log_sigma must have {d} values, found {mu} and {log_sigma}")]
+    Length {
+        /// d.
+        d: usize,
+        /// len(mu).
+        mu: usize,
+        /// len(log_sigma).
+        log_sigma: usize,
+    },
+    /// A parameter that is NaN or infinite.
+    #[error("parameter {0} is not finite")]
+    NonFinite(usize),
 }
 
 /// Natural parameters of an unconstrained theta (length d of `layout`). Cost O(d).
@@ -117,33 +145,28 @@ impl ModelFile {
             path: path.into(),
             source,
         })?;
-        let invalid = |reason: String| ModelFileError::Invalid {
+        let invalid = |problem: ModelFileProblem| ModelFileError::Invalid {
             path: path.into(),
-            reason,
+            problem,
         };
         if m.format != FORMAT {
-            return Err(invalid(format!(
-                "format \"{}\", expected \"{FORMAT}\"",
-                m.format
-            )));
+            return Err(invalid(ModelFileProblem::Format(m.format)));
         }
         let expected = Layout::from_schema(&m.schema, m.components)
-            .map_err(|e| invalid(format!("layout: {e}")))?;
+            .map_err(|e| invalid(ModelFileProblem::Layout(e)))?;
         if expected != m.layout {
-            return Err(invalid(
-                "layout does not match the schema and components".into(),
-            ));
+            return Err(invalid(ModelFileProblem::LayoutMismatch));
         }
         let d = m.layout.dim();
         if m.mu.len() != d || m.log_sigma.len() != d {
-            return Err(invalid(format!(
-                "mu and log_sigma must have {d} values, found {} and {}",
-                m.mu.len(),
-                m.log_sigma.len()
-            )));
+            return Err(invalid(ModelFileProblem::Length {
+                d,
+                mu: m.mu.len(),
+                log_sigma: m.log_sigma.len(),
+            }));
         }
         if let Some(i) = m.mu.iter().chain(&m.log_sigma).position(|v| !v.is_finite()) {
-            return Err(invalid(format!("parameter {i} is not finite")));
+            return Err(invalid(ModelFileProblem::NonFinite(i)));
         }
         Ok(m)
     }

@@ -55,14 +55,51 @@ pub enum OpeningLogError {
         source: std::io::Error,
     },
     /// Not an opening log, or a damaged one.
-    #[error("{}: line {line}: {reason}", path.display())]
+    #[error("{}: line {line}: {problem}", path.display())]
     Corrupt {
         /// The file.
         path: PathBuf,
-        /// 1-based line number.
+        /// 1-based line number (0: the record being appended).
         line: usize,
         /// Why.
-        reason: String,
+        problem: LogProblem,
+    },
+}
+
+/// What is wrong with an opening log's line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogProblem {
+    /// Bytes that are not UTF-8.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// The first line is not the header.
+    #[error("expected the header `{HEADER}`")]
+    Header,
+    /// A line without exactly three fields.
+    #[error("expected `<opening> <iteration> <truncation failure>`, got `{0}`")]
+    Fields(String),
+    /// An opening or iteration number that does not parse.
+    #[error("{what} `{text}`")]
+    Number {
+        /// "opening" or "iteration".
+        what: &'static str,
+        /// The field.
+        text: String,
+        /// The parser's error.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// A truncation failure that is not a finite non-negative number.
+    #[error("truncation failure `{0}`")]
+    TruncationFailure(String),
+    /// Openings not strictly increasing.
+    #[error("opening {opening} after opening {after}")]
+    NotIncreasing {
+        /// The opening.
+        opening: u64,
+        /// The one before it.
+        after: u64,
     },
 }
 
@@ -125,16 +162,16 @@ impl OpeningLog {
                     .iter()
                     .filter(|&&b| b == b'\n')
                     .count(),
-                reason: "not UTF-8".into(),
+                problem: LogProblem::NotUtf8,
             })?;
-        let corrupt = |line: usize, reason: String| OpeningLogError::Corrupt {
+        let corrupt = |line: usize, problem: LogProblem| OpeningLogError::Corrupt {
             path: path.into(),
             line,
-            reason,
+            problem,
         };
         let mut lines = text.lines();
         if lines.next() != Some(HEADER) {
-            return Err(corrupt(1, format!("expected the header `{HEADER}`")));
+            return Err(corrupt(1, LogProblem::Header));
         }
         let mut records = Vec::new();
         let mut last: Option<u64> = None;
@@ -144,20 +181,25 @@ impl OpeningLog {
             let (Some(o), Some(t), Some(f), None) =
                 (parts.next(), parts.next(), parts.next(), parts.next())
             else {
-                return Err(corrupt(
-                    line,
-                    format!("expected `<opening> <iteration> <truncation failure>`, got `{l}`"),
-                ));
+                return Err(corrupt(line, LogProblem::Fields(l.to_owned())));
             };
-            let num = |s: &str, what: &str| {
-                s.parse::<u64>()
-                    .map_err(|e| corrupt(line, format!("{what} `{s}`: {e}")))
+            let num = |s: &str, what: &'static str| {
+                s.parse::<u64>().map_err(|source| {
+                    corrupt(
+                        line,
+                        LogProblem::Number {
+                            what,
+                            text: s.to_owned(),
+                            source,
+                        },
+                    )
+                })
             };
             let truncation_failure = f
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| corrupt(line, format!("truncation failure `{f}`")))?;
+                .ok_or_else(|| corrupt(line, LogProblem::TruncationFailure(f.to_owned())))?;
             let r = OpeningRecord {
                 opening: num(o, "opening")?,
                 iteration: num(t, "iteration")?,
@@ -166,7 +208,10 @@ impl OpeningLog {
             if last.is_some_and(|p| r.opening <= p) {
                 return Err(corrupt(
                     line,
-                    format!("opening {} after opening {}", r.opening, last.unwrap_or(0)),
+                    LogProblem::NotIncreasing {
+                        opening: r.opening,
+                        after: last.unwrap_or(0),
+                    },
                 ));
             }
             last = Some(r.opening);
@@ -196,11 +241,10 @@ impl OpeningLog {
             return Err(OpeningLogError::Corrupt {
                 path: self.path.clone(),
                 line: 0,
-                reason: format!(
-                    "refusing to record opening {} after opening {}",
-                    record.opening,
-                    self.last.unwrap_or(0)
-                ),
+                problem: LogProblem::NotIncreasing {
+                    opening: record.opening,
+                    after: self.last.unwrap_or(0),
+                },
             });
         }
         let io = |source| OpeningLogError::Io {
