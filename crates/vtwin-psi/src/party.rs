@@ -373,24 +373,11 @@ impl Party {
                 stats: self.stats,
             });
         }
-        let mut by_tag: Vec<(Point, u32)> = self
-            .tags
-            .iter()
-            .zip(&self.order)
-            .map(|(t, &o)| (*t, o))
+        let labelled = self.tags.iter().zip(&self.order).map(|(t, &o)| (*t, o));
+        let rows = locate(labelled.collect(), &inter)?
+            .into_iter()
+            .map(|r| r as usize)
             .collect();
-        by_tag.par_sort_unstable();
-        let mut rows = Vec::with_capacity(inter.len());
-        let mut j = 0;
-        for (position, t) in inter.iter().enumerate() {
-            while j < by_tag.len() && by_tag[j].0 < *t {
-                j += 1;
-            }
-            if j == by_tag.len() || by_tag[j].0 != *t {
-                return Err(ProtocolError::NotSubset { position });
-            }
-            rows.push(by_tag[j].1 as usize);
-        }
         Ok(Alignment {
             rows,
             tags: inter,
@@ -556,27 +543,30 @@ impl Party {
     /// 2P+1, to the predecessor) with the positions of its tags in this party's returned
     /// set, in the common order.
     fn own_positions(&mut self, inter: Vec<Point>) -> Result<Message, ProtocolError> {
-        let mut by_tag: Vec<(Point, u32)> = self
-            .tags
-            .iter()
-            .enumerate()
-            .map(|(j, t)| (*t, j as u32))
-            .collect();
-        by_tag.par_sort_unstable();
-        let mut positions = Vec::with_capacity(inter.len());
-        let mut j = 0;
-        for (position, t) in inter.iter().enumerate() {
-            while j < by_tag.len() && by_tag[j].0 < *t {
-                j += 1;
-            }
-            if j == by_tag.len() || by_tag[j].0 != *t {
-                return Err(ProtocolError::NotSubset { position });
-            }
-            positions.push(by_tag[j].1);
-        }
+        let labelled = self.tags.iter().enumerate().map(|(j, t)| (*t, j as u32));
+        let positions = locate(labelled.collect(), &inter)?;
         self.result = Some(inter);
         Ok(self.positions_message(2 * self.parties + 1, positions))
     }
+}
+
+/// The label of each tag of `inter` (sorted, strictly increasing) among `labelled` (tag,
+/// label) pairs; a tag of `inter` that is not among them is [`ProtocolError::NotSubset`].
+/// Cost O(n log n): one sort and one merge.
+fn locate(mut labelled: Vec<(Point, u32)>, inter: &[Point]) -> Result<Vec<u32>, ProtocolError> {
+    labelled.par_sort_unstable();
+    let mut out = Vec::with_capacity(inter.len());
+    let mut j = 0;
+    for (position, t) in inter.iter().enumerate() {
+        while j < labelled.len() && labelled[j].0 < *t {
+            j += 1;
+        }
+        if j == labelled.len() || labelled[j].0 != *t {
+            return Err(ProtocolError::NotSubset { position });
+        }
+        out.push(labelled[j].1);
+    }
+    Ok(out)
 }
 
 /// `map[q]` for each position q, or `None` if one is out of range or repeated.
