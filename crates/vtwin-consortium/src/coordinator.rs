@@ -47,7 +47,8 @@ use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Message, NodeId, Opening, Peer};
 use vtwin_net::{Body, Frame, JobTerms, Refusal, Role, WirePublic};
 
-use crate::error::{Chain, LinkLoss};
+use crate::error::LinkLoss;
+use vtwin_host::error_chain::Chain;
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 

@@ -38,7 +38,7 @@ pub mod upload;
 
 #[cfg(feature = "model")]
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};
-pub use error::{Chain, LinkLoss};
+pub use error::LinkLoss;
 pub use node::{NodeError, NodeOutput, NodeSession};
 pub use outgoing::Outgoing;
 #[cfg(feature = "model")]

@@ -42,9 +42,10 @@ use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
 use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
 
-use crate::error::{Chain, LinkLoss};
+use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::upload::SealedInputs;
+use vtwin_host::error_chain::Chain;
 
 /// Most frames buffered for sessions not started yet.
 pub const EARLY_FRAMES: usize = 256;

@@ -61,10 +61,10 @@ use vtwin_mpc::SessionId;
 use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
 use zeroize::Zeroizing;
 
-use crate::error::Chain;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::party_ledger::{batch_digest, LedgerFileError, PartyLedger, UploadRecord};
 use crate::upload::SealedInputs;
+use vtwin_host::error_chain::Chain;
 
 /// A `Request` batch entry that stands for a padding row: the coordinator sends the real
 /// record indices (ascending), then this value up to the public batch size.

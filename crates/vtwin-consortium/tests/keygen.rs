@@ -280,7 +280,7 @@ where
     assert_ne!(changed, text, "edit of {name} changed nothing");
     std::fs::write(&file, changed).unwrap();
     // With its causes, as the CLI prints it.
-    let err = vtwin_consortium::Chain(&load(&file).unwrap_err()).to_string();
+    let err = vtwin_host::error_chain::Chain(&load(&file).unwrap_err()).to_string();
     assert!(err.contains(name), "{err}");
     eprintln!("{err}");
     err
@@ -504,7 +504,7 @@ fn sign_refuses_bad_requests_naming_the_file() {
     // With its causes, as the CLI prints it.
     let sign_with = |reqs: &[std::path::PathBuf], parties: &[&str]| {
         let e = keygen::sign(&out, &ca, reqs, &spec(parties)).unwrap_err();
-        vtwin_consortium::Chain(&e).to_string()
+        vtwin_host::error_chain::Chain(&e).to_string()
     };
     // Tampered: one base64 character inside node-1's seal key changed in its request.
     let pem = std::fs::read_to_string(&reqs[2]).unwrap();

@@ -337,7 +337,7 @@ fn a_node_refuses_a_clip_above_its_cap_a_sigma_below_its_floor_and_a_circuit_cli
     let refused = |f: Frame, what: &str| {
         let mut n = node(policy.clone());
         let out = n.handle(Role::Coordinator, f);
-        let e = vtwin_consortium::Chain(&out.error.expect("refused")).to_string();
+        let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
         assert!(e.contains("bad Start") && e.contains(what), "{e}");
         assert_eq!(n.iteration(), None, "no session opened");
         assert!(out

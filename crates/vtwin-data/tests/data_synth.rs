@@ -247,13 +247,7 @@ fn parameters_that_do_not_fit_are_rejected() {
     if let ColumnParams::Beta { a, .. } = &mut p.columns[1] {
         a[2] = -1.0;
     }
-    let e = p.log_likelihood(&data).unwrap_err();
-    let mut msg = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        msg.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
+    let msg = vtwin_host::error_chain::chain(&p.log_likelihood(&data).unwrap_err());
     assert!(
         msg.contains("column \"bmi\"") && msg.contains("-1"),
         "{msg}"

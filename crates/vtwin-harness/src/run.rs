@@ -226,7 +226,7 @@ pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport,
                 // Reported, not hidden: the other backends' figures still stand.
                 Err(e) => not_measured.push(NotMeasured {
                     backend: b.name().into(),
-                    reason: chain(&e),
+                    reason: vtwin_host::error_chain::chain(&e),
                 }),
             },
             _ => entries.push(run.in_process(b)?),
@@ -485,20 +485,4 @@ enum NotMeasuredError {
         /// Iterations asked for.
         iterations: u64,
     },
-}
-
-/// An error and its causes on one line ("a: b: c").
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        // thiserror's transparent and "{source}" variants repeat their cause.
-        if !s.ends_with(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        cause = c.source();
-    }
-    s
 }

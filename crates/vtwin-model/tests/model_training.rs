@@ -1,6 +1,7 @@
 //! The DPVI loop: learning on the demo data, checkpoint and bit-identical resume.
 
 use vtwin_data::demo::{demo_schema, demo_table, demo_truth};
+use vtwin_host::error_chain::chain;
 use vtwin_iteration::randomness::BatchKey;
 use vtwin_model::adam::AdamConfig;
 use vtwin_model::averaging::Averaging;
@@ -440,17 +441,6 @@ fn batches_follow_the_secret_key_and_every_opening_gets_a_fresh_batch() {
         .unwrap();
     assert_eq!(resumed.ledger().unwrap().steps(), 2);
     assert_eq!((resumed.iteration(), resumed.openings()), (1, 2));
-}
-
-/// An error and its causes on one line, as the command line prints them.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
 }
 
 /// Averaging is post-processing: with the same seeds an averaged run takes exactly the same

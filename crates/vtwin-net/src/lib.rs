@@ -39,16 +39,3 @@ pub use seal::{seal, unseal, SealContext, SealError, SealKey};
 pub use transport::{
     Backoff, Endpoint, Link, LinkReceiver, LinkSender, TransportError, TransportOptions,
 };
-
-/// An error and its causes on one line (`a: b: c`), for messages that cross an API taking
-/// text (rustls' `General`, close reasons, logs).
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cause = c.source();
-    }
-    s
-}

@@ -1075,7 +1075,7 @@ mod tests {
             issued.key_pem.as_bytes(),
         )
         .unwrap_err();
-        let text = crate::chain(&err);
+        let text = vtwin_host::error_chain::chain(&err);
         assert!(
             matches!(err, PkiError::NotValidUnder { .. })
                 && text.starts_with("node-0.pem: not valid under ca.pem: ")
@@ -1117,7 +1117,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let text = crate::chain(&err);
+        let text = vtwin_host::error_chain::chain(&err);
         assert!(
             text.contains(&*cert.to_string_lossy())
                 && text.contains(&*key.to_string_lossy())
@@ -1128,7 +1128,8 @@ mod tests {
         // The CA's key checked the same way.
         let dir = files(&[("ca.pem", ca.cert_pem()), ("other.key", &b.key_pem)]);
         let p = |f: &str| dir.path().join(f);
-        let text = crate::chain(&Ca::load(&p("ca.pem"), &p("other.key")).unwrap_err());
+        let text =
+            vtwin_host::error_chain::chain(&Ca::load(&p("ca.pem"), &p("other.key")).unwrap_err());
         assert!(
             text.contains(&*p("ca.pem").to_string_lossy())
                 && text.contains(&*p("other.key").to_string_lossy()),
@@ -1146,7 +1147,7 @@ mod tests {
         let err = Identity::load(&p("ca.pem"), &missing, &p("node-0.key")).unwrap_err();
         assert!(matches!(err, PkiError::Io { .. }), "{err:?}");
         let os = std::io::Error::from(std::io::ErrorKind::NotFound).to_string();
-        let text = crate::chain(&err);
+        let text = vtwin_host::error_chain::chain(&err);
         assert_eq!(
             err.to_string(),
             format!("cannot read {}", missing.display())

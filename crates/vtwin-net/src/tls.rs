@@ -78,7 +78,10 @@ impl ClientCertVerifier for RoleClientVerifier {
             .inner
             .verify_client_cert(end_entity, intermediates, now)?;
         let role = role_of_certificate(end_entity).map_err(|e| {
-            rustls::Error::General(format!("client certificate: {}", crate::chain(&e)))
+            rustls::Error::General(format!(
+                "client certificate: {}",
+                vtwin_host::error_chain::chain(&e)
+            ))
         })?;
         if !self.accept.contains(&role) {
             return Err(rustls::Error::General(format!(

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use vtwin_host::error_chain::chain;
 
 use vtwin_net::frame::{encode, Body, Frame, FrameError, MAX_FRAME_BYTES, WIRE_VERSION};
 use vtwin_net::pki::{Ca, Identity};
@@ -573,15 +574,4 @@ async fn an_insecure_peer_is_announced_and_refused_by_a_secure_one() {
         log.contains("as this process does"),
         "both-insecure link logged: {log}"
     );
-}
-
-/// An error and its causes on one line, as the command line prints them.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
 }

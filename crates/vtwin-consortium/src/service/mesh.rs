@@ -25,7 +25,7 @@ use vtwin_net::transport::{Endpoint, Link, LinkSender, TransportError};
 use vtwin_net::{Frame, Role};
 
 use super::{ServiceError, StopCause};
-use crate::error::Chain;
+use vtwin_host::error_chain::Chain;
 
 /// What the links deliver to the state machine's task.
 #[derive(Debug)]

@@ -15,8 +15,9 @@ use vtwin_net::{Role, SealKey};
 
 use super::mesh::{Event, Hub, Mesh};
 use super::{ServiceError, StopCause};
-use crate::error::{Chain, LinkLoss};
+use crate::error::LinkLoss;
 use crate::node::{NodeOutput, NodeSession};
+use vtwin_host::error_chain::Chain;
 
 /// What a node needs besides its endpoint.
 pub struct NodeRun {

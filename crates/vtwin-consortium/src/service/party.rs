@@ -58,7 +58,7 @@ impl PartyServer {
             let mut handle = || match responder.handle(peer, &f) {
                 Ok(out) => out,
                 Err(e) => {
-                    tracing::warn!("{}", crate::error::Chain(&e));
+                    tracing::warn!("{}", vtwin_host::error_chain::Chain(&e));
                     match me {
                         Role::Party(p) => vec![failure(p, &f, &e)],
                         _ => Vec::new(),

@@ -173,7 +173,7 @@ impl Endpoint {
             match attempt.await {
                 Ok(Ok(link)) => return Ok(link),
                 Ok(Err(Attempt::Fatal(reason))) => {
-                    let why = crate::chain(&reason);
+                    let why = vtwin_host::error_chain::chain(&reason);
                     tracing::warn!(peer = %expect, %addr, reason = %why, "connection refused");
                     return Err(TransportError::Refused {
                         peer: expect,
@@ -186,11 +186,11 @@ impl Endpoint {
             }
             if n < attempts {
                 let delay = backoff.delay(n);
-                tracing::info!(peer = %expect, %addr, attempt = n, reason = %crate::chain(&last), ?delay, "peer not reachable yet, retrying");
+                tracing::info!(peer = %expect, %addr, attempt = n, reason = %vtwin_host::error_chain::chain(&last), ?delay, "peer not reachable yet, retrying");
                 tokio::time::sleep(delay).await;
             }
         }
-        tracing::warn!(peer = %expect, %addr, attempts, reason = %crate::chain(&last), "peer unreachable");
+        tracing::warn!(peer = %expect, %addr, attempts, reason = %vtwin_host::error_chain::chain(&last), "peer unreachable");
         Err(TransportError::Unreachable {
             peer: expect,
             addr,
@@ -289,7 +289,7 @@ async fn accept_loop(
                 Err((peer, reason)) => {
                     refusals.fetch_add(1, Ordering::Relaxed);
                     let peer = peer.map(|p| p.to_string()).unwrap_or_default();
-                    let reason = crate::chain(&reason);
+                    let reason = vtwin_host::error_chain::chain(&reason);
                     tracing::warn!(%addr, %peer, %reason, "incoming connection refused");
                 }
             }

@@ -219,7 +219,7 @@ impl LinkReceiver {
     fn refuse(&self, source: FrameError) -> TransportError {
         let addr = self.conn.remote_address();
         let peer = self.guard.peer();
-        let reason = crate::chain(&source);
+        let reason = vtwin_host::error_chain::chain(&source);
         tracing::warn!(%peer, %addr, %reason, "bad frame, closing the connection");
         self.conn
             .close(VarInt::from_u32(CLOSE_BAD_FRAME), reason.as_bytes());

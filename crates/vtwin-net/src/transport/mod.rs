@@ -311,7 +311,7 @@ pub enum TransportError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// No answer from the peer after all attempts.
-    #[error("{peer} at {addr} unreachable after {attempts} attempts: {}", crate::chain(last.as_ref()))]
+    #[error("{peer} at {addr} unreachable after {attempts} attempts: {}", vtwin_host::error_chain::chain(last.as_ref()))]
     Unreachable {
         /// The expected peer.
         peer: Role,
@@ -325,7 +325,7 @@ pub enum TransportError {
     },
     /// The peer answered but the connection was refused (certificate from another CA,
     /// wrong role on either side, bad hello).
-    #[error("connection to {peer} at {addr} refused: {}", crate::chain(reason.as_ref()))]
+    #[error("connection to {peer} at {addr} refused: {}", vtwin_host::error_chain::chain(reason.as_ref()))]
     Refused {
         /// The expected peer.
         peer: Role,
@@ -357,7 +357,7 @@ pub enum TransportError {
         source: FrameError,
     },
     /// The link is gone (peer closed, connection lost, idle timeout).
-    #[error("link to {peer} at {addr} closed: {}", crate::chain(reason.as_ref()))]
+    #[error("link to {peer} at {addr} closed: {}", vtwin_host::error_chain::chain(reason.as_ref()))]
     Closed {
         /// The peer.
         peer: Role,
