@@ -260,34 +260,28 @@ impl Message {
         if got > need {
             return Err(DecodeError::Trailing { extra: got - need });
         }
-        if kind == Kind::Positions {
-            let positions = bytes[HEADER_BYTES..]
+        let body = &bytes[HEADER_BYTES..];
+        let (points, positions) = if kind == Kind::Positions {
+            let positions = body
                 .chunks_exact(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect();
-            return Ok(Message {
-                session: SessionId(session),
-                parties,
-                from,
-                to,
-                kind,
-                step,
-                points: Vec::new(),
-                positions,
-            });
-        }
-        let mut points = Vec::with_capacity(n as usize);
-        for (position, chunk) in bytes[HEADER_BYTES..].chunks_exact(32).enumerate() {
-            let mut p = [0u8; 32];
-            p.copy_from_slice(chunk);
-            if !canonical_field_encoding(&p) {
-                return Err(DecodeError::NonCanonicalPoint { position });
+            (Vec::new(), positions)
+        } else {
+            let mut points = Vec::with_capacity(n as usize);
+            for (position, chunk) in body.chunks_exact(32).enumerate() {
+                let mut p = [0u8; 32];
+                p.copy_from_slice(chunk);
+                if !canonical_field_encoding(&p) {
+                    return Err(DecodeError::NonCanonicalPoint { position });
+                }
+                if kind.sorted(parties, step) && points.last().is_some_and(|q: &Point| *q >= p) {
+                    return Err(DecodeError::Unsorted { position });
+                }
+                points.push(p);
             }
-            if kind.sorted(parties, step) && points.last().is_some_and(|q: &Point| *q >= p) {
-                return Err(DecodeError::Unsorted { position });
-            }
-            points.push(p);
-        }
+            (points, Vec::new())
+        };
         Ok(Message {
             session: SessionId(session),
             parties,
@@ -296,7 +290,7 @@ impl Message {
             kind,
             step,
             points,
-            positions: Vec::new(),
+            positions,
         })
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use common::{assert_one_line_error, stdout, vtwin};
 use vtwin_data::csv_table::read_party_alone;
@@ -29,6 +30,21 @@ fn party_files(dir: &Path, h: &[usize], r: &[usize]) -> (PathBuf, PathBuf) {
     (hp, rp)
 }
 
+/// `vtwin align --schema SCHEMA --data health=H --data retail=R --out OUT`.
+fn align(schema: &str, h: &Path, r: &Path, out: &Path) -> Output {
+    vtwin(&[
+        "align",
+        "--schema",
+        schema,
+        "--data",
+        &format!("health={}", s(h)),
+        "--data",
+        &format!("retail={}", s(r)),
+        "--out",
+        s(out),
+    ])
+}
+
 #[test]
 fn aligns_overlapping_ids_into_one_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,17 +53,7 @@ fn aligns_overlapping_ids_into_one_order() {
     let r: Vec<usize> = (100..400).rev().collect();
     let (hp, rp) = party_files(dir.path(), &h, &r);
     let out = dir.path().join("aligned");
-    let o = vtwin(&[
-        "align",
-        "--schema",
-        SCHEMA,
-        "--data",
-        &format!("health={}", s(&hp)),
-        "--data",
-        &format!("retail={}", s(&rp)),
-        "--out",
-        s(&out),
-    ]);
+    let o = align(SCHEMA, &hp, &rp, &out);
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(
         stdout(&o).contains("200 records in common"),
@@ -119,22 +125,11 @@ fn bad_input_fails_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let (hp, rp) = party_files(dir.path(), &[0, 1, 2], &[3, 4, 5]);
     let out = dir.path().join("o");
-    let args = |h: &Path, r: &Path| {
-        vec![
-            "align".to_owned(),
-            "--schema".into(),
-            SCHEMA.into(),
-            "--data".into(),
-            format!("health={}", s(h)),
-            "--data".into(),
-            format!("retail={}", s(r)),
-            "--out".into(),
-            s(&out).into(),
-        ]
-    };
-    let run = |v: Vec<String>| vtwin(&v.iter().map(String::as_str).collect::<Vec<_>>());
     // No id in common.
-    let e = assert_one_line_error(&run(args(&hp, &rp)), "no id is held by every party");
+    let e = assert_one_line_error(
+        &align(SCHEMA, &hp, &rp, &out),
+        "no id is held by every party",
+    );
     assert!(e.contains("health.csv") && e.contains("retail.csv"), "{e}");
     assert!(
         !out.join("health.csv").exists(),
@@ -147,7 +142,7 @@ fn bad_input_fails_with_one_line() {
     text.push_str(&second);
     text.push('\n');
     std::fs::write(&dup, text).unwrap();
-    let e = assert_one_line_error(&run(args(&dup, &rp)), "dup.csv");
+    let e = assert_one_line_error(&align(SCHEMA, &dup, &rp, &out), "dup.csv");
     assert!(e.contains("duplicate id"), "{e}");
     // A file without the id column.
     let noid = dir.path().join("noid.csv");
@@ -157,7 +152,7 @@ fn bad_input_fails_with_one_line() {
         .map(|l| l.split_once(',').unwrap().1.to_owned() + "\n")
         .collect();
     std::fs::write(&noid, stripped).unwrap();
-    let e = assert_one_line_error(&run(args(&noid, &rp)), "noid.csv");
+    let e = assert_one_line_error(&align(SCHEMA, &noid, &rp, &out), "noid.csv");
     assert!(e.contains("person"), "{e}");
     // A party missing, and a schema without an id column.
     let o = vtwin(&[
@@ -175,16 +170,6 @@ fn bad_input_fails_with_one_line() {
         .unwrap()
         .replace("id = \"person\"\n", "");
     std::fs::write(&no_id_schema, text).unwrap();
-    let o = vtwin(&[
-        "align",
-        "--schema",
-        s(&no_id_schema),
-        "--data",
-        &format!("health={}", s(&hp)),
-        "--data",
-        &format!("retail={}", s(&rp)),
-        "--out",
-        s(&out),
-    ]);
+    let o = align(s(&no_id_schema), &hp, &rp, &out);
     assert_one_line_error(&o, "id column");
 }
