@@ -268,10 +268,15 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
     let now = Instant::now();
     let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
-    let log = seen.clone();
+    let digests = std::sync::Arc::new(std::sync::Mutex::new(Vec::<[u8; 32]>::new()));
+    let (log, reported) = (seen.clone(), digests.clone());
     c.intercept(Box::new(move |_, _, f: &mut Frame| {
-        if let Body::Align { message } = &f.body {
-            log.lock().unwrap().push(message.clone());
+        match &f.body {
+            Body::Align { message } => log.lock().unwrap().push(message.clone()),
+            Body::PartyInfo { ids_digest, .. } => reported.lock().unwrap().push(*ids_digest),
+            // An aligning job never asks for a digest of a whole id list.
+            Body::Hello => panic!("Hello sent in an aligning job"),
+            _ => {}
         }
         true
     }));
@@ -282,11 +287,31 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
         panic!("{:?}", c.events);
     };
     assert_eq!(*rows, 80);
-    assert_ne!(
-        *ids_digest,
-        vtwin_model::party_data::ids_digest(&long_ids(&w)[20..100]),
-        "the common order is the tags' order, not the parties' own"
-    );
+    // What the coordinator saw of the ids: one digest per party, equal, and not the digest
+    // of any id list a party holds (whole or aligned, in its own order or sorted): it is the
+    // digest of the intersection's tags.
+    let reported = digests.lock().unwrap().clone();
+    assert_eq!(reported, vec![*ids_digest; 2]);
+    let ids = long_ids(&w);
+    let mut lists: Vec<Vec<String>> = vec![
+        ids[..100].to_vec(),
+        ids[20..].to_vec(),
+        ids[20..100].to_vec(),
+    ];
+    for l in lists.clone() {
+        let mut rev = l.clone();
+        rev.reverse();
+        let mut sorted = l.clone();
+        sorted.sort();
+        lists.extend([rev, sorted]);
+    }
+    for l in &lists {
+        assert_ne!(
+            *ids_digest,
+            vtwin_model::party_data::ids_digest(l),
+            "an id-list digest reached the coordinator"
+        );
+    }
     let trainer = Trainer::new(
         w.config.clone(),
         w.layout.clone(),

@@ -264,6 +264,21 @@ fn demo_runs_the_whole_consortium_in_process_and_writes_its_files() {
     for f in ["synthetic.csv", "model.json", "privacy.json"] {
         assert!(out.join(f).exists(), "{f} missing");
     }
+    // The demo's parties hold 3600 people each, 3200 in common: the job trains and accounts
+    // on the aligned N (q = B / N with the default batch of 100), and releases N rows.
+    assert!(stdout.contains("3200 in common"), "{stdout}");
+    let privacy: serde_json::Value =
+        serde_json::from_slice(&read(&out.join("privacy.json"))).unwrap();
+    assert_eq!(
+        privacy["sample_rate"].as_f64(),
+        Some(100.0 / 3200.0),
+        "{privacy}"
+    );
+    let rows = String::from_utf8(read(&out.join("synthetic.csv")))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(rows, 1 + 3200, "header and N rows");
 }
 
 /// With `training.align = true` (the default) separate processes align their records
