@@ -799,7 +799,14 @@ impl CoordinatorJob {
                     Some(e) => Err(e),
                 }
             }
-            (Body::Align { message }, Role::Party(p)) => {
+            (
+                Body::Align {
+                    message,
+                    certificate,
+                    signature,
+                },
+                Role::Party(p),
+            ) => {
                 let Phase::Handshake {
                     aligning: Some(session),
                     ..
@@ -820,7 +827,12 @@ impl CoordinatorJob {
                     Attempt::NONE,
                     0,
                     0,
-                    Body::Align { message },
+                    // Passed on unchanged: the addressee verifies the sender's signature.
+                    Body::Align {
+                        message,
+                        certificate,
+                        signature,
+                    },
                 );
                 relayed.session = *session;
                 out.send.push(Outgoing {

@@ -246,7 +246,8 @@ pub async fn run_with_hooks(
     let mut party_addrs = Vec::new();
     for own in &settings.parties {
         let p = own.data.party as u16;
-        let server = PartyServer::bind(&identity(&ca, Role::Party(p))?, local, transport.clone())?;
+        let party_identity = identity(&ca, Role::Party(p))?;
+        let server = PartyServer::bind(&party_identity, local, transport.clone())?;
         party_addrs.push(server.local_addr()?);
         let responder = PartyResponder::new(PartySetup {
             index: p,
@@ -259,6 +260,7 @@ pub async fn run_with_hooks(
             renormalise: settings.renormalise,
             policy: settings.policy.clone(),
             ledger: PartyLedger::in_memory(),
+            identity: party_identity,
         })
         .map_err(LoopbackError::Party)?;
         tasks.spawn(async move { server.serve(responder).await });

@@ -9,7 +9,10 @@
 //! - `AlignStart { parties }` -> the party starts its role of the record alignment
 //!   (vtwin-psi, `protocols/psi.md`) with its ids and fresh keys from the OS, and sends its
 //!   first `Align` message; each `Align` it receives goes to that role, and its answers go
-//!   back as `Align`. When the role finishes, the party keeps only its rows of the
+//!   back as `Align`. Every `Align` it sends is signed with its CA-certified key, and every
+//!   one it receives must be signed by the party the message names as its sender
+//!   ([`vtwin_net::relay_signature`]), so the coordinator that relays them can neither change
+//!   nor forge them; an alignment session id is taken once per process. When the role finishes, the party keeps only its rows of the
 //!   intersection, in the common order, and replies `PartyInfo` for them. Its ids never
 //!   leave it; only blinded points travel (relayed by the coordinator);
 //! - `Request { batch, theta, terms }` of iteration t in session s_t -> it checks the job's
@@ -58,7 +61,10 @@ use vtwin_model::layout::Layout;
 use vtwin_model::party_data::PartyData;
 use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyTask};
 use vtwin_mpc::SessionId;
-use vtwin_net::{seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, Role, SealContext, Term};
+use vtwin_net::{
+    seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, RelaySignature, RelaySigner,
+    RelayVerifier, Role, SealContext, Term,
+};
 use zeroize::Zeroizing;
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
@@ -91,6 +97,9 @@ pub struct PartySetup {
     pub renormalise: Renormalise,
     /// What the party agrees to (its config's `[policy]`).
     pub policy: PartyPolicy,
+    /// Its TLS identity: the key signs its alignment messages, the CA verifies the other
+    /// parties' (the certificate must name this party).
+    pub identity: vtwin_net::pki::Identity,
     /// Its ledger of uploads (opened from its file, or in memory).
     pub ledger: PartyLedger,
 }
@@ -237,6 +246,15 @@ pub enum SetupFault {
     /// No compute device.
     #[error("no compute device")]
     Device(#[source] vtwin_model::kernels::KernelError),
+    /// The TLS identity is another role's.
+    #[error("the TLS certificate is for {found}")]
+    Identity {
+        /// The role the certificate names.
+        found: Role,
+    },
+    /// The TLS key cannot sign alignment messages.
+    #[error("the TLS key cannot sign alignment messages")]
+    Signer(#[source] vtwin_net::RelaySignatureError),
 }
 
 impl PartyError {
@@ -302,6 +320,29 @@ pub enum AlignFailure {
     /// A message did not decode.
     #[error(transparent)]
     Decode(vtwin_psi::DecodeError),
+    /// A message's signature does not verify (changed or forged on the way).
+    #[error("a message claiming to come from {claimed} is not signed by it")]
+    Signature {
+        /// The sender the message names.
+        claimed: Role,
+        /// Why the signature failed.
+        #[source]
+        source: vtwin_net::RelaySignatureError,
+    },
+    /// A message signed by another role than the sender it names.
+    #[error("a message claiming to come from {claimed} is signed by {signer}")]
+    Signer {
+        /// The sender the message names.
+        claimed: Role,
+        /// The role whose certificate verifies the signature.
+        signer: Role,
+    },
+    /// This party could not sign its message.
+    #[error("signing an alignment message")]
+    Sign(#[source] vtwin_net::RelaySignatureError),
+    /// An alignment session id this process has already taken part in.
+    #[error("the alignment session id was used before (a replay)")]
+    SessionReused,
 }
 
 /// The party's data before an alignment restricted it (restored when the next job starts),
@@ -347,6 +388,13 @@ pub struct PartyResponder {
     aligning: Option<vtwin_psi::Party>,
     /// All of the party's rows while a job uses the aligned ones.
     unaligned: Option<Unaligned>,
+    /// Signs this party's alignment messages.
+    signer: RelaySigner,
+    /// Verifies the other parties' alignment messages.
+    verifier: RelayVerifier,
+    /// Alignment sessions started by this process: a relay that replays an old session id
+    /// (to mix an earlier run's signed messages into a new one) is refused.
+    align_sessions: std::collections::HashSet<[u8; 16]>,
 }
 
 impl std::fmt::Debug for PartyResponder {
@@ -374,6 +422,12 @@ impl PartyResponder {
         if layout.stat_width(usize::from(party)) != setup.data.width {
             return Err(fail(SetupFault::SchemaWidth));
         }
+        let found = setup.identity.role();
+        if found != Role::Party(party) {
+            return Err(fail(SetupFault::Identity { found }));
+        }
+        let signer = RelaySigner::new(&setup.identity).map_err(|e| fail(SetupFault::Signer(e)))?;
+        let verifier = RelayVerifier::new(&setup.identity);
         let next = NoiseKey {
             sigma: setup.policy.sigma.to_bits(),
             clip: setup.policy.clip.to_bits(),
@@ -389,6 +443,9 @@ impl PartyResponder {
             accepted: None,
             aligning: None,
             unaligned: None,
+            signer,
+            verifier,
+            align_sessions: std::collections::HashSet::new(),
         };
         responder.prepare_noise();
         Ok(responder)
@@ -544,20 +601,22 @@ impl PartyResponder {
             }
             Body::AlignStart { parties } => {
                 let out = self.start_alignment(f, *parties)?;
-                Ok(reply(Body::Align {
-                    message: out.encode(),
-                }))
+                Ok(reply(self.signed(&out)?))
             }
-            Body::Align { message } => {
-                let answers = self.align_step(message)?;
-                let mut out: Vec<Outgoing> = answers
-                    .into_iter()
-                    .flat_map(|m| {
-                        reply(Body::Align {
-                            message: m.encode(),
-                        })
-                    })
-                    .collect();
+            Body::Align {
+                message,
+                certificate,
+                signature,
+            } => {
+                let signature = RelaySignature {
+                    certificate: certificate.clone(),
+                    signature: signature.clone(),
+                };
+                let answers = self.align_step(message, &signature)?;
+                let mut out = Vec::with_capacity(answers.len() + 1);
+                for m in &answers {
+                    out.extend(reply(self.signed(m)?));
+                }
                 if self
                     .aligning
                     .as_ref()
@@ -610,6 +669,22 @@ impl PartyResponder {
         }
     }
 
+    /// `m` as an `Align` body, signed with this party's key.
+    fn signed(&mut self, m: &vtwin_psi::Message) -> Result<Body, PartyError> {
+        let message = m.encode();
+        match self.signer.sign(&message) {
+            Ok(s) => Ok(Body::Align {
+                message,
+                certificate: s.certificate,
+                signature: s.signature,
+            }),
+            Err(e) => {
+                self.aligning = None;
+                Err(self.align_error(AlignFailure::Sign(e)))
+            }
+        }
+    }
+
     fn align_error(&self, source: AlignFailure) -> PartyError {
         PartyError::Align {
             party: self.setup.index,
@@ -627,6 +702,9 @@ impl PartyResponder {
         self.new_job();
         if !self.setup.policy.align {
             return Err(self.align_error(AlignFailure::NotAllowed));
+        }
+        if !self.align_sessions.insert(f.session) {
+            return Err(self.align_error(AlignFailure::SessionReused));
         }
         let want = self.layout.n_parties();
         if usize::from(parties) != want {
@@ -658,13 +736,26 @@ impl PartyResponder {
         Ok(first)
     }
 
-    /// One alignment message in, the role's answers out.
-    fn align_step(&mut self, message: &[u8]) -> Result<Vec<vtwin_psi::Message>, PartyError> {
+    /// One alignment message in (its signature verified first), the role's answers out.
+    fn align_step(
+        &mut self,
+        message: &[u8],
+        signature: &RelaySignature,
+    ) -> Result<Vec<vtwin_psi::Message>, PartyError> {
+        let verifier = &self.verifier;
         let Some(role) = self.aligning.as_mut() else {
             return Err(self.align_error(AlignFailure::OutOfTurn));
         };
         let answers = vtwin_psi::Message::decode(message)
             .map_err(AlignFailure::Decode)
+            .and_then(|m| {
+                let claimed = Role::Party(m.from);
+                match verifier.verify(message, signature) {
+                    Ok(signer) if signer == claimed => Ok(m),
+                    Ok(signer) => Err(AlignFailure::Signer { claimed, signer }),
+                    Err(source) => Err(AlignFailure::Signature { claimed, source }),
+                }
+            })
             .and_then(|m| role.receive(m).map_err(AlignFailure::Protocol));
         // A failed alignment drops the role and its keys at once.
         answers.map_err(|e| {

@@ -155,6 +155,7 @@ fn consortium_of(
                 renormalise: Renormalise::ClosedForm,
                 policy: policy(w),
                 ledger: PartyLedger::in_memory(),
+                identity: party_identity(p as u16),
             })
             .unwrap()
         })
@@ -272,7 +273,7 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
     let (log, reported) = (seen.clone(), digests.clone());
     c.intercept(Box::new(move |_, _, f: &mut Frame| {
         match &f.body {
-            Body::Align { message } => log.lock().unwrap().push(message.clone()),
+            Body::Align { message, .. } => log.lock().unwrap().push(message.clone()),
             Body::PartyInfo { ids_digest, .. } => reported.lock().unwrap().push(*ids_digest),
             // An aligning job never asks for a digest of a whole id list.
             Body::Hello => panic!("Hello sent in an aligning job"),
@@ -341,6 +342,129 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
     }
 }
 
+/// The consortium CA of these tests (one per test process).
+fn test_ca() -> &'static vtwin_net::pki::Ca {
+    static CA: std::sync::OnceLock<vtwin_net::pki::Ca> = std::sync::OnceLock::new();
+    CA.get_or_init(|| vtwin_net::pki::Ca::generate().unwrap())
+}
+
+/// Party p's TLS identity under [`test_ca`].
+fn party_identity(p: u16) -> vtwin_net::pki::Identity {
+    test_ca().identity(Role::Party(p)).unwrap()
+}
+
+/// Runs an aligning job whose relay rewrites the first `Align` frame addressed to party 1
+/// with `tamper`, and returns the abort's error text (the job must abort, blaming party 1).
+fn relay_tampering(tamper: impl Fn(&mut Body) + 'static) -> String {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
+    let mut done = false;
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if !done && from == Role::Coordinator && to == Role::Party(1) {
+            if let Body::Align { .. } = f.body {
+                tamper(&mut f.body);
+                done = true;
+            }
+        }
+        true
+    }));
+    c.run(now);
+    match c.events.as_slice() {
+        [JobEvent::Aborted(e @ JobError::PeerFailed { peer, .. })] => {
+            assert_eq!(*peer, Role::Party(1), "{e}");
+            e.to_string()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Replaces the points of an `Align` message by a blinded candidate id and the set's
+/// other points, re-sorted: a valid message of the protocol, but not the sender's.
+fn insert_candidate(body: &mut Body) {
+    let Body::Align { message, .. } = body else {
+        unreachable!()
+    };
+    let mut m = vtwin_psi::Message::decode(message).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let key = vtwin_psi::BlindingKey::random(&mut rng);
+    m.points[0] = vtwin_psi::blind::hash_and_blind(&[b"candidate id".as_slice()], &key)[0];
+    m.points.sort();
+    *message = m.encode();
+}
+
+#[test]
+fn a_relay_that_changes_an_alignment_message_is_refused() {
+    let e = relay_tampering(insert_candidate);
+    assert!(
+        e.contains("claiming to come from party 0 is not signed by it"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_relay_cannot_sign_alignment_messages_for_a_party() {
+    // The relay's own certified key (coordinator) over the changed message.
+    let e = relay_tampering(|body| {
+        insert_candidate(body);
+        let coordinator =
+            vtwin_net::RelaySigner::new(&test_ca().identity(Role::Coordinator).unwrap()).unwrap();
+        let Body::Align {
+            message,
+            certificate,
+            signature,
+        } = body
+        else {
+            unreachable!()
+        };
+        let s = coordinator.sign(message).unwrap();
+        (*certificate, *signature) = (s.certificate, s.signature);
+    });
+    assert!(
+        e.contains("claiming to come from party 0 is signed by coordinator"),
+        "{e}"
+    );
+    // Party 0's key under another CA (a relay that made its own PKI).
+    let e = relay_tampering(|body| {
+        insert_candidate(body);
+        let other = vtwin_net::pki::Ca::generate().unwrap();
+        let forger = vtwin_net::RelaySigner::new(&other.identity(Role::Party(0)).unwrap()).unwrap();
+        let Body::Align {
+            message,
+            certificate,
+            signature,
+        } = body
+        else {
+            unreachable!()
+        };
+        let s = forger.sign(message).unwrap();
+        (*certificate, *signature) = (s.certificate, s.signature);
+    });
+    assert!(e.contains("not signed by it"), "{e}");
+}
+
+#[test]
+fn an_alignment_session_id_is_taken_once() {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
+    let mut start = frame(
+        Role::Coordinator,
+        Attempt::NONE,
+        0,
+        0,
+        Body::AlignStart { parties: 2 },
+    );
+    start.session = [7; 16];
+    let first = c.parties[0].handle(Role::Coordinator, &start).unwrap();
+    assert!(matches!(first[0].frame.body, Body::Align { .. }));
+    let again = c.parties[0].handle(Role::Coordinator, &start).unwrap_err();
+    assert!(again.public().contains("used before"), "{}", again.public());
+    // A fresh session id is taken.
+    start.session = [8; 16];
+    c.parties[0].handle(Role::Coordinator, &start).unwrap();
+}
+
 #[test]
 fn a_party_whose_policy_refuses_alignment_stops_the_job_naming_it() {
     let w = world();
@@ -360,6 +484,7 @@ fn a_party_whose_policy_refuses_alignment_stops_the_job_naming_it() {
         renormalise: Renormalise::ClosedForm,
         policy: refusing,
         ledger: PartyLedger::in_memory(),
+        identity: party_identity(1),
     })
     .unwrap();
     c.run(now);

@@ -53,6 +53,10 @@ fn party(table: &Table, policy: PartyPolicy, ledger: PartyLedger) -> PartyRespon
         renormalise: Renormalise::ClosedForm,
         policy,
         ledger,
+        identity: vtwin_net::pki::Ca::generate()
+            .unwrap()
+            .identity(Role::Party(0))
+            .unwrap(),
     })
     .unwrap()
 }

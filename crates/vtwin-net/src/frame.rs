@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 4;
+pub const WIRE_VERSION: u8 = 5;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -153,11 +153,18 @@ pub enum Body {
         parties: u16,
     },
     /// Party -> coordinator -> party: one encoded `vtwin_psi::Message`, relayed by the
-    /// coordinator to the party its header addresses.
+    /// coordinator to the party its header addresses, signed end to end by its sender
+    /// ([`crate::relay_signature`]) so that the relay can neither change nor forge it.
     Align {
         /// `Message::encode()`.
         #[serde(with = "serde_bytes")]
         message: Vec<u8>,
+        /// The sender's leaf certificate, DER.
+        #[serde(with = "serde_bytes")]
+        certificate: Vec<u8>,
+        /// The sender's signature of the message ([`crate::relay_signature::DOMAIN`] first).
+        #[serde(with = "serde_bytes")]
+        signature: Vec<u8>,
     },
     /// Node -> coordinator: this node lost its link to `peer` during the session (so the
     /// coordinator names the lost peer, not the node that noticed).

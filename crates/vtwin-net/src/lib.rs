@@ -8,6 +8,8 @@
 //! - [`mod@seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
 //!   iteration, party, node), so the coordinator relays shares it cannot read.
 //! - [`role`]: coordinator, node i, party p, and their certificate names.
+//! - [`relay_signature`]: end-to-end signatures (by a role's certified key) on messages the
+//!   coordinator relays between parties, so the relay can neither change nor forge them.
 //! - [`pki`]: the consortium CA, per-role certificates, a process's [`pki::Identity`].
 //! - `stateless_reset`: QUIC reset and connection-id keys derived from the TLS key, so a
 //!   restarted process's resets are honoured and its peers redial within a keep-alive.
@@ -25,6 +27,7 @@
 
 pub mod frame;
 pub mod pki;
+pub mod relay_signature;
 pub mod role;
 pub mod seal;
 mod stateless_reset;
@@ -34,6 +37,7 @@ pub mod transport;
 pub use frame::{
     Allowed, Body, Budget, Frame, FrameError, JobTerms, Refusal, SeqGuard, Term, WirePublic,
 };
+pub use relay_signature::{RelaySignature, RelaySignatureError, RelaySigner, RelayVerifier};
 pub use role::Role;
 pub use seal::{seal, unseal, SealContext, SealError, SealKey};
 pub use transport::{

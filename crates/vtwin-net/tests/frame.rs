@@ -79,7 +79,13 @@ fn body() -> impl Strategy<Value = Body> {
         ".{0,20}".prop_map(|reason| Body::Abort { reason }),
         ".{0,20}".prop_map(|reason| Body::Failed { reason }),
         any::<u16>().prop_map(|parties| Body::AlignStart { parties }),
-        bytes(200).prop_map(|message| Body::Align { message }),
+        (bytes(200), bytes(600), bytes(72)).prop_map(|(message, certificate, signature)| {
+            Body::Align {
+                message,
+                certificate,
+                signature,
+            }
+        }),
         role().prop_map(|peer| Body::LinkLost { peer }),
     ]
 }

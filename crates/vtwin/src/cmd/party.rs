@@ -70,6 +70,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         renormalise: Renormalise::ClosedForm,
         policy: cfg.policy.clone(),
         ledger: PartyLedger::open(&cfg.ledger)?,
+        identity: identity.clone(),
     };
     tracing::info!(
         uploads = setup.ledger.uploads(),
