@@ -60,8 +60,9 @@ pub struct Timeouts {
     pub iteration_ms: u64,
     /// QUIC idle timeout of a link.
     pub idle_ms: u64,
-    /// Emulated one-way delay on every received frame (0: none; experiments only).
-    pub receive_delay_ms: u64,
+    /// Emulated one-way delay on every received frame, in milliseconds, fractions allowed
+    /// (0: none; experiments only, e.g. bench/netns.sh where the kernel has no netem).
+    pub receive_delay_ms: f64,
 }
 
 impl Default for Timeouts {
@@ -77,7 +78,7 @@ impl Default for Timeouts {
             connect_attempt_ms: b.attempt_timeout.as_millis() as u64,
             iteration_ms: 600_000,
             idle_ms: t.idle_timeout.as_millis() as u64,
-            receive_delay_ms: 0,
+            receive_delay_ms: 0.0,
         }
     }
 }
@@ -105,8 +106,8 @@ impl Timeouts {
         TransportOptions {
             idle_timeout: idle,
             keep_alive: (idle / 3).min(KEEP_ALIVE_MAX),
-            receive_delay: (self.receive_delay_ms > 0)
-                .then(|| Duration::from_millis(self.receive_delay_ms)),
+            receive_delay: (self.receive_delay_ms > 0.0)
+                .then(|| Duration::from_secs_f64(self.receive_delay_ms / 1e3)),
             ..TransportOptions::default()
         }
     }
@@ -124,6 +125,14 @@ impl Timeouts {
             if value == 0 {
                 return Err(ConfigError::field(file, field, FieldProblem::AtLeastOne));
             }
+        }
+        // At most a day: `Duration::from_secs_f64` would panic on an absurd value.
+        if !(self.receive_delay_ms.is_finite() && (0.0..=86.4e6).contains(&self.receive_delay_ms)) {
+            return Err(ConfigError::field(
+                file,
+                "timeouts.receive_delay_ms",
+                FieldProblem::NonNegativeFinite,
+            ));
         }
         Ok(())
     }

@@ -12,6 +12,36 @@ pub fn default_iterations(lr: f64) -> u64 {
     (100.0 / lr).round().max(1.0) as u64
 }
 
+/// How the step size changes over a run. Public (a function of settings only), so any
+/// schedule is post-processing of the noisy gradients: no privacy cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LrSchedule {
+    /// `lr` at every step.
+    #[default]
+    Constant,
+    /// Cosine decay from `lr` at the first step towards 0 at step `iterations` (the run's
+    /// planned length): `lr (1 + cos(pi (t - 1) / iterations)) / 2`, 0 after it.
+    Cosine {
+        /// The run's planned number of iterations.
+        iterations: u64,
+    },
+}
+
+impl LrSchedule {
+    /// The factor applied to `lr` at step `t` (1-based). Cost O(1).
+    pub fn factor(self, t: u64) -> f64 {
+        match self {
+            LrSchedule::Constant => 1.0,
+            LrSchedule::Cosine { iterations } => {
+                let total = iterations.max(1) as f64;
+                let done = (t.saturating_sub(1) as f64).min(total);
+                0.5 * (1.0 + (std::f64::consts::PI * done / total).cos())
+            }
+        }
+    }
+}
+
 /// Adam's hyper-parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AdamConfig {
@@ -23,6 +53,9 @@ pub struct AdamConfig {
     pub beta2: f64,
     /// Denominator guard (1e-8).
     pub eps: f64,
+    /// Step-size schedule (constant unless set; absent in older checkpoints).
+    #[serde(default)]
+    pub schedule: LrSchedule,
 }
 
 impl Default for AdamConfig {
@@ -32,6 +65,7 @@ impl Default for AdamConfig {
             beta1: 0.9,
             beta2: 0.999,
             eps: 1e-8,
+            schedule: LrSchedule::Constant,
         }
     }
 }
@@ -60,8 +94,8 @@ impl Adam {
         }
     }
 
-    /// One ascent step: x += lr * m_hat / (sqrt(v_hat) + eps). Panics if lengths differ.
-    /// Cost O(dim).
+    /// One ascent step: x += lr_t * m_hat / (sqrt(v_hat) + eps), lr_t = lr times the
+    /// schedule's factor at this step. Panics if lengths differ. Cost O(dim).
     pub fn ascend(&mut self, x: &mut [f64], grad: &[f64]) {
         assert!(
             x.len() == self.m.len() && grad.len() == self.m.len(),
@@ -72,10 +106,11 @@ impl Adam {
         let t = i32::try_from(self.t).unwrap_or(i32::MAX);
         let bc1 = 1.0 - c.beta1.powi(t);
         let bc2 = 1.0 - c.beta2.powi(t);
+        let lr = c.lr * c.schedule.factor(self.t);
         for i in 0..x.len() {
             self.m[i] = c.beta1 * self.m[i] + (1.0 - c.beta1) * grad[i];
             self.v[i] = c.beta2 * self.v[i] + (1.0 - c.beta2) * grad[i] * grad[i];
-            x[i] += c.lr * (self.m[i] / bc1) / ((self.v[i] / bc2).sqrt() + c.eps);
+            x[i] += lr * (self.m[i] / bc1) / ((self.v[i] / bc2).sqrt() + c.eps);
         }
     }
 }
@@ -83,6 +118,21 @@ impl Adam {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cosine_decays_from_one_to_zero_over_the_run() {
+        let s = LrSchedule::Cosine { iterations: 100 };
+        assert_eq!(s.factor(1), 1.0);
+        assert!((s.factor(51) - 0.5).abs() < 1e-12);
+        assert!(s.factor(100) > 0.0 && s.factor(100) < 1e-3);
+        assert_eq!(s.factor(101), 0.0);
+        assert_eq!(s.factor(5000), 0.0);
+        assert_eq!(LrSchedule::Constant.factor(7), 1.0);
+        // An old checkpoint's config (no schedule) reads as constant.
+        let old: AdamConfig =
+            serde_json::from_str(r#"{"lr":0.01,"beta1":0.9,"beta2":0.999,"eps":1e-8}"#).unwrap();
+        assert_eq!(old.schedule, LrSchedule::Constant);
+    }
 
     #[test]
     fn first_step_moves_by_lr_in_the_gradient_direction() {

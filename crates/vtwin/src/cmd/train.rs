@@ -25,7 +25,7 @@ use vtwin_data::{Schema, Table};
 use vtwin_dp::{calibrate_sigma, Accountant, Neighbouring, PrivacyReport, PrivacySetting};
 use vtwin_host::atomic::{self, Mode};
 use vtwin_iteration::randomness::{BatchKey, SecretRandomness};
-use vtwin_model::adam::AdamConfig;
+use vtwin_model::adam::{AdamConfig, LrSchedule};
 use vtwin_model::averaging::Averaging;
 use vtwin_model::backend::{GradientBackend, NoiseRngs};
 use vtwin_model::checkpoint::{Checkpoint, HistoryRow, RunSettings};
@@ -68,6 +68,25 @@ pub(crate) enum AverageKind {
     None,
 }
 
+/// The step-size schedule (`--lr-schedule`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ScheduleKind {
+    /// The same lr at every step.
+    Constant,
+    /// Cosine decay from lr to 0 over the run's iterations.
+    Cosine,
+}
+
+impl ScheduleKind {
+    /// The schedule for a run of `iters` iterations.
+    pub(crate) fn schedule(self, iters: u64) -> LrSchedule {
+        match self {
+            ScheduleKind::Constant => LrSchedule::Constant,
+            ScheduleKind::Cosine => LrSchedule::Cosine { iterations: iters },
+        }
+    }
+}
+
 /// Train a model with DP variational inference.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -107,6 +126,9 @@ pub(crate) struct Args {
     /// Adam learning rate.
     #[arg(long, default_value_t = 0.01)]
     lr: f64,
+    /// Step-size schedule over the run (public: no privacy cost).
+    #[arg(long, value_enum, default_value = "constant")]
+    lr_schedule: ScheduleKind,
     /// Renormalisation (fixed and mpc backends): closed-form, paper or off.
     #[arg(long, default_value = "closed-form")]
     renormalise: Renormalise,
@@ -564,6 +586,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         sigma,
         adam: AdamConfig {
             lr: a.lr,
+            schedule: a.lr_schedule.schedule(iters),
             ..AdamConfig::default()
         },
         seed: a.seed,

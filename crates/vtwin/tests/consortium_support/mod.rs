@@ -205,7 +205,7 @@ pub fn configure(
         };
         c.timeouts.connect_initial_delay_ms = 50;
         c.timeouts.connect_max_delay_ms = 500;
-        c.timeouts.receive_delay_ms = node_delay_ms;
+        c.timeouts.receive_delay_ms = node_delay_ms as f64;
         // A killed peer is detected by the QUIC idle timeout (keep-alives every third of it).
         c.timeouts.idle_ms = 1500;
         config::write(&f, &c).expect("write node config");
