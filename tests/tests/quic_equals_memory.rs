@@ -48,6 +48,8 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
             sample_rate: config.sample_rate,
             iterations: iters,
             delta: 1e-5,
+            // A policy does not bound the rows.
+            rows: [0; 32],
         })
         .unwrap(),
         delta: 1e-5,

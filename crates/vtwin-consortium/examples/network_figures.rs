@@ -154,6 +154,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sample_rate: config.sample_rate,
                 iterations: (WARMUP + iters) as u64,
                 delta: 1e-5,
+                // A policy does not bound the rows.
+                rows: [0; 32],
             })?,
             delta: 1e-5,
             align: false,

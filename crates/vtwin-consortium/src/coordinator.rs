@@ -380,6 +380,8 @@ pub struct CoordinatorJob {
     randomness: SecretRandomness,
     trainer: Option<Trainer>,
     phase: Phase,
+    /// The rows' digest every party reported (sent in every job's terms).
+    rows_digest: [u8; 32],
 }
 
 impl std::fmt::Debug for CoordinatorJob {
@@ -430,6 +432,7 @@ impl CoordinatorJob {
             timeouts,
             randomness,
             trainer: None,
+            rows_digest: [0; 32],
             phase: Phase::Handshake {
                 infos: vec![None; parties],
                 deadline: now + timeouts.handshake,
@@ -522,6 +525,7 @@ impl CoordinatorJob {
             sample_rate: trainer.config().sample_rate,
             iterations: self.iters,
             delta: self.delta,
+            rows: self.rows_digest,
         };
         // The public side, checked and in its wire form; a failure stops the job.
         let prepared = circuit_public_for(layout, &plan.theta, clip, plan.padded)
@@ -793,6 +797,7 @@ impl CoordinatorJob {
                     None => {
                         let (rows, ids_digest) = got[0];
                         self.phase = Phase::Agreed;
+                        self.rows_digest = ids_digest;
                         out.events.push(JobEvent::Agreed { rows, ids_digest });
                         Ok(())
                     }

@@ -261,6 +261,7 @@ pub async fn run_with_hooks(
             policy: settings.policy.clone(),
             ledger: PartyLedger::in_memory(),
             identity: party_identity,
+            align_timeout: settings.iteration_timeout,
         })
         .map_err(LoopbackError::Party)?;
         tasks.spawn(async move { server.serve(responder).await });

@@ -100,6 +100,10 @@ pub struct PartySetup {
     /// Its TLS identity: the key signs its alignment messages, the CA verifies the other
     /// parties' (the certificate must name this party).
     pub identity: vtwin_net::pki::Identity,
+    /// Longest an alignment may run at this party, from `AlignStart` (its config's
+    /// `timeouts.iteration_ms`): after it the role and its keys are dropped, so a relay
+    /// cannot complete a stalled run later (e.g. with another party's pre-restart messages).
+    pub align_timeout: std::time::Duration,
     /// Its ledger of uploads (opened from its file, or in memory).
     pub ledger: PartyLedger,
 }
@@ -343,6 +347,12 @@ pub enum AlignFailure {
     /// An alignment session id this process has already taken part in.
     #[error("the alignment session id was used before (a replay)")]
     SessionReused,
+    /// The alignment ran past the party's deadline (its keys are dropped).
+    #[error("the alignment ran longer than this party's {timeout:?} (timeouts.iteration_ms)")]
+    Expired {
+        /// The party's limit.
+        timeout: std::time::Duration,
+    },
 }
 
 /// The party's data before an alignment restricted it (restored when the next job starts),
@@ -384,8 +394,10 @@ pub struct PartyResponder {
     next: NoiseKey,
     /// The last announced plan that passed the policy check.
     accepted: Option<JobTerms>,
-    /// This party's role in a running record alignment.
-    aligning: Option<vtwin_psi::Party>,
+    /// This party's role in a running record alignment, and when it expires.
+    aligning: Option<(vtwin_psi::Party, std::time::Instant)>,
+    /// The digest of the rows it trains on now (`PartyInfo`'s), once computed.
+    rows_digest: Option<[u8; 32]>,
     /// All of the party's rows while a job uses the aligned ones.
     unaligned: Option<Unaligned>,
     /// Signs this party's alignment messages.
@@ -442,6 +454,7 @@ impl PartyResponder {
             next,
             accepted: None,
             aligning: None,
+            rows_digest: None,
             unaligned: None,
             signer,
             verifier,
@@ -508,7 +521,7 @@ impl PartyResponder {
 
     /// Checks the job's terms and the iteration against the policy (module docs).
     fn check_terms(&mut self, t: u64, terms: &JobTerms) -> Result<(), Refusal> {
-        let p = &self.setup.policy;
+        let p = self.setup.policy.clone();
         let refuse = |term, allowed| Err(Refusal::Policy { term, allowed });
         // Written so that NaN fails every check.
         if !(terms.sigma >= p.sigma && terms.sigma.is_finite()) {
@@ -529,6 +542,12 @@ impl PartyResponder {
         if !(terms.delta > 0.0 && terms.delta <= p.delta) {
             return refuse(Term::Delta, Allowed::AtMost(p.delta));
         }
+        // The job's rows must be this party's current rows (an alignment is not running, and
+        // the digest is the one it reported): otherwise row r could be two people, and one
+        // person two records, past what the accounting assumes.
+        if self.aligning.is_some() || terms.rows != self.rows_digest() {
+            return Err(Refusal::Rows);
+        }
         if self.accepted.as_ref() != Some(terms) {
             let plan = vtwin_dp::Composition {
                 noise_multiplier: terms.sigma,
@@ -541,7 +560,7 @@ impl PartyResponder {
                 terms.delta,
                 vtwin_dp::Neighbouring::AddRemove,
             );
-            if !matches!(eps, Ok(e) if e <= p.epsilon) {
+            if !matches!(eps, Ok(e) if e <= self.setup.policy.epsilon) {
                 return refuse(Term::Epsilon, Allowed::AtMost(p.epsilon));
             }
             self.accepted = Some(*terms);
@@ -617,11 +636,7 @@ impl PartyResponder {
                 for m in &answers {
                     out.extend(reply(self.signed(m)?));
                 }
-                if self
-                    .aligning
-                    .as_ref()
-                    .is_some_and(vtwin_psi::Party::is_done)
-                {
+                if self.aligning.as_ref().is_some_and(|(r, _)| r.is_done()) {
                     self.finish_alignment()?;
                     out.extend(reply(self.party_info()));
                 }
@@ -654,19 +669,27 @@ impl PartyResponder {
             self.setup.data = u.data;
             self.setup.ids = u.ids;
         }
+        self.rows_digest = None;
         self.accepted = None;
     }
 
     /// `PartyInfo` of the rows the party trains on now: after an alignment the digest of
     /// the intersection's tags (what the relay saw already), otherwise of its ids.
-    fn party_info(&self) -> Body {
+    fn party_info(&mut self) -> Body {
         Body::PartyInfo {
             rows: self.setup.data.rows as u64,
-            ids_digest: match &self.unaligned {
-                Some(u) => u.digest,
-                None => vtwin_model::party_data::ids_digest(&self.setup.ids),
-            },
+            ids_digest: self.rows_digest(),
         }
+    }
+
+    /// The digest of the rows it trains on now (cached until they change). Cost: SHA-256
+    /// over the ids the first time after a change.
+    fn rows_digest(&mut self) -> [u8; 32] {
+        let (unaligned, ids) = (&self.unaligned, &self.setup.ids);
+        *self.rows_digest.get_or_insert_with(|| match unaligned {
+            Some(u) => u.digest,
+            None => vtwin_model::party_data::ids_digest(ids),
+        })
     }
 
     /// `m` as an `Align` body, signed with this party's key.
@@ -732,7 +755,7 @@ impl PartyResponder {
             ids = ids.len(),
             "record alignment started"
         );
-        self.aligning = Some(role);
+        self.aligning = Some((role, std::time::Instant::now() + self.setup.align_timeout));
         Ok(first)
     }
 
@@ -743,9 +766,11 @@ impl PartyResponder {
         signature: &RelaySignature,
     ) -> Result<Vec<vtwin_psi::Message>, PartyError> {
         let verifier = &self.verifier;
-        let Some(role) = self.aligning.as_mut() else {
+        let Some((role, deadline)) = self.aligning.as_mut() else {
             return Err(self.align_error(AlignFailure::OutOfTurn));
         };
+        let expired = std::time::Instant::now() > *deadline;
+        let timeout = self.setup.align_timeout;
         let answers = vtwin_psi::Message::decode(message)
             .map_err(AlignFailure::Decode)
             .and_then(|m| {
@@ -756,7 +781,10 @@ impl PartyResponder {
                     Err(source) => Err(AlignFailure::Signature { claimed, source }),
                 }
             })
-            .and_then(|m| role.receive(m).map_err(AlignFailure::Protocol));
+            .and_then(|m| match expired {
+                true => Err(AlignFailure::Expired { timeout }),
+                false => role.receive(m).map_err(AlignFailure::Protocol),
+            });
         // A failed alignment drops the role and its keys at once.
         answers.map_err(|e| {
             self.aligning = None;
@@ -766,7 +794,7 @@ impl PartyResponder {
 
     /// The role is done: keep only the intersection's rows, in the common order.
     fn finish_alignment(&mut self) -> Result<(), PartyError> {
-        let role = self.aligning.take().expect("checked by the caller");
+        let (role, _) = self.aligning.take().expect("checked by the caller");
         let alignment = role
             .finish()
             .map_err(|e| self.align_error(AlignFailure::Protocol(e)))?;
@@ -785,6 +813,9 @@ impl PartyResponder {
             "record alignment done"
         );
         self.unaligned = Some(full);
+        // Other rows: a plan accepted before is checked again.
+        self.rows_digest = None;
+        self.accepted = None;
         Ok(())
     }
 

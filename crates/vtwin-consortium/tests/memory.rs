@@ -39,6 +39,7 @@ const PLANNED: u64 = 10;
 /// The job's terms for `w` (what the coordinator announces).
 fn terms(w: &World, iters: u64) -> JobTerms {
     JobTerms {
+        rows: vtwin_model::party_data::ids_digest(&w.table.ids),
         sigma: w.config.sigma,
         clip: w.config.clip,
         components: w.layout.components as u32,
@@ -128,6 +129,42 @@ fn consortium(w: &World, iters: u64, now: Instant, tamper_ids: Option<usize>) ->
     consortium_of(w, iters, now, own, false)
 }
 
+/// The parties' responders, holding `own`, under `schema`; an alignment may run for
+/// `align_timeout` at each.
+fn responders(
+    policy: &PartyPolicy,
+    schema: &vtwin_data::Schema,
+    own: Vec<OwnPartyData>,
+    align_timeout: Duration,
+) -> Vec<PartyResponder> {
+    own.into_iter()
+        .enumerate()
+        .map(|(p, own)| {
+            PartyResponder::new(PartySetup {
+                index: p as u16,
+                schema: schema.clone(),
+                data: own.data,
+                ids: own.ids,
+                node_seal_publics: node_keys().map(|k| k.public()),
+                randomness: SecretRandomness::InsecureSeed(MPC_SEED),
+                noise_seed: Some(NOISE_SEED),
+                renormalise: Renormalise::ClosedForm,
+                policy: policy.clone(),
+                ledger: PartyLedger::in_memory(),
+                identity: party_identity(p as u16),
+                align_timeout,
+            })
+            .unwrap()
+        })
+        .collect()
+}
+
+/// The nodes' seal keys (the same in every consortium of these tests).
+fn node_keys() -> [SealKey; 3] {
+    let mut rng = ChaCha20Rng::seed_from_u64(99);
+    std::array::from_fn(|_| SealKey::generate(&mut rng))
+}
+
 /// A consortium of parties holding `own`, record alignment `align`.
 fn consortium_of(
     w: &World,
@@ -137,30 +174,9 @@ fn consortium_of(
     align: bool,
 ) -> MemoryConsortium {
     let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
-    let mut rng = ChaCha20Rng::seed_from_u64(99);
-    let keys: Vec<SealKey> = (0..3).map(|_| SealKey::generate(&mut rng)).collect();
-    let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
-    let parties = own
-        .into_iter()
-        .enumerate()
-        .map(|(p, own)| {
-            PartyResponder::new(PartySetup {
-                index: p as u16,
-                schema: vtwin_data::demo::demo_schema(),
-                data: own.data,
-                ids: own.ids,
-                node_seal_publics: publics,
-                randomness,
-                noise_seed: Some(NOISE_SEED),
-                renormalise: Renormalise::ClosedForm,
-                policy: policy(w),
-                ledger: PartyLedger::in_memory(),
-                identity: party_identity(p as u16),
-            })
-            .unwrap()
-        })
-        .collect();
-    let nodes = keys
+    let schema = vtwin_data::demo::demo_schema();
+    let parties = responders(&policy(w), &schema, own, Duration::from_secs(60));
+    let nodes = node_keys()
         .into_iter()
         .enumerate()
         .map(|(i, k)| {
@@ -465,6 +481,287 @@ fn an_alignment_session_id_is_taken_once() {
     c.parties[0].handle(Role::Coordinator, &start).unwrap();
 }
 
+/// `f` as the coordinator relays it in alignment session `session`.
+fn relayed(f: &Frame, session: [u8; 16]) -> Frame {
+    let mut r = frame(Role::Coordinator, Attempt::NONE, 0, 0, f.body.clone());
+    r.session = session;
+    r
+}
+
+/// An `AlignStart` for `parties` in session `session`.
+fn align_start(parties: u16, session: [u8; 16]) -> Frame {
+    let mut f = frame(
+        Role::Coordinator,
+        Attempt::NONE,
+        0,
+        0,
+        Body::AlignStart { parties },
+    );
+    f.session = session;
+    f
+}
+
+/// The one frame a party answered.
+fn only(mut out: Vec<vtwin_consortium::outgoing::Outgoing>) -> Frame {
+    assert_eq!(out.len(), 1, "{out:?}");
+    out.remove(0).frame
+}
+
+#[test]
+fn a_party_key_signs_only_for_its_own_party_and_a_refusal_drops_the_keys() {
+    let w = world();
+    let mut c = consortium_of(&w, 2, Instant::now(), overlapping(&w), true);
+    let s = [10; 16];
+    let a1 = only(
+        c.parties[0]
+            .handle(Role::Coordinator, &align_start(2, s))
+            .unwrap(),
+    );
+    only(
+        c.parties[1]
+            .handle(Role::Coordinator, &align_start(2, s))
+            .unwrap(),
+    );
+    // Party 0's message, re-signed with a genuine party-1 key of the consortium CA.
+    let mut f = relayed(&a1, s);
+    if let Body::Align {
+        message,
+        certificate,
+        signature,
+    } = &mut f.body
+    {
+        let by1 = vtwin_net::RelaySigner::new(&party_identity(1))
+            .unwrap()
+            .sign(message)
+            .unwrap();
+        (*certificate, *signature) = (by1.certificate, by1.signature);
+    }
+    let e = c.parties[1].handle(Role::Coordinator, &f).unwrap_err();
+    assert!(
+        e.public()
+            .contains("claiming to come from party 0 is signed by party 1"),
+        "{}",
+        e.public()
+    );
+    // The refused role is gone with its keys: the genuine message now finds no alignment.
+    let e = c.parties[1]
+        .handle(Role::Coordinator, &relayed(&a1, s))
+        .unwrap_err();
+    assert!(
+        e.public().contains("no record alignment is running"),
+        "{}",
+        e.public()
+    );
+    // Party 0's own message reflected back to it.
+    let e = c.parties[0]
+        .handle(Role::Coordinator, &relayed(&a1, s))
+        .unwrap_err();
+    assert!(e.public().contains("message for party 1"), "{}", e.public());
+}
+
+#[test]
+fn a_stalled_alignment_expires_at_the_party() {
+    // A relay that holds messages back (e.g. to complete the run later with another
+    // party's pre-restart messages) finds the role gone after the party's own deadline.
+    let w = world();
+    let schema = vtwin_data::demo::demo_schema();
+    let mut parties = responders(
+        &policy(&w),
+        &schema,
+        overlapping(&w),
+        Duration::from_millis(30),
+    );
+    let s = [11; 16];
+    let a1 = only(
+        parties[0]
+            .handle(Role::Coordinator, &align_start(2, s))
+            .unwrap(),
+    );
+    let b1 = only(
+        parties[1]
+            .handle(Role::Coordinator, &align_start(2, s))
+            .unwrap(),
+    );
+    let b2 = only(
+        parties[1]
+            .handle(Role::Coordinator, &relayed(&a1, s))
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(60));
+    let e = parties[0]
+        .handle(Role::Coordinator, &relayed(&b1, s))
+        .unwrap_err();
+    assert!(e.public().contains("ran longer than"), "{}", e.public());
+    let e = parties[0]
+        .handle(Role::Coordinator, &relayed(&b2, s))
+        .unwrap_err();
+    assert!(
+        e.public().contains("no record alignment is running"),
+        "{}",
+        e.public()
+    );
+    // Within the deadline the same messages complete the run (80 people in common).
+    let mut parties = responders(
+        &policy(&w),
+        &schema,
+        overlapping(&w),
+        Duration::from_secs(60),
+    );
+    let a1 = only(
+        parties[0]
+            .handle(Role::Coordinator, &align_start(2, s))
+            .unwrap(),
+    );
+    let b1 = only(
+        parties[1]
+            .handle(Role::Coordinator, &align_start(2, s))
+            .unwrap(),
+    );
+    let b2 = only(
+        parties[1]
+            .handle(Role::Coordinator, &relayed(&a1, s))
+            .unwrap(),
+    );
+    parties[0]
+        .handle(Role::Coordinator, &relayed(&b1, s))
+        .unwrap();
+    let out = parties[0]
+        .handle(Role::Coordinator, &relayed(&b2, s))
+        .unwrap();
+    assert!(out
+        .iter()
+        .any(|o| matches!(o.frame.body, Body::PartyInfo { rows: 80, .. })));
+}
+
+#[test]
+fn a_party_refuses_a_job_on_rows_it_does_not_hold() {
+    // After the alignment, the relay tells party 1 the job runs on the digest of all of
+    // its ids (as if it had not aligned): row r would be two people.
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
+    let all = vtwin_model::party_data::ids_digest(&overlapping(&w)[1].ids);
+    c.intercept(Box::new(move |_, to, f: &mut Frame| {
+        if let (Role::Party(1), Body::Request { terms, .. }) = (to, &mut f.body) {
+            terms.rows = all;
+        }
+        true
+    }));
+    c.run(now);
+    let trainer = Trainer::new(
+        w.config.clone(),
+        w.layout.clone(),
+        80,
+        BatchKey::insecure(MPC_SEED),
+    )
+    .unwrap();
+    let o = c.job.begin(trainer, now);
+    c.coordinator_output(o);
+    c.run(now);
+    let e = aborted(&c).to_string();
+    assert!(
+        e.contains("party 1") && e.contains("not this party's current rows"),
+        "{e}"
+    );
+}
+
+/// Three parties (the demo schema with its last column at a third party) align through a
+/// relay that delivers every message as addressed, or (`misdeliver`) gives the first filter
+/// to party 2 instead of party 1. Returns each party's rows or its error.
+fn three_party_alignment(misdeliver: bool) -> Vec<Result<u64, String>> {
+    let w = world();
+    let mut schema = vtwin_data::demo::demo_schema();
+    schema.parties.push("bank".to_string());
+    let last = schema.columns.len() - 1;
+    schema.columns[last].party = "bank".to_string();
+    let layout = Layout::from_schema(&schema, 3).unwrap();
+    let ids = long_ids(&w);
+    let held: [Vec<usize>; 3] = [
+        (0..100).collect(),
+        (20..ROWS).rev().collect(),
+        (10..110).collect(),
+    ];
+    let own = PartyData::from_table(&w.table, &layout)
+        .unwrap()
+        .into_iter()
+        .zip(&held)
+        .map(|(data, rows)| {
+            OwnPartyData {
+                data,
+                ids: ids.clone(),
+            }
+            .select(rows)
+        })
+        .collect();
+    let mut parties = responders(&policy(&w), &schema, own, Duration::from_secs(60));
+    let s = [3; 16];
+    let mut queue = std::collections::VecDeque::new();
+    for p in parties.iter_mut() {
+        queue.extend(p.handle(Role::Coordinator, &align_start(3, s)).unwrap());
+    }
+    let mut result: Vec<Result<u64, String>> = vec![Err("unfinished".into()); 3];
+    let mut misdelivered = false;
+    while let Some(o) = queue.pop_front() {
+        match &o.frame.body {
+            Body::Align { message, .. } => {
+                let m = vtwin_psi::Message::decode(message).unwrap();
+                let mut to = m.to;
+                if misdeliver && !misdelivered && m.kind == vtwin_psi::Kind::Filter {
+                    to = 2;
+                    misdelivered = true;
+                }
+                match parties[usize::from(to)].handle(Role::Coordinator, &relayed(&o.frame, s)) {
+                    Ok(out) => queue.extend(out),
+                    Err(e) => result[usize::from(to)] = Err(e.public()),
+                }
+            }
+            Body::PartyInfo { rows, .. } => {
+                let Role::Party(p) = o.frame.sender else {
+                    unreachable!()
+                };
+                result[usize::from(p)] = Ok(*rows);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    result
+}
+
+#[test]
+fn three_parties_align_with_signed_messages_and_refuse_a_misdelivered_one() {
+    // 20..100 is held by all three.
+    assert_eq!(three_party_alignment(false), vec![Ok(80), Ok(80), Ok(80)]);
+    let r = three_party_alignment(true);
+    assert!(
+        matches!(&r[2], Err(e) if e.contains("message for party 1")),
+        "{r:?}"
+    );
+    assert!(r.iter().all(Result::is_err), "{r:?}");
+}
+
+#[test]
+fn the_largest_alignment_message_fits_one_frame_with_its_signature() {
+    let signer = vtwin_net::RelaySigner::new(&party_identity(0)).unwrap();
+    let message = vec![0u8; 30 + 32 * vtwin_consortium::party::MAX_ALIGN_IDS];
+    let s = signer.sign(&message).unwrap();
+    let mut f = frame(
+        Role::Party(u16::MAX),
+        Attempt::NONE,
+        u64::MAX,
+        u64::MAX,
+        Body::Align {
+            message,
+            certificate: s.certificate,
+            // A DER ECDSA P-256 signature is at most 72 bytes.
+            signature: vec![0xff; 72],
+        },
+    );
+    f.seq = u64::MAX;
+    f.session = [0xff; 16];
+    let bytes = vtwin_net::frame::encode(&f).unwrap();
+    vtwin_net::frame::decode(&bytes[vtwin_net::frame::LENGTH_PREFIX_BYTES..]).unwrap();
+}
+
 #[test]
 fn a_party_whose_policy_refuses_alignment_stops_the_job_naming_it() {
     let w = world();
@@ -473,20 +770,13 @@ fn a_party_whose_policy_refuses_alignment_stops_the_job_naming_it() {
     // Party 1 refuses to take part: its AlignStart fails, nothing is aligned or trained.
     let mut refusing = policy(&w);
     refusing.align = false;
-    c.parties[1] = PartyResponder::new(PartySetup {
-        index: 1,
-        schema: vtwin_data::demo::demo_schema(),
-        data: overlapping(&w).swap_remove(1).data,
-        ids: overlapping(&w).swap_remove(1).ids,
-        node_seal_publics: [[9; 32]; 3],
-        randomness: SecretRandomness::InsecureSeed(MPC_SEED),
-        noise_seed: Some(NOISE_SEED),
-        renormalise: Renormalise::ClosedForm,
-        policy: refusing,
-        ledger: PartyLedger::in_memory(),
-        identity: party_identity(1),
-    })
-    .unwrap();
+    c.parties[1] = responders(
+        &refusing,
+        &vtwin_data::demo::demo_schema(),
+        overlapping(&w),
+        Duration::from_secs(60),
+    )
+    .swap_remove(1);
     c.run(now);
     match c.events.as_slice() {
         [JobEvent::Aborted(e @ JobError::PeerFailed { peer, .. })] => {

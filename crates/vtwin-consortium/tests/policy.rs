@@ -30,6 +30,7 @@ fn plan() -> JobTerms {
         sample_rate: 0.1,
         iterations: 4,
         delta: 1e-5,
+        rows: vtwin_model::party_data::ids_digest(&table().ids),
     }
 }
 
@@ -57,6 +58,7 @@ fn party(table: &Table, policy: PartyPolicy, ledger: PartyLedger) -> PartyRespon
             .unwrap()
             .identity(Role::Party(0))
             .unwrap(),
+        align_timeout: std::time::Duration::from_secs(60),
     })
     .unwrap()
 }
@@ -179,6 +181,20 @@ fn a_party_refuses_every_term_outside_its_policy_and_uploads_within_it() {
             }
         ),
         "{body:?}"
+    );
+    // Rows that are not the party's (another alignment, or another order of its ids).
+    let mut shuffled = table().ids;
+    shuffled.swap(0, 1);
+    let other_rows = JobTerms {
+        rows: vtwin_model::party_data::ids_digest(&shuffled),
+        ..plan()
+    };
+    let body = reply(&mut p, &request(0, vec![1, 2], other_rows));
+    assert_eq!(
+        body,
+        Body::Refused {
+            refusal: Refusal::Rows
+        }
     );
     assert_eq!(p.uploads(), 0, "a refused request is never recorded");
     // The plan's epsilon above the party's: same terms, a party that agrees to less.

@@ -82,6 +82,7 @@ fn start_frame() -> vtwin_net::Frame {
                 sample_rate: 0.1,
                 iterations: 10,
                 delta: 1e-5,
+                rows: [0; 32],
             },
         },
     )

@@ -419,6 +419,8 @@ impl Run<'_> {
             sample_rate: self.config.sample_rate,
             iterations: iters,
             delta: BENCH_DELTA,
+            // A policy does not bound the rows.
+            rows: [0; 32],
         })
         .map_err(NotMeasuredError::Policy)?;
         let report = run(LoopbackSettings {

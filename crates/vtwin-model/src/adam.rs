@@ -15,7 +15,7 @@ pub fn default_iterations(lr: f64) -> u64 {
 /// How the step size changes over a run. Public (a function of settings only), so any
 /// schedule is post-processing of the noisy gradients: no privacy cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
 pub enum LrSchedule {
     /// `lr` at every step.
     #[default]
@@ -53,7 +53,8 @@ pub struct AdamConfig {
     pub beta2: f64,
     /// Denominator guard (1e-8).
     pub eps: f64,
-    /// Step-size schedule (constant unless set; absent in older checkpoints).
+    /// Step-size schedule (constant unless set; absent in model files and JSON written
+    /// before it existed).
     #[serde(default)]
     pub schedule: LrSchedule,
 }

@@ -193,6 +193,11 @@ pub struct JobTerms {
     pub iterations: u64,
     /// delta of the job's (epsilon, delta) claim.
     pub delta: f64,
+    /// The digest of the rows the job trains on, as every party reported it in `PartyInfo`
+    /// (after a record alignment: of the intersection's tags in the common order; otherwise
+    /// of the ids). A party refuses a job whose digest is not its own, so a coordinator
+    /// cannot make parties train on rows that are not the same people.
+    pub rows: [u8; 32],
 }
 
 /// A request term a party's policy bounds ([`Refusal::Policy`]).
@@ -292,6 +297,9 @@ pub enum Refusal {
         /// The public range, e.g. `[-14, 14]`.
         range: String,
     },
+    /// The job's rows (`JobTerms::rows`) are not the rows this party holds now (another
+    /// alignment, or one still running).
+    Rows,
 }
 
 impl std::fmt::Display for Refusal {
@@ -308,6 +316,9 @@ impl std::fmt::Display for Refusal {
             } => write!(
                 f,
                 "budget spent: one more upload would take its ledger past epsilon {agreed}"
+            ),
+            Refusal::Rows => f.write_str(
+                "the job's rows are not this party's current rows (align again or restart the job)",
             ),
             Refusal::Range { quantity, range } => write!(
                 f,

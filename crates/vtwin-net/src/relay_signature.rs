@@ -35,7 +35,7 @@ use crate::pki::{role_of_certificate, CertRoleError, Identity};
 use crate::role::Role;
 
 /// Prefixed to every signed payload (ASCII, NUL-terminated).
-pub const DOMAIN: &[u8] = b"vtwin relayed message v1\0";
+pub const DOMAIN: &[u8] = b"vtwin relayed psi message v1\0";
 
 /// The only scheme the consortium PKI issues keys for (`pki` module docs).
 const SCHEME: SignatureScheme = SignatureScheme::ECDSA_NISTP256_SHA256;

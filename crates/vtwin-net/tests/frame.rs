@@ -102,15 +102,17 @@ fn terms() -> impl Strategy<Value = JobTerms> {
         number(),
         any::<u64>(),
         number(),
+        any::<[u8; 32]>(),
     )
         .prop_map(
-            |(sigma, clip, components, sample_rate, iterations, delta)| JobTerms {
+            |(sigma, clip, components, sample_rate, iterations, delta, rows)| JobTerms {
                 sigma,
                 clip,
                 components,
                 sample_rate,
                 iterations,
                 delta,
+                rows,
             },
         )
 }
@@ -451,6 +453,7 @@ fn circuit_public_round_trips_through_the_wire() {
         sample_rate: 0.01,
         iterations: 1000,
         delta: 1e-5,
+        rows: [7; 32],
     };
     let f = Frame::new(
         [1; 16],

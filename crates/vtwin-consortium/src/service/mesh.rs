@@ -37,7 +37,7 @@ pub(crate) enum Inbound {
 }
 
 enum Out {
-    Frame(Frame),
+    Frame(Box<Frame>),
     Close(CloseReason),
 }
 
@@ -91,7 +91,7 @@ async fn write_loop(
     while let Some(out) = rx.recv().await {
         match out {
             Out::Frame(f) => {
-                if let Err(e) = sender.send(f).await {
+                if let Err(e) = sender.send(*f).await {
                     let _ = inbox.send(Inbound::Down(peer, id, e));
                     return;
                 }
@@ -130,7 +130,7 @@ impl Mesh {
         let (tx, rx) = mpsc::unbounded_channel();
         if let Some(q) = self.pending.get_mut(&peer) {
             for f in q.drain(..) {
-                let _ = tx.send(Out::Frame(f));
+                let _ = tx.send(Out::Frame(Box::new(f)));
             }
         }
         if let Some((_, old)) = self.writers.insert(peer, (id, tx)) {
@@ -179,7 +179,7 @@ impl Mesh {
     /// expected peer waiting for its first link, with room in its queue).
     pub(crate) fn send(&mut self, to: Role, frame: Frame) -> bool {
         if let Some((_, tx)) = self.writers.get(&to) {
-            return tx.send(Out::Frame(frame)).is_ok();
+            return tx.send(Out::Frame(Box::new(frame))).is_ok();
         }
         match self.pending.get_mut(&to) {
             Some(q) if q.len() < PENDING_FRAMES => {

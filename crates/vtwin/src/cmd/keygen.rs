@@ -84,6 +84,8 @@ pub(crate) fn policy_for_job(
         sample_rate: q,
         iterations: training.iters,
         delta,
+        // A policy does not bound the rows.
+        rows: [0; 32],
     })
     .context("the job's party policy")?;
     if let Some(e) = training.epsilon {

@@ -71,6 +71,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         policy: cfg.policy.clone(),
         ledger: PartyLedger::open(&cfg.ledger)?,
         identity: identity.clone(),
+        align_timeout: cfg.timeouts.iteration(),
     };
     tracing::info!(
         uploads = setup.ledger.uploads(),
