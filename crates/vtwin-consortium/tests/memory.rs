@@ -279,6 +279,20 @@ fn overlapping(w: &World) -> Vec<OwnPartyData> {
     vec![full[0].select(&health), full[1].select(&retail)]
 }
 
+/// After an alignment of [`overlapping`] (80 people in common): trains on them to the end.
+fn train_aligned(c: &mut MemoryConsortium, w: &World, now: Instant) {
+    let trainer = Trainer::new(
+        w.config.clone(),
+        w.layout.clone(),
+        80,
+        BatchKey::insecure(MPC_SEED),
+    )
+    .unwrap();
+    let o = c.job.begin(trainer, now);
+    c.coordinator_output(o);
+    c.run(now);
+}
+
 #[test]
 fn parties_with_overlapping_ids_align_privately_then_train() {
     let w = world();
@@ -329,16 +343,7 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
             "an id-list digest reached the coordinator"
         );
     }
-    let trainer = Trainer::new(
-        w.config.clone(),
-        w.layout.clone(),
-        80,
-        BatchKey::insecure(MPC_SEED),
-    )
-    .unwrap();
-    let o = c.job.begin(trainer, now);
-    c.coordinator_output(o);
-    c.run(now);
+    train_aligned(&mut c, &w, now);
     assert!(c.job.is_done(), "{:?}", c.events);
     // What travelled during the alignment is blinded points: no id bytes. Every party's set
     // goes out and comes back (2 parties: 2 messages each way through the coordinator).
@@ -418,23 +423,29 @@ fn a_relay_that_changes_an_alignment_message_is_refused() {
     );
 }
 
+/// Replaces an `Align` body's signature by `identity`'s signature of its message.
+fn re_sign(body: &mut Body, identity: &vtwin_net::pki::Identity) {
+    let Body::Align {
+        message,
+        certificate,
+        signature,
+    } = body
+    else {
+        unreachable!()
+    };
+    let s = vtwin_net::RelaySigner::new(identity)
+        .unwrap()
+        .sign(message)
+        .unwrap();
+    (*certificate, *signature) = (s.certificate, s.signature);
+}
+
 #[test]
 fn a_relay_cannot_sign_alignment_messages_for_a_party() {
     // The relay's own certified key (coordinator) over the changed message.
     let e = relay_tampering(|body| {
         insert_candidate(body);
-        let coordinator =
-            vtwin_net::RelaySigner::new(&test_ca().identity(Role::Coordinator).unwrap()).unwrap();
-        let Body::Align {
-            message,
-            certificate,
-            signature,
-        } = body
-        else {
-            unreachable!()
-        };
-        let s = coordinator.sign(message).unwrap();
-        (*certificate, *signature) = (s.certificate, s.signature);
+        re_sign(body, &test_ca().identity(Role::Coordinator).unwrap());
     });
     assert!(
         e.contains("claiming to come from party 0 is signed by coordinator"),
@@ -444,17 +455,7 @@ fn a_relay_cannot_sign_alignment_messages_for_a_party() {
     let e = relay_tampering(|body| {
         insert_candidate(body);
         let other = vtwin_net::pki::Ca::generate().unwrap();
-        let forger = vtwin_net::RelaySigner::new(&other.identity(Role::Party(0)).unwrap()).unwrap();
-        let Body::Align {
-            message,
-            certificate,
-            signature,
-        } = body
-        else {
-            unreachable!()
-        };
-        let s = forger.sign(message).unwrap();
-        (*certificate, *signature) = (s.certificate, s.signature);
+        re_sign(body, &other.identity(Role::Party(0)).unwrap());
     });
     assert!(e.contains("not signed by it"), "{e}");
 }
@@ -524,18 +525,7 @@ fn a_party_key_signs_only_for_its_own_party_and_a_refusal_drops_the_keys() {
     );
     // Party 0's message, re-signed with a genuine party-1 key of the consortium CA.
     let mut f = relayed(&a1, s);
-    if let Body::Align {
-        message,
-        certificate,
-        signature,
-    } = &mut f.body
-    {
-        let by1 = vtwin_net::RelaySigner::new(&party_identity(1))
-            .unwrap()
-            .sign(message)
-            .unwrap();
-        (*certificate, *signature) = (by1.certificate, by1.signature);
-    }
+    re_sign(&mut f.body, &party_identity(1));
     let e = c.parties[1].handle(Role::Coordinator, &f).unwrap_err();
     assert!(
         e.public()
@@ -559,75 +549,38 @@ fn a_party_key_signs_only_for_its_own_party_and_a_refusal_drops_the_keys() {
     assert!(e.public().contains("message for party 1"), "{}", e.public());
 }
 
+/// Two parties start an alignment with an `align_timeout`; party 1 answers party 0's first
+/// message, and the relay holds party 1's two messages back: returns the parties and them.
+fn held_back_run(align_timeout: Duration) -> (Vec<PartyResponder>, Frame, Frame) {
+    let w = world();
+    let schema = vtwin_data::demo::demo_schema();
+    let mut parties = responders(&policy(&w), &schema, overlapping(&w), align_timeout);
+    let s = [11; 16];
+    let mut step = |p: usize, f: &Frame| only(parties[p].handle(Role::Coordinator, f).unwrap());
+    let a1 = step(0, &align_start(2, s));
+    let b1 = step(1, &align_start(2, s));
+    let b2 = step(1, &relayed(&a1, s));
+    (parties, relayed(&b1, s), relayed(&b2, s))
+}
+
 #[test]
 fn a_stalled_alignment_expires_at_the_party() {
     // A relay that holds messages back (e.g. to complete the run later with another
     // party's pre-restart messages) finds the role gone after the party's own deadline.
-    let w = world();
-    let schema = vtwin_data::demo::demo_schema();
-    let mut parties = responders(
-        &policy(&w),
-        &schema,
-        overlapping(&w),
-        Duration::from_millis(30),
-    );
-    let s = [11; 16];
-    let a1 = only(
-        parties[0]
-            .handle(Role::Coordinator, &align_start(2, s))
-            .unwrap(),
-    );
-    let b1 = only(
-        parties[1]
-            .handle(Role::Coordinator, &align_start(2, s))
-            .unwrap(),
-    );
-    let b2 = only(
-        parties[1]
-            .handle(Role::Coordinator, &relayed(&a1, s))
-            .unwrap(),
-    );
+    let (mut parties, b1, b2) = held_back_run(Duration::from_millis(30));
     std::thread::sleep(Duration::from_millis(60));
-    let e = parties[0]
-        .handle(Role::Coordinator, &relayed(&b1, s))
-        .unwrap_err();
+    let e = parties[0].handle(Role::Coordinator, &b1).unwrap_err();
     assert!(e.public().contains("ran longer than"), "{}", e.public());
-    let e = parties[0]
-        .handle(Role::Coordinator, &relayed(&b2, s))
-        .unwrap_err();
+    let e = parties[0].handle(Role::Coordinator, &b2).unwrap_err();
     assert!(
         e.public().contains("no record alignment is running"),
         "{}",
         e.public()
     );
     // Within the deadline the same messages complete the run (80 people in common).
-    let mut parties = responders(
-        &policy(&w),
-        &schema,
-        overlapping(&w),
-        Duration::from_secs(60),
-    );
-    let a1 = only(
-        parties[0]
-            .handle(Role::Coordinator, &align_start(2, s))
-            .unwrap(),
-    );
-    let b1 = only(
-        parties[1]
-            .handle(Role::Coordinator, &align_start(2, s))
-            .unwrap(),
-    );
-    let b2 = only(
-        parties[1]
-            .handle(Role::Coordinator, &relayed(&a1, s))
-            .unwrap(),
-    );
-    parties[0]
-        .handle(Role::Coordinator, &relayed(&b1, s))
-        .unwrap();
-    let out = parties[0]
-        .handle(Role::Coordinator, &relayed(&b2, s))
-        .unwrap();
+    let (mut parties, b1, b2) = held_back_run(Duration::from_secs(60));
+    parties[0].handle(Role::Coordinator, &b1).unwrap();
+    let out = parties[0].handle(Role::Coordinator, &b2).unwrap();
     assert!(out
         .iter()
         .any(|o| matches!(o.frame.body, Body::PartyInfo { rows: 80, .. })));
@@ -648,16 +601,7 @@ fn a_party_refuses_a_job_on_rows_it_does_not_hold() {
         true
     }));
     c.run(now);
-    let trainer = Trainer::new(
-        w.config.clone(),
-        w.layout.clone(),
-        80,
-        BatchKey::insecure(MPC_SEED),
-    )
-    .unwrap();
-    let o = c.job.begin(trainer, now);
-    c.coordinator_output(o);
-    c.run(now);
+    train_aligned(&mut c, &w, now);
     let e = aborted(&c).to_string();
     assert!(
         e.contains("party 1") && e.contains("not this party's current rows"),
