@@ -201,6 +201,12 @@ pub enum UploadFault {
     /// The noise share was drawn for other terms.
     #[error("its noise share was drawn for another sigma or clip than this session's terms")]
     Terms,
+    /// The party trains on other rows than the session's terms name.
+    #[error("it trains on other rows than this session's terms name")]
+    Rows,
+    /// The party was asked for another batch than a party before it.
+    #[error("it was asked for another batch than the other parties")]
+    Batch,
     /// Message `index` of the upload does not decode.
     #[error("message {index}: not an MPC message")]
     MessageDecode {
@@ -285,6 +291,8 @@ struct Active {
     /// Messages that arrived before the node existed (relayed inputs, MPC), in order.
     pending: Vec<Message>,
     relayed: Vec<bool>,
+    /// The batch statement of the first party's upload (every other party's must equal it).
+    batch: Option<[u8; 32]>,
 }
 
 /// The compute-node state machine (module docs).
@@ -506,6 +514,7 @@ impl NodeSession {
             node: None,
             pending: Vec::new(),
             relayed: vec![false; parties],
+            batch: None,
         });
         tracing::debug!(node = %self.id, iteration = t, "session started");
         for other in NodeId::ALL.into_iter().filter(|n| *n != self.id) {
@@ -599,6 +608,14 @@ impl NodeSession {
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()
                 {
                     return Err(bad(UploadFault::Terms));
+                }
+                // One person, one record: every party trains on the announced rows and on
+                // the same batch of them.
+                if inputs.rows != a.terms.rows {
+                    return Err(bad(UploadFault::Rows));
+                }
+                if *a.batch.get_or_insert(inputs.batch) != inputs.batch {
+                    return Err(bad(UploadFault::Batch));
                 }
                 let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
                 let mut msgs = Vec::with_capacity(inputs.messages.len());

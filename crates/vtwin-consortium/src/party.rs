@@ -545,7 +545,12 @@ impl PartyResponder {
         // The job's rows must be this party's current rows (an alignment is not running, and
         // the digest is the one it reported): otherwise row r could be two people, and one
         // person two records, past what the accounting assumes.
-        if self.aligning.is_some() || terms.rows != self.rows_digest() {
+        if self.aligning.is_some() {
+            // A job cannot run beside an alignment: the alignment ends, keys and all.
+            self.aligning = None;
+            return Err(Refusal::Rows);
+        }
+        if terms.rows != self.rows_digest() {
             return Err(Refusal::Rows);
         }
         if self.accepted.as_ref() != Some(terms) {
@@ -913,17 +918,20 @@ impl PartyResponder {
             }
             Err(source) => return Err(compute(source)),
         };
+        let statement = crate::upload::batch_statement(&f.session, t, batch);
         let mut sealed: [Vec<u8>; 3] = Default::default();
         for (i, msgs) in messages.iter().enumerate() {
             let inputs = SealedInputs {
                 sigma: terms.sigma,
                 clip: terms.clip,
+                rows: terms.rows,
+                batch: statement,
                 messages: msgs.iter().map(|m| m.encode()).collect(),
             };
-            // Preallocated to an upper bound of the encoding (two f64, then varint lengths
-            // of at most 10 bytes), so the buffer holding seeds never reallocates and leaves
-            // no unzeroized copy behind.
-            let bound = 26 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            // Preallocated to an upper bound of the encoding (two f64, two digests, then
+            // varint lengths of at most 10 bytes), so the buffer holding seeds never
+            // reallocates and leaves no unzeroized copy behind.
+            let bound = 90 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
             let mut plain = Zeroizing::new(Vec::with_capacity(bound));
             *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
                 .map_err(|e| bad(RequestFault::Encoding(e)))?;

@@ -1,10 +1,30 @@
 //! The plaintext a party seals to each node ([`SealedInputs`]): its vtwin-mpc input messages
 //! for that node and the noise terms it used, so the node can check them against the
 //! session's announced terms (a coordinator that told the party a smaller sigma or clip than
-//! it told the nodes is caught: the AEAD authenticates the party's statement).
+//! it told the nodes is caught: the AEAD authenticates the party's statement), together with
+//! the rows and the batch it was asked for, which every node requires to be the same at every
+//! party (a coordinator that gave the parties different rows or batches would join different
+//! people into one record, and one person into two).
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
+
+/// The party's statement of the batch it was asked for in session `session`, iteration `t`:
+/// SHA-256 over a domain tag, the session, t and the indices (little-endian u32). Equal at
+/// every party exactly when the batches are equal; a node learns only that equality (the
+/// indices of a 100-of-30000 batch cannot be guessed from the digest). Cost: one SHA-256
+/// over 4 B bytes.
+pub fn batch_statement(session: &[u8; 16], t: u64, batch: &[u32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"vtwin batch statement v1\0");
+    h.update(session);
+    h.update(t.to_le_bytes());
+    for i in batch {
+        h.update(i.to_le_bytes());
+    }
+    h.finalize().into()
+}
 
 /// What is inside one sealed blob: postcard of this struct. The messages carry PRG seeds,
 /// so the whole struct is zeroized on drop.
@@ -14,6 +34,11 @@ pub struct SealedInputs {
     pub sigma: f64,
     /// The nominal clip C its noise share was scaled with.
     pub clip: f64,
+    /// The digest of the rows it trains on (its `PartyInfo` digest; the request's
+    /// `JobTerms::rows`).
+    pub rows: [u8; 32],
+    /// [`batch_statement`] of the batch it was asked for.
+    pub batch: [u8; 32],
     /// `Message::encode()` of each message to this node, in order.
     pub messages: Vec<Vec<u8>>,
 }

@@ -27,7 +27,7 @@ use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::{OwnPartyData, PartyData};
 use vtwin_model::trainer::Trainer;
 use vtwin_mpc::NodeId;
-use vtwin_net::{Body, Frame, JobTerms, Role, SealKey, WirePublic};
+use vtwin_net::{Body, Frame, JobTerms, Refusal, Role, SealKey, WirePublic};
 
 const MPC_SEED: u64 = 11;
 const NOISE_SEED: u64 = 12;
@@ -1240,4 +1240,105 @@ fn a_coordinator_telling_the_parties_a_larger_sigma_than_the_nodes_is_caught_by_
     });
     let text = aborted(&c).to_string();
     assert!(text.contains("another sigma or clip"), "{text}");
+}
+
+#[test]
+fn parties_asked_for_different_batches_are_caught_by_the_nodes() {
+    // Party 1 is asked for every record one further on: row r of party 0 would be joined
+    // with row r + 1 of party 1 (two people in one record, one person in two). Each party
+    // accepts its request; the nodes compare the parties' sealed batch statements.
+    let c = run_tampered(|_, to, f| {
+        if let (Role::Party(1), Body::Request { batch, .. }) = (to, &mut f.body) {
+            for i in batch.iter_mut().filter(|i| **i < ROWS as u32 - 1) {
+                *i += 1;
+            }
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(
+        text.contains("another batch than the other parties"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_party_sent_back_to_all_its_rows_is_caught_by_the_nodes() {
+    // After the alignment the relay sends `Hello` to party 1 only, which goes back to all of
+    // its rows, and asks it to train on them (with its own digest, so it accepts) while
+    // party 0 trains on the aligned ones: the nodes hold the session's rows digest.
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium_of(&w, 2, now, overlapping(&w), true);
+    c.run(now);
+    let hello = frame(Role::Coordinator, Attempt::NONE, 0, 0, Body::Hello);
+    let info = only(c.parties[1].handle(Role::Coordinator, &hello).unwrap());
+    let Body::PartyInfo {
+        ids_digest: all, ..
+    } = info.body
+    else {
+        panic!("{info:?}")
+    };
+    assert_eq!(
+        all,
+        vtwin_model::party_data::ids_digest(&overlapping(&w)[1].ids)
+    );
+    c.intercept(Box::new(move |_, to, f: &mut Frame| {
+        if let (Role::Party(1), Body::Request { terms, .. }) = (to, &mut f.body) {
+            terms.rows = all;
+        }
+        true
+    }));
+    train_aligned(&mut c, &w, now);
+    let e = aborted(&c).to_string();
+    assert!(e.contains("other rows than this session's terms"), "{e}");
+}
+
+#[test]
+fn a_request_during_an_alignment_is_refused_and_ends_it() {
+    let w = world();
+    let mut c = consortium_of(&w, 2, Instant::now(), overlapping(&w), true);
+    only(
+        c.parties[0]
+            .handle(Role::Coordinator, &align_start(2, [12; 16]))
+            .unwrap(),
+    );
+    // The digest of the rows it holds while aligning (all of its own).
+    let mut t = terms(&w, 2);
+    t.rows = vtwin_model::party_data::ids_digest(&overlapping(&w)[0].ids);
+    let request = frame(
+        Role::Coordinator,
+        Attempt {
+            session: [1; 16],
+            attempt: [1; 8],
+        },
+        0,
+        0,
+        Body::Request {
+            batch: vec![1, 2],
+            theta: vec![0.0; w.layout.dim()],
+            terms: t,
+        },
+    );
+    let reply = only(c.parties[0].handle(Role::Coordinator, &request).unwrap());
+    assert_eq!(
+        reply.body,
+        Body::Refused {
+            refusal: Refusal::Rows
+        }
+    );
+    // The alignment's keys are gone: a later alignment message finds none running.
+    let a1 = only(
+        c.parties[1]
+            .handle(Role::Coordinator, &align_start(2, [12; 16]))
+            .unwrap(),
+    );
+    let e = c.parties[0]
+        .handle(Role::Coordinator, &relayed(&a1, [12; 16]))
+        .unwrap_err();
+    assert!(
+        e.public().contains("no record alignment is running"),
+        "{}",
+        e.public()
+    );
 }

@@ -133,6 +133,13 @@ mod tests {
         let old: AdamConfig =
             serde_json::from_str(r#"{"lr":0.01,"beta1":0.9,"beta2":0.999,"eps":1e-8}"#).unwrap();
         assert_eq!(old.schedule, LrSchedule::Constant);
+        // Checkpoints are postcard (not self-describing): the schedule must round-trip there.
+        let c = AdamConfig {
+            schedule: LrSchedule::Cosine { iterations: 7 },
+            ..AdamConfig::default()
+        };
+        let bytes = postcard::to_allocvec(&c).unwrap();
+        assert_eq!(postcard::from_bytes::<AdamConfig>(&bytes).unwrap(), c);
     }
 
     #[test]
