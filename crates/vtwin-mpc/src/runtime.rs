@@ -97,6 +97,11 @@ impl Ctx {
         }
     }
 
+    /// `F(p_i, stream)`: from this node's private seed, known to no other node.
+    pub(crate) fn prg_private(&self, stream: u64, n: usize) -> Vec<u128> {
+        prg::expand(&self.seeds.private, stream, n)
+    }
+
     /// Adds to the cost counters.
     pub(crate) fn count(&self, f: impl FnOnce(&mut Counters)) {
         f(&mut self.inner.borrow_mut().counters);
@@ -270,8 +275,9 @@ impl<T: 'static> Node<T> {
         self.ctx.id
     }
 
-    /// Records every truncation mask this node knows (only node 0 and node 1 know them; node
-    /// 0 records). Test instrumentation: the log is part of this node's own view.
+    /// Records every truncation mask this node knows (only node 0 knows them, from its
+    /// private seed; the other nodes record nothing). Test instrumentation: the log is part
+    /// of this node's own view.
     pub fn record_truncation_masks(&mut self) {
         self.ctx.inner.borrow_mut().mask_log = Some(Vec::new());
     }
