@@ -27,8 +27,8 @@
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 27. Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 2 + 46 + 1 + 2 + 2 + 2 =
-//! 2P + 92.
+//! Truncation layers: P + 27, 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 1 + 24 + 2 + 1 + 1 + 33 + 1 + 1 + 1 + 1 = P + 65.
 
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
