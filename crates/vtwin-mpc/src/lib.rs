@@ -23,8 +23,8 @@
 //!
 //! | function | twin of | rounds | elements per value |
 //! |---|---|---|---|
-//! | [`input::input`] | - | 1 | 1 uploaded + 1 forwarded |
-//! | [`input::input_many`] | - | 1 for any number of inputs | 1 uploaded + 1 forwarded |
+//! | [`input::input`] | - | 0 | 2 uploaded (to nodes 1 and 2); 4 digest elements in all on the next exchange |
+//! | [`input::input_many`] | - | 0 for any number of inputs | 2 uploaded; 4 digest elements in all |
 //! | [`input::reveal_to`] | - | 1 | 3 (to the receiver only) |
 //! | [`multiply::mul`] | ring product | 1 | 3 |
 //! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 1 | 5 |

@@ -14,8 +14,9 @@ const N: usize = 1000;
 /// `z_2 + beta` to node 1 and node 1 `z_1 + alpha` to node 2.
 const TRUNC: u64 = 5;
 
-/// Runs `op` after sharing two inputs of N values; returns the three nodes' counters of
-/// the protocol alone (input sharing excluded), summed (rounds: as executed).
+/// Runs `op` after sharing two inputs of N values and checking them (nodes 1 and 2 compare
+/// their digests of the corrections); returns the three nodes' counters of the protocol
+/// alone (input sharing and check excluded), summed (rounds: as executed).
 fn measure<F, Fut>(op: F) -> Counters
 where
     F: Fn(vtwin_mpc::Ctx, Vec<vtwin_mpc::Shared>) -> Fut + Clone + 'static,
@@ -27,13 +28,19 @@ where
     let rep = run_on(vec![x.clone(), x], Delivery::Fifo, move |ctx, v| {
         let op = op.clone();
         async move {
+            let checking = ctx.counters();
+            input::check_inputs(&ctx).await?;
+            let check = ctx.counters() - checking;
             let before = ctx.counters();
             op(ctx.clone(), v).await?;
-            Ok(ctx.counters() - before)
+            Ok((check, ctx.counters() - before))
         }
     })
     .expect("run");
-    let [a, b, c] = rep.outputs;
+    let [(ca, a), (cb, b), (cc, c)] = rep.outputs;
+    // The check alone: 1 round, 2 digest elements each way between nodes 1 and 2.
+    let check = ca.plus(cb).plus(cc);
+    assert_eq!((check.rounds, check.elements, check.messages), (1, 4, 2));
     assert_eq!(a.rounds, b.rounds);
     assert_eq!(b.rounds, c.rounds);
     a.plus(b).plus(c)

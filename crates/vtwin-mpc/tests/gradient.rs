@@ -56,13 +56,17 @@ fn adult_scale_costs() {
     assert_eq!(got.len(), d);
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
-    // Inputs (all parties and the noise): 1; circuit P + 65 (every layer 1 round); reveal 1.
-    assert_eq!(total.rounds, 1 + (p + 65) + 1);
+    // Inputs (all parties and the noise): no round (the clients send their corrections to
+    // nodes 1 and 2); circuit P + 65 (every layer 1 round); reveal 1.
+    assert_eq!(total.rounds, (p + 65) + 1);
     assert_eq!(masks.len() as u64, p + 27, "truncation layers");
-    // Between nodes: input forwarding (one element per input value) plus the circuit.
-    // Party 0 also inputs the B padding flags.
-    let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + b + d) as u64;
+    // Between nodes: the circuit, plus nodes 1 and 2's digests of the corrections (2
+    // elements each way, on the circuit's first round).
+    let inputs = 4u64;
     let circuit = total.elements - inputs;
+    // Uploads: every input value reaches nodes 1 and 2 (party 0 also inputs the B padding
+    // flags), plus the seeds and headers.
+    let values = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + b + d) as u64;
     // Elements in all per truncated value (`multiply::layer`) and per reshared one.
     let (t, r) = (5u64, 3u64);
     // Per (record, component): mat products t (P - 1) + pm t + divide (2 t + r: two
@@ -79,8 +83,9 @@ fn adult_scale_costs() {
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} input forwarding + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
-         = {circuit}); {} bytes to the coordinator; {} truncation layers",
+         ({} elements = {inputs} input digests + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
+         = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
+         uploaded to each of nodes 1 and 2",
         total.rounds,
         total.messages,
         total.bytes,

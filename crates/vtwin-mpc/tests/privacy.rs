@@ -262,15 +262,31 @@ fn truncation_parts(x: &[u128], y: &[u128], seed: u64) -> ([Vec<u128>; 3], [Vec<
         vec![x.to_vec(), y.to_vec()],
         Delivery::Fifo,
         seed,
-        |ctx, v| async move { multiply::mul_trunc(&ctx, &v[0], &v[1], 32).await },
+        |ctx, v| async move {
+            // The input check first, in its own round, so that the truncation's messages
+            // carry nothing else.
+            vtwin_mpc::input::check_inputs(&ctx).await?;
+            multiply::mul_trunc(&ctx, &v[0], &v[1], 32).await
+        },
     )
     .expect("run");
-    // The two inputs take rounds 0 and 1; the truncation is round 2.
+    // The truncation is the last round.
+    let last = (0..3)
+        .flat_map(|i| rep.views[i].iter())
+        .map(|b| Message::decode(b).expect("decode"))
+        .filter(|m| matches!(m.from, vtwin_mpc::Peer::Node(_)))
+        .map(|m| m.step)
+        .max()
+        .expect("node messages");
+    assert_eq!(
+        last, 1,
+        "the check (round 0), then the truncation (round 1)"
+    );
     let round = |i: usize| -> Vec<Message> {
         rep.views[i]
             .iter()
             .map(|b| Message::decode(b).expect("decode"))
-            .filter(|m| m.step == 2 && matches!(m.from, vtwin_mpc::Peer::Node(_)))
+            .filter(|m| m.step == last && matches!(m.from, vtwin_mpc::Peer::Node(_)))
             .collect()
     };
     let from = |msgs: &[Message], j: usize| -> Vec<u128> {
