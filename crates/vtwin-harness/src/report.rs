@@ -217,7 +217,7 @@ mod tests {
             setup_ms: None,
             total_ms: None,
             note: None,
-            rounds_per_iteration: traffic.as_ref().map(|_| 98.0),
+            rounds_per_iteration: traffic.as_ref().map(|_| 68.0),
             traffic,
             ratio_vs_fixed: None,
             ratio_vs_float: None,
@@ -247,7 +247,7 @@ mod tests {
         // The traffic keys sit flat in the entry (the documented JSON), absent for plaintext.
         let mpc = serde_json::to_value(&entries[2]).unwrap();
         assert_eq!(mpc["bytes_between_nodes_per_iteration"], 10.0);
-        assert_eq!(mpc["rounds_per_iteration"], 98.0);
+        assert_eq!(mpc["rounds_per_iteration"], 68.0);
         let fixed = serde_json::to_value(&entries[1]).unwrap();
         assert!(fixed["bytes_between_nodes_per_iteration"].is_null());
         // Both read back as they were.

@@ -31,7 +31,7 @@ pub fn program(
 
 /// Node `id`'s program for one training iteration of `session`, as a sans-IO [`Node`]
 /// (not started): [`receive_inputs`] (clients 0..P-1 the parties' uploads, P..P+m-1 the noise
-/// contributions, one round), [`gradient`], and [`reveal_to`] the coordinator (client P + m,
+/// contributions, no round), [`gradient`], and [`reveal_to`] the coordinator (client P + m,
 /// [`CircuitPublic::coordinator`]); it accepts clients `0..=P+m` and returns its counters.
 /// `seeds` come from [`PairSeeds::derive`] with this session.
 pub fn iteration_node(

@@ -7,11 +7,12 @@
 //! [`InputBounds`] (nothing is shared on a refusal) and shares it as client p's input 1, and
 //! its noise share (canonical order, [`crate::canonical`]) as client P + p's input 1.
 //!
-//! Messages by addressee node: node 0 and node 1 get the two setup messages (client p, then
-//! client P + p); node 2 gets client p's setup and input, then client P + p's setup and input
-//! (node 2 receives the corrections; [`vtwin_mpc::input`]). Sizes: setup 38 + 64 bytes to
-//! node 0, 38 + 32 to nodes 1 and 2 per client; inputs 38 + 16 (2 B K + B |T_p|) and
-//! 38 + 16 d bytes. Cost: two PRG expansions of the input lengths.
+//! Messages by addressee node: node 0 gets the two setup messages (client p, then client
+//! P + p); node 1 and node 2 each get client p's setup and input, then client P + p's setup
+//! and input (both receive the corrections; [`vtwin_mpc::input`]). Sizes: setup 38 + 64
+//! bytes to node 0, 38 + 32 to nodes 1 and 2 per client; inputs, to node 1 and to node 2
+//! each, 38 + 16 (2 B K + B |T_p| (+ B flags for party 0)) and 38 + 16 d bytes. Cost: two
+//! PRG expansions of the input lengths.
 
 use rand_core::{CryptoRng, RngCore};
 use vtwin_mpc::gradient::{upload_messages, InputBounds, PlainUpload};

@@ -35,8 +35,9 @@
 //! ([`MpcBackend::seeded`]; voids privacy), so that a retried iteration and a network run
 //! with the same seeds redraw exactly the same keys, seeds and session.
 //!
-//! Cost: per iteration 2P + 94 rounds and (12 + 6 P) B K + 468 B + 3 K + 6 (d - K) ring elements
-//! of circuit traffic plus the input forwarding (`protocols/mpc-gradient.md`).
+//! Cost: per iteration P + 66 rounds and (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) ring
+//! elements of circuit traffic plus 4 elements of input digests between the nodes
+//! (`protocols/mpc-gradient.md`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

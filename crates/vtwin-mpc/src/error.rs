@@ -77,6 +77,17 @@ pub enum MpcError {
         /// The peer whose public key is invalid.
         peer: Peer,
     },
+    /// Nodes 1 and 2 received different corrections from a client (a malicious client, or
+    /// a relay that altered one): the SHA-256 digests they exchanged before revealing
+    /// anything differ. The node refuses to go on; nothing has been revealed.
+    #[error(
+        "a client sent node 1 and node 2 different input corrections (the digest from {peer} \
+         does not match this node's): refusing to continue, nothing was revealed"
+    )]
+    InconsistentInput {
+        /// The other node, whose digest differs.
+        peer: Peer,
+    },
     /// The node already failed or finished.
     #[error("node is poisoned by an earlier error or has finished")]
     Poisoned,

@@ -12,8 +12,8 @@
 //! 4. Horner for `P(f) ~ 2^f`, degree 7 (7 truncations), then `exp(x) = trunc(P q)`.
 //!
 //! Given the same masks the result equals `vtwin_fixed::exp` bit for bit for every x in
-//! [-64, 0] (outside, both compute garbage, differently). Cost: 2 + 8 + 2 + 3 + 14 + 2 =
-//! 31 rounds; 9 truncations.
+//! [-64, 0] (outside, both compute garbage, differently). Cost: 1 + 8 + 2 + 3 + 7 + 1 =
+//! 22 rounds (each truncated layer 1 round); 9 truncations.
 
 use vtwin_fixed::exp::{EXP2_COEFFS_RAW, LOG2E_RAW};
 use vtwin_fixed::{FRAC_BITS, ONE_RAW};
@@ -29,7 +29,7 @@ const WINDOW: u32 = 40;
 const OFFSET_RAW: u128 = 128 << FRAC_BITS;
 
 /// `exp(x)` element-wise for x in [-64, 0] (the client validates the range before
-/// sharing, or the circuit guarantees it). 31 rounds.
+/// sharing, or the circuit guarantees it). 22 rounds.
 pub async fn exp(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let n = x.len();

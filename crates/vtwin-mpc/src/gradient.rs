@@ -27,8 +27,8 @@
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 27. Rounds: 2 (P - 1) + 2 + 31 + 4 + 2 + 2 + 46 + 1 + 2 + 2 + 2 =
-//! 2P + 92.
+//! Truncation layers: P + 27, 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 1 + 24 + 2 + 1 + 1 + 33 + 1 + 1 + 1 + 1 = P + 65.
 
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
@@ -444,7 +444,8 @@ pub fn upload_messages(
 
 /// Nodes' side of the inputs of one iteration: party p is client p and sends its upload as
 /// input number 1 ([`upload_messages`]); noise contributor j is client P + j and sends its
-/// contribution as its input number 1. All inputs are received in one round. Returns the
+/// contribution as its input number 1. All inputs are received without a round (nodes 1
+/// and 2 compare digests of the corrections on the circuit's first round). Returns the
 /// uploads and Z, the (local) sum of the contributions.
 pub async fn receive_inputs(
     ctx: &Ctx,

@@ -4,11 +4,19 @@
 //! share index 0 (sent to nodes 0 and 2, which hold `x_0`) and `s_1` for share index 1
 //! (nodes 0 and 1), once per session (message number 0). For its input number `q >= 1` of
 //! `n` values it derives `x_0 = F(s_0, q)`, `x_1 = F(s_1, q)` ([`crate::prg`]) and uploads
-//! only the correction `x_2 = v - x_0 - x_1` to node 2, which forwards it to node 1 (the other
-//! holder of `x_2`) in one round. Upload: n ring elements (+ 128 seed bytes per session);
-//! between nodes: n elements, 1 round. Each node's pair of shares is uniform: every pair
-//! misses one of `x_0, x_1, x_2`, and the missing one is either a PRG output under a seed
-//! the node lacks or the correction masked by such an output.
+//! only the correction `x_2 = v - x_0 - x_1`, to node 1 and to node 2 (its two holders).
+//! Upload: 2 n ring elements (+ 128 seed bytes per session); between nodes: nothing, no
+//! round. Each node's pair of shares is uniform: every pair misses one of `x_0, x_1, x_2`,
+//! and the missing one is either a PRG output under a seed the node lacks or the correction
+//! masked by such an output.
+//!
+//! **Consistency.** A malicious client could send node 1 and node 2 different corrections.
+//! Nodes 1 and 2 hash what they received (SHA-256 over client, input number, length and
+//! elements) and append the digest to their next message to each other (the runtime does it
+//! in the first exchange after an input: 2 elements each way, no extra round in a circuit
+//! that computes anything); a mismatch is [`MpcError::InconsistentInput`], and every opening
+//! first makes sure the check happened ([`check_inputs`]). Until 2026-11-24 node 2 forwarded
+//! the corrections to node 1 instead, in a round of their own.
 //!
 //! The client validates every value before sharing ([`InputRange`]); an out-of-range,
 //! non-finite or unencodable value is rejected and nothing is sent.
@@ -139,8 +147,8 @@ impl InputClient {
         self.seq
     }
 
-    /// Validates, encodes (scale 2^32) and shares `values`: returns the one message (to node
-    /// 2) carrying the corrections. Nothing is produced if any value is outside `range`.
+    /// Validates, encodes (scale 2^32) and shares `values`: returns the two messages (to nodes
+    /// 1 and 2) carrying the corrections. Nothing is produced if any value is outside `range`.
     pub fn share(&mut self, values: &[f64], range: InputRange) -> Result<Vec<Message>, InputError> {
         let limit = vtwin_fixed::ENCODE_LIMIT / 2.0;
         if !(range.min.is_finite()
@@ -206,16 +214,17 @@ impl InputClient {
     }
 
     /// Shares ring elements as they are (e.g. integer noise already scaled); the caller has
-    /// validated them. Returns the message to node 2.
+    /// validated them. Returns the two messages carrying the correction, to node 1 and to
+    /// node 2 (its two holders).
     pub fn share_raw(&mut self, values: &[u128]) -> Vec<Message> {
         let q = self.seq;
         self.seq += 1;
         let x0 = prg::expand(&self.seed0, q, values.len());
         let x1 = prg::expand(&self.seed1, q, values.len());
-        let x2 = (0..values.len())
+        let x2: Vec<u128> = (0..values.len())
             .map(|k| values[k].wrapping_sub(x0[k]).wrapping_sub(x1[k]))
             .collect();
-        vec![self.message(N2, q, x2)]
+        vec![self.message(N1, q, x2.clone()), self.message(N2, q, x2)]
     }
 }
 
@@ -249,43 +258,20 @@ pub async fn accept_client(ctx: &Ctx, client: u16) -> Result<ClientSeeds, MpcErr
 }
 
 /// Receives input number `seq` (n values) of the client whose seeds are `seeds`, as a
-/// replicated sharing. 1 round (node 2 forwards the correction to node 1).
+/// replicated sharing. No round: nodes 1 and 2 both receive the correction from the client;
+/// they compare digests of what they received in their next exchange ([`check_inputs`]).
 pub async fn input(ctx: &Ctx, seeds: &ClientSeeds, seq: u64, n: usize) -> Result<Shared, MpcError> {
-    let expand = |s: &Option<Seed>| {
-        s.as_ref()
-            .map(|s| prg::expand(s, seq, n))
-            .unwrap_or_default()
-    };
-    match ctx.id().index() {
-        0 => {
-            ctx.exchange(Vec::new(), &[]).await?;
-            Ok(Shared {
-                own: expand(&seeds.seed0),
-                next: expand(&seeds.seed1),
-            })
-        }
-        1 => {
-            let got = ctx.exchange(Vec::new(), &[(N2, n)]).await?;
-            Ok(Shared {
-                own: expand(&seeds.seed1),
-                next: got.into_iter().next().unwrap_or_default(),
-            })
-        }
-        _ => {
-            let x2 = ctx.recv_client(seeds.client, seq, n).await?;
-            ctx.exchange(vec![(Peer::Node(N1), x2.clone())], &[])
-                .await?;
-            Ok(Shared {
-                own: x2,
-                next: expand(&seeds.seed0),
-            })
-        }
-    }
+    Ok(input_many(ctx, &[(seeds, seq, n)])
+        .await?
+        .pop()
+        .unwrap_or_default())
 }
 
-/// Receives several inputs (possibly of several clients) in one round: node 2 waits for
-/// every correction, then forwards them to node 1 in a single message. `inputs` lists
-/// (the client's seeds, input number, length); results in the same order.
+/// Receives several inputs (possibly of several clients), no round: nodes 1 and 2 each wait
+/// for every correction (the client sends it to both), node 0 expands its two seeds.
+/// `inputs` lists (the client's seeds, input number, length); results in the same order.
+/// Nodes 1 and 2 hash the corrections; the digests travel on their next exchange, before
+/// anything is revealed ([`check_inputs`]).
 pub async fn input_many(
     ctx: &Ctx,
     inputs: &[(&ClientSeeds, u64, usize)],
@@ -295,48 +281,52 @@ pub async fn input_many(
             .map(|s| prg::expand(s, seq, n))
             .unwrap_or_default()
     };
-    let total: usize = inputs.iter().map(|i| i.2).sum();
     let mut out = Vec::with_capacity(inputs.len());
-    match ctx.id().index() {
-        0 => {
-            ctx.exchange(Vec::new(), &[]).await?;
-            for &(s, seq, n) in inputs {
-                out.push(Shared {
-                    own: expand(&s.seed0, seq, n),
-                    next: expand(&s.seed1, seq, n),
-                });
-            }
-        }
-        1 => {
-            let got = ctx.exchange(Vec::new(), &[(N2, total)]).await?;
-            let all = got.into_iter().next().unwrap_or_default();
-            let mut at = 0;
-            for &(s, seq, n) in inputs {
-                out.push(Shared {
-                    own: expand(&s.seed1, seq, n),
-                    next: all[at..at + n].to_vec(),
-                });
-                at += n;
-            }
-        }
-        _ => {
-            let mut all = Vec::with_capacity(total);
-            for &(s, seq, n) in inputs {
+    ctx.note_input();
+    for &(s, seq, n) in inputs {
+        let shared = match ctx.id().index() {
+            0 => Shared {
+                own: expand(&s.seed0, seq, n),
+                next: expand(&s.seed1, seq, n),
+            },
+            1 => {
                 let x2 = ctx.recv_client(s.client, seq, n).await?;
-                out.push(Shared {
-                    next: expand(&s.seed0, seq, n),
-                    own: x2.clone(),
-                });
-                all.extend(x2);
+                ctx.digest_correction(s.client, seq, &x2);
+                Shared {
+                    own: expand(&s.seed1, seq, n),
+                    next: x2,
+                }
             }
-            ctx.exchange(vec![(Peer::Node(N1), all)], &[]).await?;
-        }
+            _ => {
+                let x2 = ctx.recv_client(s.client, seq, n).await?;
+                ctx.digest_correction(s.client, seq, &x2);
+                Shared {
+                    own: x2,
+                    next: expand(&s.seed0, seq, n),
+                }
+            }
+        };
+        out.push(shared);
     }
     Ok(out)
 }
 
-/// Opens `x` to client `receiver` only: each node sends it its share `x_i`. 1 round.
+/// Compares nodes 1 and 2's digests of the corrections received since the last check, in a
+/// round of its own (2 elements each way between nodes 1 and 2), or does nothing (no round)
+/// when there is nothing to check. Errors: [`MpcError::InconsistentInput`] when a client
+/// sent the two nodes different corrections. Every opening calls it first; a protocol that
+/// exchanges anything after its inputs has already checked them for free.
+pub async fn check_inputs(ctx: &Ctx) -> Result<(), MpcError> {
+    if ctx.inputs_unchecked() {
+        ctx.exchange(Vec::new(), &[]).await?;
+    }
+    Ok(())
+}
+
+/// Opens `x` to client `receiver` only: each node sends it its share `x_i`. 1 round (after
+/// [`check_inputs`], which costs a round only if no exchange followed the last input).
 pub async fn reveal_to(ctx: &Ctx, x: &Shared, receiver: u16) -> Result<(), MpcError> {
+    check_inputs(ctx).await?;
     ctx.exchange(vec![(Peer::Client(receiver), x.own.clone())], &[])
         .await?;
     Ok(())
@@ -344,8 +334,9 @@ pub async fn reveal_to(ctx: &Ctx, x: &Shared, receiver: u16) -> Result<(), MpcEr
 
 /// Opens `x` to every node (only for values public by design). Node i misses
 /// `x_{i+2} = x_{i-1}`, which node i-1 holds as its own share: each node sends its own share
-/// to the next. 1 round, n elements per node.
+/// to the next. 1 round, n elements per node (after [`check_inputs`]).
 pub async fn open_to_nodes(ctx: &Ctx, x: &Shared) -> Result<Vec<u128>, MpcError> {
+    check_inputs(ctx).await?;
     let me = ctx.id();
     let n = x.len();
     let got = ctx

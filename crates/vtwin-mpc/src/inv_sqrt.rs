@@ -102,38 +102,38 @@ async fn normalised(
 }
 
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
-/// 41 rounds; 11 truncations per value.
+/// 30 rounds; 11 truncations per value.
 pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
     Ok(normalised(ctx, x, None).await?.0)
 }
 
 impl SharedInvSqrt {
-    /// `1/sqrt(x)`. 2 rounds.
+    /// `1/sqrt(x)`. 1 round.
     pub async fn value(&self, ctx: &Ctx) -> Result<Shared, MpcError> {
         scale_back(ctx, &self.mantissa, &self.scale_int, &self.scale_frac).await
     }
 
-    /// `a/sqrt(x)` for a shared |a| < 2^22. 4 rounds.
+    /// `a/sqrt(x)` for a shared |a| < 2^22. 2 rounds.
     pub async fn mul(&self, ctx: &Ctx, a: &Shared) -> Result<Shared, MpcError> {
         let z = mul_trunc(ctx, a, &self.mantissa, FRAC_BITS).await?;
         scale_back(ctx, &z, &self.scale_int, &self.scale_frac).await
     }
 
-    /// `c/sqrt(x)` for a public |c| < 2^22. 4 rounds.
+    /// `c/sqrt(x)` for a public |c| < 2^22. 2 rounds.
     pub async fn mul_public(&self, ctx: &Ctx, c: Fx) -> Result<Shared, MpcError> {
         let z = truncate(ctx, &self.mantissa.mul_public(c.raw()), FRAC_BITS).await?;
         scale_back(ctx, &z, &self.scale_int, &self.scale_frac).await
     }
 }
 
-/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 43 rounds.
+/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 31 rounds.
 pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     inv_sqrt_normalised(ctx, x).await?.value(ctx).await
 }
 
 /// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22), rounded
 /// down by the public slack of `vtwin_fixed::clip::clip_rounding_slack` (twin of
-/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 46 rounds.
+/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 33 rounds.
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;

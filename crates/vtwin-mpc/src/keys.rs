@@ -10,6 +10,13 @@
 //! - a zero-sharing is `a_i = F(k_i, c) - F(k_{i+1}, c)` (sums to 0; XOR form for bits);
 //! - a value known to exactly one pair is `F(k_j, c)`.
 //!
+//! Each node also derives a **private seed** `p_i` that no other node can compute, from its
+//! own X25519 secret:
+//! `HKDF-SHA256(salt = "vtwin-mpc/v1 salt", ikm = sk_i,
+//! info = "vtwin-mpc/v1 private-mask" || session || [i])`, 32 bytes. `F(p_i, c)` is a value
+//! known to node i alone (node 0's truncation masks, [`crate::multiply`]); `sk_i` comes from
+//! a CSPRNG, so `p_i` is as secret as the key itself.
+//!
 //! Secrets (the X25519 key, the shared secret and the seeds) are zeroized on drop.
 
 use hkdf::Hkdf;
@@ -24,6 +31,7 @@ use crate::prg::Seed;
 
 const SALT: &[u8] = b"vtwin-mpc/v1 salt";
 const PAIR_INFO: &[u8] = b"vtwin-mpc/v1 pair-seed";
+const PRIVATE_INFO: &[u8] = b"vtwin-mpc/v1 private-mask";
 
 /// A node's long-term X25519 key (zeroized on drop by x25519-dalek).
 pub struct NodeKey {
@@ -61,10 +69,11 @@ impl NodeKey {
 }
 
 /// The two pairwise seeds of node i: `prev = k_i` (with node i-1), `next = k_{i+1}` (with
-/// node i+1). Zeroized on drop.
+/// node i+1), and its private seed `p_i` (known to node i alone). Zeroized on drop.
 pub struct PairSeeds {
     pub(crate) prev: Seed,
     pub(crate) next: Seed,
+    pub(crate) private: Seed,
 }
 
 impl std::fmt::Debug for PairSeeds {
@@ -102,10 +111,28 @@ fn pair_seed(
     Ok(seed)
 }
 
+/// Node `me`'s private seed `p_i`: HKDF-SHA256 of its own X25519 secret (see the module
+/// docs). Only the node holding `key` can compute it.
+fn private_seed(key: &NodeKey, session: SessionId, me: NodeId) -> Result<Seed, MpcError> {
+    let hk = Hkdf::<Sha256>::new(Some(SALT), key.secret.as_bytes());
+    let mut info = Vec::with_capacity(PRIVATE_INFO.len() + 17);
+    info.extend_from_slice(PRIVATE_INFO);
+    info.extend_from_slice(&session.0);
+    info.push(me.index() as u8);
+    let mut seed = Zeroizing::new([0u8; 32]);
+    // 32 bytes is far below HKDF-SHA256's 8160-byte limit: expand cannot fail.
+    hk.expand(&info, seed.as_mut())
+        .map_err(|_| MpcError::NonContributoryKey {
+            peer: Peer::Node(me),
+        })?;
+    Ok(seed)
+}
+
 impl PairSeeds {
     /// Derives node `me`'s seeds from its key and the three nodes' public keys (indexed by
-    /// node). Errors if a peer's public key gives a non-contributory shared secret.
-    /// Cost: 2 X25519 scalar multiplications, 2 HKDF.
+    /// node), and its private seed from its key. Errors if a peer's public key gives a
+    /// non-contributory shared secret.
+    /// Cost: 2 X25519 scalar multiplications, 3 HKDF.
     pub fn derive(
         me: NodeId,
         key: &NodeKey,
@@ -117,7 +144,12 @@ impl PairSeeds {
         // k_i is the seed of the pair (i-1, i); k_{i+1} of (i, i+1).
         let prev = pair_seed(key, p, &publics[p.index()], session, p, me)?;
         let next = pair_seed(key, n, &publics[n.index()], session, me, n)?;
-        Ok(PairSeeds { prev, next })
+        let private = private_seed(key, session, me)?;
+        Ok(PairSeeds {
+            prev,
+            next,
+            private,
+        })
     }
 }
 
@@ -156,6 +188,45 @@ mod tests {
         }
         assert_ne!(*s[0].prev, *s[0].next);
         assert_ne!(*s[1].prev, *s[2].prev);
+        // Private seeds: one per node, equal to no pair seed and to no other node's.
+        for i in 0..3 {
+            for j in 0..3 {
+                assert_ne!(*s[i].private, *s[j].prev, "p_{i} vs k_{j}");
+                if i != j {
+                    assert_ne!(*s[i].private, *s[j].private);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn private_seed_is_the_documented_hkdf() {
+        // HKDF-SHA256(salt, ikm = the node's own secret, info = label || session || [i]),
+        // recomputed here from the definition, and separated by session.
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let keys = [
+            NodeKey::generate(&mut rng),
+            NodeKey::generate(&mut rng),
+            NodeKey::generate(&mut rng),
+        ];
+        let publics = [keys[0].public(), keys[1].public(), keys[2].public()];
+        let session = SessionId([9; 16]);
+        for id in NodeId::ALL {
+            let s = PairSeeds::derive(id, &keys[id.index()], &publics, session).expect("d");
+            let hk = Hkdf::<Sha256>::new(
+                Some(b"vtwin-mpc/v1 salt"),
+                keys[id.index()].secret.as_bytes(),
+            );
+            let mut info = b"vtwin-mpc/v1 private-mask".to_vec();
+            info.extend_from_slice(&session.0);
+            info.push(id.index() as u8);
+            let mut want = [0u8; 32];
+            hk.expand(&info, &mut want).expect("expand");
+            assert_eq!(*s.private, want, "p_{}", id.index());
+            let other =
+                PairSeeds::derive(id, &keys[id.index()], &publics, SessionId([8; 16])).expect("d");
+            assert_ne!(*other.private, *s.private);
+        }
     }
 
     #[test]

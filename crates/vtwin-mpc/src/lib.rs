@@ -7,7 +7,8 @@
 //!   to a word ([`BitShared`]).
 //! - Correlated randomness comes from pairwise seeds (X25519 + HKDF-SHA256, [`keys`]) and a
 //!   counter-addressed ChaCha20 PRG ([`prg`]): zero-sharings, random sharings and masks known
-//!   to one pair of nodes, all without communication or a dealer.
+//!   to one pair of nodes (or, from a node's private seed, to that node alone), all without
+//!   communication or a dealer.
 //! - Each node is a sans-IO state machine ([`Node`]): `handle(msg) -> messages to send`,
 //!   deterministic, no sockets, threads or clocks. Protocols are `async` programs over a
 //!   [`Ctx`]; [`sim::Simulation`] drives three nodes in memory, and [`sim::run_nodes`] drives
@@ -16,28 +17,28 @@
 //! - Clients (parties, noise contributors) input with PRG-compressed shares and receive
 //!   openings addressed to them only ([`input`]).
 //!
-//! # Protocols (vectorised; one layer of the circuit per round or round pair)
+//! # Protocols (vectorised; one layer of the circuit per round)
 //! Ring elements are 16 bytes; "elements" are summed over the three nodes, per value
 //! (measured by `tests/costs.rs`, analysed in `protocols/mpc-*.md`).
 //!
 //! | function | twin of | rounds | elements per value |
 //! |---|---|---|---|
-//! | [`input::input`] | - | 1 | 1 uploaded + 1 forwarded |
-//! | [`input::input_many`] | - | 1 for any number of inputs | 1 uploaded + 1 forwarded |
+//! | [`input::input`] | - | 0 | 2 uploaded (to nodes 1 and 2); 4 digest elements in all on the next exchange |
+//! | [`input::input_many`] | - | 0 for any number of inputs | 2 uploaded; 4 digest elements in all |
 //! | [`input::reveal_to`] | - | 1 | 3 (to the receiver only) |
 //! | [`multiply::mul`] | ring product | 1 | 3 |
-//! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 2 | 3 |
-//! | [`multiply::inner_products`] | `vtwin_fixed::dot` | 2 | 3 per output, any length |
+//! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 1 | 5 |
+//! | [`multiply::inner_products`] | `vtwin_fixed::dot` | 1 | 5 per output, any length |
 //! | [`binary::a2b`], [`binary::sign_bit`] | bits, `Fx::is_negative` | 9 | 45 |
 //! | [`compare::less_than`] | `vtwin_fixed::compare::lt` | 11 | 51 |
-//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 33 | 186 |
-//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 43 | 222 |
-//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 46 | 279 |
-//! | [`exp::exp`] | `vtwin_fixed::exp` | 31 | 132 |
-//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | 2P + 91 | 21 B K + 465 B + 3 K + 6 (d - K) in all |
+//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 25 | 202 |
+//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 31 | 246 |
+//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 33 | 305 |
+//! | [`exp::exp`] | `vtwin_fixed::exp` | 22 | 150 |
+//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | P + 65 | (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) in all |
 //!
-//! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to nodes
-//! 0 and 1 ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,
+//! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to node 0
+//! alone, in one round ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,
 //! every protocol's output equals the reference's bit for bit, for every input (so errors
 //! and ranges are the reference's, documented in vtwin-fixed and protocols/arithmetic.md).
 

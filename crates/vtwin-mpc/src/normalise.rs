@@ -127,7 +127,7 @@ pub(crate) async fn select_from_one_hot(
 /// `z 2^k` for the secret scale `2^k` held as two shared one-hot-derived terms, exactly one
 /// of them non-zero (`scale_int = 2^k` when k >= 0, `scale_frac = 2^(32+k)` when k < 0):
 /// `z scale_int + trunc(z scale_frac, 32)`, both formed since the nodes cannot branch on
-/// which is live (vtwin-fixed `normalise::scale_back`). 2 rounds, 1 truncation per value.
+/// which is live (vtwin-fixed `normalise::scale_back`). 1 round, 1 truncation per value.
 pub(crate) async fn scale_back(
     ctx: &Ctx,
     z: &Shared,

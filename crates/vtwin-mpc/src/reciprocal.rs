@@ -9,7 +9,7 @@
 //! `x`; range and error are the reference's (accurate on [2^-30, 2^16]).
 //!
 //! Cost per value: normalisation (A2B 8 rounds, one-hot 6, conversion 3) then 8 layers of
-//! multiplication with truncation (2 rounds each): 33 rounds. Measured bytes in
+//! multiplication with truncation (1 round each): 25 rounds. Measured bytes in
 //! `protocols/mpc-reciprocal.md`.
 
 use vtwin_fixed::reciprocal::{RECIP_ITERATIONS, RECIP_WINDOW_BITS, RECIP_Y0_RAW};
@@ -44,7 +44,7 @@ fn tables() -> (Vec<u128>, Vec<u128>) {
 }
 
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^32).
-/// 31 rounds; 7 truncations per value.
+/// 24 rounds; 7 truncations per value.
 pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedReciprocal, MpcError> {
     let me = ctx.id();
     let h = msb_one_hot(ctx, x, RECIP_WINDOW_BITS).await?;
@@ -75,12 +75,12 @@ pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedRecipr
 }
 
 impl SharedReciprocal {
-    /// `1/x`. 2 rounds, 1 truncation per value.
+    /// `1/x`. 1 round, 1 truncation per value.
     pub async fn value(&self, ctx: &Ctx) -> Result<Shared, MpcError> {
         scale_back(ctx, &self.mantissa, &self.scale_int, &self.scale_frac).await
     }
 
-    /// `a/x` for |a| < 2^22 (the reference's `Reciprocal::divide`). 4 rounds, 2
+    /// `a/x` for |a| < 2^22 (the reference's `Reciprocal::divide`). 2 rounds, 2
     /// truncations per value.
     pub async fn divide(&self, ctx: &Ctx, a: &Shared) -> Result<Shared, MpcError> {
         let z = mul_trunc(ctx, a, &self.mantissa, FRAC_BITS).await?;
@@ -88,7 +88,7 @@ impl SharedReciprocal {
     }
 }
 
-/// `1/x` element-wise (twin of `vtwin_fixed::reciprocal`). 33 rounds.
+/// `1/x` element-wise (twin of `vtwin_fixed::reciprocal`). 25 rounds.
 pub async fn reciprocal(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     reciprocal_normalised(ctx, x).await?.value(ctx).await
 }

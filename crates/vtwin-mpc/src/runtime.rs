@@ -13,6 +13,15 @@
 //! does not send to this node in that round (reported when the round completes or when the
 //! message arrives for a round already over), and payload length (checked by the round that
 //! consumes it). The first error poisons the node.
+//!
+//! Input consistency: a client sends its correction `x_2` to node 1 and to node 2 directly
+//! ([`crate::input`]), so a malicious client could send them different values. Nodes 1 and 2
+//! keep a SHA-256 digest of the corrections they received since the last check and append
+//! it (2 ring elements) to their next message to each other: the first exchange after an
+//! input carries it, whatever the protocol (a message is created if that round had none
+//! between them). A mismatch is [`MpcError::InconsistentInput`]. Openings
+//! ([`crate::input::reveal_to`], [`crate::input::open_to_nodes`]) first run
+//! [`crate::input::check_inputs`], so nothing is ever revealed before the check passed.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -20,6 +29,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+
+use sha2::{Digest, Sha256};
 
 use crate::counters::Counters;
 use crate::error::MpcError;
@@ -38,6 +49,9 @@ struct Inner {
     counters: Counters,
     stream: u64,
     mask_log: Option<Vec<Vec<u128>>>,
+    /// Corrections received since the last consistency check (every node notes that inputs
+    /// happened, so all step through the same rounds; nodes 1 and 2 hash what they got).
+    input_digest: Option<Sha256>,
 }
 
 /// A node's handle on its own state, given to protocol programs.
@@ -97,6 +111,11 @@ impl Ctx {
         }
     }
 
+    /// `F(p_i, stream)`: from this node's private seed, known to no other node.
+    pub(crate) fn prg_private(&self, stream: u64, n: usize) -> Vec<u128> {
+        prg::expand(&self.seeds.private, stream, n)
+    }
+
     /// Adds to the cost counters.
     pub(crate) fn count(&self, f: impl FnOnce(&mut Counters)) {
         f(&mut self.inner.borrow_mut().counters);
@@ -113,6 +132,33 @@ impl Ctx {
         if let Some(log) = self.inner.borrow_mut().mask_log.as_mut() {
             log.push(masks.to_vec());
         }
+    }
+
+    /// Notes that an input happened (every node, at the same program point): the next
+    /// exchange carries nodes 1 and 2's digests.
+    pub(crate) fn note_input(&self) {
+        self.inner
+            .borrow_mut()
+            .input_digest
+            .get_or_insert_with(Sha256::new);
+    }
+
+    /// Nodes 1 and 2: adds client `client`'s correction number `seq` to the digest they
+    /// compare before anything is revealed.
+    pub(crate) fn digest_correction(&self, client: u16, seq: u64, payload: &[u128]) {
+        let mut i = self.inner.borrow_mut();
+        let h = i.input_digest.get_or_insert_with(Sha256::new);
+        h.update(client.to_le_bytes());
+        h.update(seq.to_le_bytes());
+        h.update((payload.len() as u64).to_le_bytes());
+        for v in payload {
+            h.update(v.to_le_bytes());
+        }
+    }
+
+    /// True when inputs happened since the last consistency check.
+    pub(crate) fn inputs_unchecked(&self) -> bool {
+        self.inner.borrow().input_digest.is_some()
     }
 
     fn push(&self, to: Peer, step: u64, payload: Vec<u128>) {
@@ -162,23 +208,68 @@ impl Ctx {
     /// program (possibly with nothing to send or receive) so that round numbers agree.
     pub(crate) async fn exchange(
         &self,
-        sends: Vec<(Peer, Vec<u128>)>,
+        mut sends: Vec<(Peer, Vec<u128>)>,
         recvs: &[(NodeId, usize)],
     ) -> Result<Vec<Vec<u128>>, MpcError> {
-        let step = {
+        let (step, digest) = {
             let mut i = self.inner.borrow_mut();
             let s = i.step;
             i.step += 1;
             i.counters.rounds += 1;
-            s
+            (s, i.input_digest.take())
         };
+        // Nodes 1 and 2 append their digest of the corrections to their message to each
+        // other (module docs).
+        let mut recvs = recvs.to_vec();
+        let mut check: Option<(NodeId, [u128; 2], bool)> = None;
+        if let (Some(h), 1 | 2) = (digest, self.id.index()) {
+            let d = h.finalize();
+            let mut lo = [0u8; 16];
+            let mut hi = [0u8; 16];
+            lo.copy_from_slice(&d[..16]);
+            hi.copy_from_slice(&d[16..]);
+            let words = [u128::from_le_bytes(lo), u128::from_le_bytes(hi)];
+            let other = if self.id.index() == 1 {
+                NodeId::ALL[2]
+            } else {
+                NodeId::ALL[1]
+            };
+            match sends.iter_mut().find(|(to, _)| *to == Peer::Node(other)) {
+                Some((_, p)) => p.extend_from_slice(&words),
+                None => sends.push((Peer::Node(other), words.to_vec())),
+            }
+            let added = match recvs.iter_mut().find(|(f, _)| *f == other) {
+                Some(r) => {
+                    r.1 += 2;
+                    false
+                }
+                None => {
+                    recvs.push((other, 2));
+                    true
+                }
+            };
+            check = Some((other, words, added));
+        }
         for (to, payload) in sends {
             self.push(to, step, payload);
         }
         let mut out = Vec::with_capacity(recvs.len());
-        for &(from, len) in recvs {
+        for &(from, len) in &recvs {
             let p = std::future::poll_fn(|_| self.take(Peer::Node(from), step, len)).await?;
             out.push(p);
+        }
+        if let Some((other, words, added)) = check {
+            let at = recvs.iter().position(|(f, _)| *f == other).unwrap_or(0);
+            let p = &mut out[at];
+            let theirs = p.split_off(p.len() - 2);
+            if theirs != words {
+                return Err(MpcError::InconsistentInput {
+                    peer: Peer::Node(other),
+                });
+            }
+            if added {
+                out.remove(at);
+            }
         }
         let mut i = self.inner.borrow_mut();
         i.completed = step + 1;
@@ -253,6 +344,7 @@ impl<T: 'static> Node<T> {
                 counters: Counters::default(),
                 stream: 0,
                 mask_log: None,
+                input_digest: None,
             })),
         };
         let program = Box::pin(program(ctx.clone()));
@@ -270,8 +362,9 @@ impl<T: 'static> Node<T> {
         self.ctx.id
     }
 
-    /// Records every truncation mask this node knows (only node 0 and node 1 know them; node
-    /// 0 records). Test instrumentation: the log is part of this node's own view.
+    /// Records every truncation mask this node knows (only node 0 knows them, from its
+    /// private seed; the other nodes record nothing). Test instrumentation: the log is part
+    /// of this node's own view.
     pub fn record_truncation_masks(&mut self) {
         self.ctx.inner.borrow_mut().mask_log = Some(Vec::new());
     }

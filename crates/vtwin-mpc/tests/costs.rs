@@ -9,8 +9,14 @@ use vtwin_mpc::{binary, compare, exp, input, inv_sqrt, multiply, reciprocal, Cou
 
 const N: usize = 1000;
 
-/// Runs `op` after sharing two inputs of N values; returns the three nodes' counters of
-/// the protocol alone (input sharing excluded), summed (rounds: as executed).
+/// Ring elements between nodes per truncated value (`multiply::layer`): node 0 sends
+/// `z_0 + r - beta` and `t_1` to node 1 and `z_0 + r - alpha` to node 2, node 2 sends
+/// `z_2 + beta` to node 1 and node 1 `z_1 + alpha` to node 2.
+const TRUNC: u64 = 5;
+
+/// Runs `op` after sharing two inputs of N values and checking them (nodes 1 and 2 compare
+/// their digests of the corrections); returns the three nodes' counters of the protocol
+/// alone (input sharing and check excluded), summed (rounds: as executed).
 fn measure<F, Fut>(op: F) -> Counters
 where
     F: Fn(vtwin_mpc::Ctx, Vec<vtwin_mpc::Shared>) -> Fut + Clone + 'static,
@@ -22,13 +28,19 @@ where
     let rep = run_on(vec![x.clone(), x], Delivery::Fifo, move |ctx, v| {
         let op = op.clone();
         async move {
+            let checking = ctx.counters();
+            input::check_inputs(&ctx).await?;
+            let check = ctx.counters() - checking;
             let before = ctx.counters();
             op(ctx.clone(), v).await?;
-            Ok(ctx.counters() - before)
+            Ok((check, ctx.counters() - before))
         }
     })
     .expect("run");
-    let [a, b, c] = rep.outputs;
+    let [(ca, a), (cb, b), (cc, c)] = rep.outputs;
+    // The check alone: 1 round, 2 digest elements each way between nodes 1 and 2.
+    let check = ca.plus(cb).plus(cc);
+    assert_eq!((check.rounds, check.elements, check.messages), (1, 4, 2));
     assert_eq!(a.rounds, b.rounds);
     assert_eq!(b.rounds, c.rounds);
     a.plus(b).plus(c)
@@ -69,14 +81,16 @@ fn measured_costs_match_the_analysis() {
         &ctx, &v[0], &v[1], 32
     )));
     row("mul_trunc", &c);
-    assert_eq!((c.rounds, c.elements), (2, 3 * N as u64));
+    // One round: node 0 sends 2 elements to node 1 and 1 to node 2, nodes 1 and 2 one each
+    // to the other: 5 per truncated value.
+    assert_eq!((c.rounds, c.elements), (1, TRUNC * N as u64));
     assert_eq!(c.truncations, N as u64 * 3);
 
     let c = measure(protocol!(|ctx, v| multiply::inner_products(
         &ctx, &v[0], &v[1], 10
     )));
     row("inner_products (len 10)", &c);
-    assert_eq!((c.rounds, c.elements), (2, 3 * N as u64 / 10));
+    assert_eq!((c.rounds, c.elements), (1, TRUNC * N as u64 / 10));
 
     let c = measure(protocol!(|ctx, v| input::reveal_to(&ctx, &v[0], 1)));
     row("reveal_to", &c);
@@ -96,17 +110,23 @@ fn measured_costs_match_the_analysis() {
     row("reciprocal", &c);
     // Per node: A2B (64-bit window, 6 levels) 1 + 1 + 5 x 2 + 1 = 13 words; one-hot 6
     // words; injection of 16 bits 32 elements; selection 2 outputs; the untruncated half of
-    // the scale-back 1. Plus 3 elements in all per truncation, 8 truncations.
-    // Rounds: 8 + 6 + 3 + 8 x 2.
-    assert_eq!(c.rounds, 8 + 6 + 3 + 16);
-    assert_eq!(c.elements, N as u64 * (3 * (13 + 6 + 32 + 2 + 1) + 3 * 8));
+    // the scale-back 1. Plus 5 elements in all per truncation, 8 truncations.
+    // Rounds: 8 + 6 + 3 + 8 truncation layers of 1 round.
+    assert_eq!(c.rounds, 8 + 6 + 3 + 8);
+    assert_eq!(
+        c.elements,
+        N as u64 * (3 * (13 + 6 + 32 + 2 + 1) + TRUNC * 8)
+    );
 
     let c = measure(protocol!(|ctx, v| inv_sqrt::inv_sqrt(&ctx, &v[0])));
     row("inv_sqrt", &c);
     // Per node: A2B 15 words; one-hot 7; 18 injections 36; selection 3 outputs; scale-back
-    // 1. Plus 12 truncations of 3 elements. Rounds: 9 + 7 + 3 + 12 x 2.
-    assert_eq!(c.rounds, 9 + 7 + 3 + 24);
-    assert_eq!(c.elements, N as u64 * (3 * (15 + 7 + 36 + 3 + 1) + 3 * 12));
+    // 1. Plus 12 truncations of 5 elements. Rounds: 9 + 7 + 3 + 12.
+    assert_eq!(c.rounds, 9 + 7 + 3 + 12);
+    assert_eq!(
+        c.elements,
+        N as u64 * (3 * (15 + 7 + 36 + 3 + 1) + TRUNC * 12)
+    );
 
     let c = measure(protocol!(|ctx, v| inv_sqrt::clip_factor(
         &ctx,
@@ -117,10 +137,10 @@ fn measured_costs_match_the_analysis() {
     // inv_sqrt with a second A2B (15 words) and injection (2) batched in, one more
     // truncation (C y), and the final select product (1 round, 1 element).
     // Per node: 2 x 15 + 7 + 19 x 2 + 3 + 1 + 1; 13 truncations.
-    assert_eq!(c.rounds, 9 + 7 + 3 + 13 * 2 + 1);
+    assert_eq!(c.rounds, 9 + 7 + 3 + 13 + 1);
     assert_eq!(
         c.elements,
-        N as u64 * (3 * (2 * 15 + 7 + 38 + 3 + 1 + 1) + 3 * 13)
+        N as u64 * (3 * (2 * 15 + 7 + 38 + 3 + 1 + 1) + TRUNC * 13)
     );
 
     let c = measure(protocol!(|ctx, v| exp::exp(
@@ -129,7 +149,8 @@ fn measured_costs_match_the_analysis() {
     )));
     row("exp", &c);
     // Per node: A2B (40-bit window, 6 levels) 13 words; 8 injections 16; product tree 6.
-    // Plus 9 truncations. Rounds: 2 + 8 + 2 + 3 + 7 x 2 + 2.
-    assert_eq!(c.rounds, 31);
-    assert_eq!(c.elements, N as u64 * (3 * (13 + 16 + 6) + 3 * 9));
+    // Plus 9 truncations. Rounds: u 1 + A2B 8 + injection 2 + product tree 3 + Horner 7 +
+    // the final product 1 (each truncation layer 1 round).
+    assert_eq!(c.rounds, 1 + 8 + 2 + 3 + 7 + 1);
+    assert_eq!(c.elements, N as u64 * (3 * (13 + 16 + 6) + TRUNC * 9));
 }

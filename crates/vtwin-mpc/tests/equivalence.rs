@@ -237,3 +237,46 @@ fn reciprocal_is_accurate_in_its_range() {
         );
     }
 }
+
+/// The replicated sharings a layer returns are consistent (node i's `next` is node i+1's
+/// `own`), for the truncated and the reshared outputs of one mixed layer, and open to the
+/// reference.
+#[test]
+fn mixed_layer_shares_are_replicated_consistently() {
+    let x: Vec<u128> = (0..50)
+        .map(|k| Fx::from_f64(k as f64 * 0.37 - 9.0).expect("x").0)
+        .collect();
+    let y: Vec<u128> = (0..50)
+        .map(|k| Fx::from_f64(3.5 - k as f64 * 0.11).expect("y").0)
+        .collect();
+    let rep = run_on(
+        vec![x.clone(), y.clone()],
+        Delivery::Random(3),
+        |ctx, v| async move {
+            multiply::mul_and_mul_trunc(&ctx, (&v[0], &v[1]), (&v[0], &v[1]), 32).await
+        },
+    )
+    .expect("run");
+    for i in 0..3 {
+        let n = (i + 1) % 3;
+        assert_eq!(
+            rep.outputs[i].0.next(),
+            rep.outputs[n].0.own(),
+            "plain, {i}"
+        );
+        assert_eq!(
+            rep.outputs[i].1.next(),
+            rep.outputs[n].1.own(),
+            "trunc, {i}"
+        );
+    }
+    let [a, b, c] = &rep.outputs;
+    let plain = vtwin_mpc::sim::reconstruct(&[a.0.clone(), b.0.clone(), c.0.clone()]);
+    let trunc = vtwin_mpc::sim::reconstruct(&[a.1.clone(), b.1.clone(), c.1.clone()]);
+    assert_eq!(rep.masks.len(), 1);
+    for k in 0..x.len() {
+        assert_eq!(plain[k], x[k].wrapping_mul(y[k]));
+        let want = vtwin_fixed::mul(Fx(x[k]), Fx(y[k]), &mut replay(&rep.masks, k));
+        assert_eq!(trunc[k], want.0, "element {k}");
+    }
+}

@@ -285,7 +285,13 @@ fn client_rejects_out_of_range_inputs_before_sharing() {
         ),
         Err(InputError::BadRange { .. })
     ));
-    assert_eq!(c.share(&[0.0, 1.0], range).expect("ok").len(), 1);
+    // The correction goes to node 1 and to node 2.
+    let sent = c.share(&[0.0, 1.0], range).expect("ok");
+    assert_eq!(
+        sent.iter().map(|m| m.to).collect::<Vec<_>>(),
+        [Peer::Node(NodeId::ALL[1]), Peer::Node(NodeId::ALL[2])]
+    );
+    assert_eq!(sent[0].payload, sent[1].payload);
 }
 
 #[test]
@@ -359,8 +365,9 @@ fn input_and_reveal_to_one_receiver() {
         .expect("run");
     // Only client 1 received anything, three messages, one per node.
     assert_eq!(rep.to_clients.len(), 3);
+    let t = rep.total();
     let mut o = Opening::new(S, 1, 4);
-    for m in rep.to_clients {
+    for m in rep.to_clients.clone() {
         assert_eq!(m.to, Peer::Client(1));
         o.handle(m).expect("share");
     }
@@ -371,9 +378,105 @@ fn input_and_reveal_to_one_receiver() {
         .map(|r| vtwin_fixed::Fx(r).to_f64())
         .collect();
     assert_eq!(got, vals);
-    // Upload: one ring element per value (plus the one-off seeds and headers).
+    // Upload: one ring element per value to each of nodes 1 and 2 (plus the one-off seeds
+    // and headers).
     assert_eq!(
         rep.client_bytes as usize,
-        3 * 38 + 16 * (4 + 2 + 2) + (38 + 16 * 4)
+        3 * 38 + 16 * (4 + 2 + 2) + 2 * (38 + 16 * 4)
     );
+    // Between nodes: only the digest check before the reveal (1 round, 2 elements each way
+    // between nodes 1 and 2), then the reveal (1 round, nothing between nodes).
+    assert_eq!((t.rounds, t.elements, t.messages), (2, 4, 2));
+}
+
+/// Nodes 1 and 2 and the messages they sent to clients, driven by hand until no message is
+/// left: returns each node's first error.
+fn drive_collecting(
+    mut nodes: Vec<Node<Shared>>,
+    msgs: Vec<Message>,
+) -> (Vec<Option<MpcError>>, Vec<Message>) {
+    let mut queue: std::collections::VecDeque<Message> = msgs.into();
+    let mut errors: Vec<Option<MpcError>> = vec![None, None, None];
+    let mut to_clients = Vec::new();
+    for (i, n) in nodes.iter_mut().enumerate() {
+        match n.start() {
+            Ok(out) => queue.extend(out),
+            Err(e) => errors[i] = Some(e),
+        }
+    }
+    while let Some(m) = queue.pop_front() {
+        match m.to {
+            Peer::Client(_) => to_clients.push(m),
+            Peer::Node(id) => {
+                let i = id.index();
+                if errors[i].is_some() {
+                    continue;
+                }
+                match nodes[i].handle(m) {
+                    Ok(out) => queue.extend(out),
+                    Err(e) => errors[i] = Some(e),
+                }
+            }
+        }
+    }
+    (errors, to_clients)
+}
+
+/// A client that sends node 1 and node 2 different corrections is caught by nodes 1 and 2
+/// before anything is revealed: directly before an opening, and in the first exchange of a
+/// computation.
+#[test]
+fn inconsistent_corrections_are_refused_before_any_reveal() {
+    for compute in [false, true] {
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let (mut c, mut msgs) = InputClient::new(0, S, &mut rng);
+        let mut input = c.share_raw(&[1, 2, 3]);
+        input[0].payload[1] ^= 1; // node 1's copy differs in one bit
+        msgs.extend(input);
+        let (nodes, started) = start_nodes(11, move |ctx| async move {
+            let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
+            let x = vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?;
+            let y = if compute { mul(&ctx, &x, &x).await? } else { x };
+            vtwin_mpc::input::reveal_to(&ctx, &y, 0).await?;
+            Ok(y)
+        });
+        let mut all = msgs;
+        all.extend(started);
+        let (errors, to_clients) = drive_collecting(nodes, all);
+        // Nodes 1 and 2 refuse to reveal; node 0, which takes no part in the check, may send
+        // its own share, uniform on its own: the opening never completes.
+        assert!(
+            to_clients
+                .iter()
+                .all(|m| m.from == Peer::Node(NodeId::ALL[0])),
+            "nodes 1 and 2 may reveal nothing"
+        );
+        assert!(to_clients.len() <= 1);
+        for (i, other) in [(1usize, 2u8), (2, 1)] {
+            assert_eq!(
+                errors[i],
+                Some(MpcError::InconsistentInput {
+                    peer: Peer::Node(NodeId::new(other).expect("id"))
+                }),
+                "node {i}"
+            );
+        }
+        let text = errors[1].as_ref().expect("error").to_string();
+        assert!(text.contains("different input corrections"), "{text}");
+        assert!(errors[0].is_none());
+    }
+    // The same program with consistent corrections reveals.
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let (mut c, mut msgs) = InputClient::new(0, S, &mut rng);
+    msgs.extend(c.share_raw(&[1, 2, 3]));
+    let (nodes, started) = start_nodes(11, |ctx| async move {
+        let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
+        let x = vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?;
+        vtwin_mpc::input::reveal_to(&ctx, &x, 0).await?;
+        Ok(x)
+    });
+    msgs.extend(started);
+    let (errors, to_clients) = drive_collecting(nodes, msgs);
+    assert_eq!(errors, vec![None, None, None]);
+    assert_eq!(to_clients.len(), 3);
 }

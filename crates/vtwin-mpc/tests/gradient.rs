@@ -56,23 +56,36 @@ fn adult_scale_costs() {
     assert_eq!(got.len(), d);
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
-    // Inputs (all parties and the noise): 1; circuit 2P + 92; reveal 1.
-    assert_eq!(total.rounds, 1 + (2 * p + 92) + 1);
-    // Between nodes: input forwarding (one element per input value) plus the circuit.
-    // Party 0 also inputs the B padding flags.
-    let inputs = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + b + d) as u64;
+    // Inputs (all parties and the noise): no round (the clients send their corrections to
+    // nodes 1 and 2); circuit P + 65 (every layer 1 round); reveal 1.
+    assert_eq!(total.rounds, (p + 65) + 1);
+    assert_eq!(masks.len() as u64, p + 27, "truncation layers");
+    // Between nodes: the circuit, plus nodes 1 and 2's digests of the corrections (2
+    // elements each way, on the circuit's first round).
+    let inputs = 4u64;
     let circuit = total.elements - inputs;
-    // Per (record, component): mat products 3 (P - 1) + pm 3 + divide 9 + score-root
-    // products 3 P + w 3 = 12 + 6 P;
-    // per record: normalised reciprocal 180 + two norm inner products 6 + clip factor 279
-    // + padding flag 3;
-    // per component: pi sc 3; per gradient coordinate of the parties: M and G_p, 6.
+    // Uploads: every input value reaches nodes 1 and 2 (party 0 also inputs the B padding
+    // flags), plus the seeds and headers.
+    let values = (widths.len() * 2 * b * k + b * widths.iter().sum::<usize>() + b + d) as u64;
+    // Elements in all per truncated value (`multiply::layer`) and per reshared one.
+    let (t, r) = (5u64, 3u64);
+    // Per (record, component): mat products t (P - 1) + pm t + divide (2 t + r: two
+    // truncations and the untruncated half of the scale-back) + score-root products t P +
+    // w t = (2 P + 3) t + r = 10 P + 18;
+    // per record: normalised reciprocal 53 r + 7 t (reshares of the A2B, one-hot, injections
+    // and selection; 7 truncation layers) + two norm inner products 2 t + clip factor
+    // 80 r + 13 t + the padding flag r = 512;
+    // per component: pi sc t; per gradient coordinate of the parties: M and G_p, 2 t.
+    let per_bk = (2 * p + 3) * t + r;
+    let per_record = (53 * r + 7 * t) + 2 * t + (80 * r + 13 * t) + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
-    assert_eq!(circuit, (12 + 6 * p) * bk + 468 * bb + 3 * kk + 6 * dd);
+    assert_eq!((per_bk, per_record), (10 * p + 18, 512));
+    assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} input forwarding + circuit (12 + 6 P) B K + 468 B + 3 K + 6 (d - K) \
-         = {circuit}); {} bytes to the coordinator; {} truncation layers",
+         ({} elements = {inputs} input digests + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
+         = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
+         uploaded to each of nodes 1 and 2",
         total.rounds,
         total.messages,
         total.bytes,
