@@ -38,9 +38,10 @@ where
     })
     .expect("run");
     let [(ca, a), (cb, b), (cc, c)] = rep.outputs;
-    // The check alone: 1 round, 2 digest elements each way between nodes 1 and 2.
+    // The check alone: 1 round; node 0's seed digests (4 elements to each of nodes 1 and
+    // 2) and nodes 1 and 2's digest (2 elements each way).
     let check = ca.plus(cb).plus(cc);
-    assert_eq!((check.rounds, check.elements, check.messages), (1, 4, 2));
+    assert_eq!((check.rounds, check.elements, check.messages), (1, 12, 4));
     assert_eq!(a.rounds, b.rounds);
     assert_eq!(b.rounds, c.rounds);
     a.plus(b).plus(c)
