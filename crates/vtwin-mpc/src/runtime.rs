@@ -64,9 +64,13 @@ struct Inner {
     /// Clients' seeds accepted since the last consistency check, hashed by share index
     /// (`[s_0 digest, s_1 digest]`; every node notes them, each hashes the seeds it holds).
     seed_digests: Option<[Sha256; 2]>,
-    /// Every PRG draw (global key, stream, round), for the crate's privacy unit tests.
+    /// Every PRG draw (global key, stream, round the stream was allocated in, `u64::MAX`
+    /// for a stream never allocated), for the crate's privacy unit tests.
     #[cfg(test)]
     prg_log: Vec<(PrgKey, u64, u64)>,
+    /// The round in which each stream number was allocated.
+    #[cfg(test)]
+    stream_round: BTreeMap<u64, u64>,
 }
 
 /// Which seed a PRG draw used (test instrumentation): the pair seed `k_j` or the private
@@ -112,6 +116,11 @@ impl Ctx {
     pub(crate) fn next_stream(&self) -> u64 {
         let mut i = self.inner.borrow_mut();
         i.stream += 1;
+        #[cfg(test)]
+        {
+            let (s, r) = (i.stream, i.step);
+            i.stream_round.insert(s, r);
+        }
         i.stream
     }
 
@@ -151,20 +160,15 @@ impl Ctx {
     #[cfg(test)]
     fn log_prg(&self, key: PrgKey, stream: u64) {
         let mut i = self.inner.borrow_mut();
-        let round = i.step;
+        let round = i.stream_round.get(&stream).copied().unwrap_or(u64::MAX);
         i.prg_log.push((key, stream, round));
     }
 
-    /// Every PRG draw so far: (seed, stream, round of the layer that drew it).
+    /// Every PRG draw so far: (seed, stream, round in which the stream was allocated, i.e.
+    /// the round of the layer that uses it; `u64::MAX` if never allocated).
     #[cfg(test)]
     pub(crate) fn prg_log(&self) -> Vec<(PrgKey, u64, u64)> {
         self.inner.borrow().prg_log.clone()
-    }
-
-    /// This node's seeds (test instrumentation).
-    #[cfg(test)]
-    pub(crate) fn seeds(&self) -> &PairSeeds {
-        &self.seeds
     }
 
     /// Adds to the cost counters.
@@ -210,7 +214,12 @@ impl Ctx {
     /// Notes that client `client`'s seeds were accepted (every node, at the same program
     /// point): the next exchange carries node 0's digests of them. Each node hashes the
     /// seeds it holds (`seed0` = `s_0`, `seed1` = `s_1`).
-    pub(crate) fn note_seeds(&self, client: u16, seed0: Option<&[u8; 32]>, seed1: Option<&[u8; 32]>) {
+    pub(crate) fn note_seeds(
+        &self,
+        client: u16,
+        seed0: Option<&[u8; 32]>,
+        seed1: Option<&[u8; 32]>,
+    ) {
         let mut i = self.inner.borrow_mut();
         let h = i.seed_digests.get_or_insert_with(|| {
             [0u8, 1].map(|j| {
@@ -504,6 +513,8 @@ impl<T: 'static> Node<T> {
                 seed_digests: None,
                 #[cfg(test)]
                 prg_log: Vec::new(),
+                #[cfg(test)]
+                stream_round: BTreeMap::new(),
             })),
         };
         let program = Box::pin(program(ctx.clone()));

@@ -14,8 +14,8 @@ const N: usize = 1000;
 /// `z_2 + beta` to node 1 and node 1 `z_1 + alpha` to node 2.
 const TRUNC: u64 = 5;
 
-/// Runs `op` after sharing two inputs of N values and checking them (nodes 1 and 2 compare
-/// their digests of the corrections); returns the three nodes' counters of the protocol
+/// Runs `op` after sharing two inputs of N values and checking them (seeds and corrections,
+/// `input::check_inputs`); returns the three nodes' counters of the protocol
 /// alone (input sharing and check excluded), summed (rounds: as executed).
 fn measure<F, Fut>(op: F) -> Counters
 where

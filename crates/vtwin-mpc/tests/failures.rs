@@ -559,6 +559,10 @@ fn finishing_with_unchecked_inputs_is_an_error() {
         } else {
             Some(MpcError::UncheckedInput)
         };
-        assert_eq!(errors, vec![want.clone(), want.clone(), want], "{with_input} {checked}");
+        assert_eq!(
+            errors,
+            vec![want.clone(), want.clone(), want],
+            "{with_input} {checked}"
+        );
     }
 }

@@ -85,7 +85,7 @@ fn adult_scale_costs() {
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} input digests + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
+         ({} elements = {inputs} of the input check + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
          uploaded to each of nodes 1 and 2",
         total.rounds,
