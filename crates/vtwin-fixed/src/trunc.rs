@@ -4,11 +4,12 @@
 //!
 //! - [`trunc_floor`]: exact `floor(X / 2^d)` (arithmetic shift of the two's-complement value).
 //! - [`trunc_prob`]: the probabilistic truncation the MPC computes, *mask and reveal*
-//!   (ABY3's Π_trunc2 with a mask uniform on the whole ring). The nodes hold shares of a
-//!   uniformly random `r` and of `r >> d` (logical shift, both produced in preprocessing from
-//!   shared random bits); they open `c = X + r mod 2^128` and output
-//!   `(c >> d) - (r >> d) mod 2^128` (logical shifts), the public `c >> d` added to one share.
-//!   Given the same `r`, the MPC output equals [`trunc_prob`] bit for bit.
+//!   (in the spirit of ABY3's Π_trunc2, with a mask uniform on the whole ring). In vtwin-mpc
+//!   (`multiply::layer`, since 2026-11-24) node 0 alone draws `r` from its private seed and
+//!   sends nodes 1 and 2 masked parts from which both compute `c = X + r mod 2^128` (node 0
+//!   never sees `c`); the output `(c >> d) - (r >> d) mod 2^128` (logical shifts) is shared
+//!   as `c >> d` (held by nodes 1 and 2) and `-(r >> d) = -t_0 - t_1`, split by node 0 into
+//!   the other two shares. One round. Given the same `r`, the MPC output equals [`trunc_prob`] bit for bit.
 //!
 //! Error and failure of [`trunc_prob`], for a signed pre-truncation value `X`:
 //! - if the integer `X + r` (r in [0, 2^128)) does not leave [0, 2^128), the result is

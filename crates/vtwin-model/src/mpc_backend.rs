@@ -36,7 +36,7 @@
 //! with the same seeds redraw exactly the same keys, seeds and session.
 //!
 //! Cost: per iteration P + 66 rounds and (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) ring
-//! elements of circuit traffic plus 4 elements of input digests between the nodes
+//! elements of circuit traffic plus 12 elements of the input check between the nodes
 //! (`protocols/mpc-gradient.md`).
 
 use std::sync::{Arc, Mutex};

@@ -77,17 +77,25 @@ pub enum MpcError {
         /// The peer whose public key is invalid.
         peer: Peer,
     },
-    /// Nodes 1 and 2 received different corrections from a client (a malicious client, or
-    /// a relay that altered one): the SHA-256 digests they exchanged before revealing
-    /// anything differ. The node refuses to go on; nothing has been revealed.
+    /// A client gave the nodes inconsistent input: nodes 1 and 2 received different
+    /// corrections, or two nodes received different copies of a seed (`s_0` at nodes 0 and
+    /// 2, `s_1` at nodes 0 and 1), or a relay altered one. Found by comparing SHA-256 digests
+    /// before anything is revealed ([`crate::input`]). The node refuses to go on; nothing
+    /// has been revealed.
     #[error(
-        "a client sent node 1 and node 2 different input corrections (the digest from {peer} \
-         does not match this node's): refusing to continue, nothing was revealed"
+        "a client sent the nodes inconsistent inputs (different corrections or seeds; the \
+         digest from {peer} does not match this node's): refusing to continue, nothing was \
+         revealed"
     )]
     InconsistentInput {
-        /// The other node, whose digest differs.
+        /// The node whose digest differs.
         peer: Peer,
     },
+    /// The program finished with client inputs or seeds that were never checked for
+    /// consistency (no exchange or opening after them): a program bug, refused so that no
+    /// result rests on unchecked inputs. Run [`crate::input::check_inputs`] before returning.
+    #[error("the program finished with client inputs that were never checked for consistency")]
+    UncheckedInput,
     /// The node already failed or finished.
     #[error("node is poisoned by an earlier error or has finished")]
     Poisoned,

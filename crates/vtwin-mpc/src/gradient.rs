@@ -444,8 +444,8 @@ pub fn upload_messages(
 
 /// Nodes' side of the inputs of one iteration: party p is client p and sends its upload as
 /// input number 1 ([`upload_messages`]); noise contributor j is client P + j and sends its
-/// contribution as its input number 1. All inputs are received without a round (nodes 1
-/// and 2 compare digests of the corrections on the circuit's first round). Returns the
+/// contribution as its input number 1. All inputs are received without a round (the seeds
+/// and corrections are checked on the circuit's first round, [`crate::input`]). Returns the
 /// uploads and Z, the (local) sum of the contributions.
 pub async fn receive_inputs(
     ctx: &Ctx,

@@ -5,18 +5,28 @@
 //! (nodes 0 and 1), once per session (message number 0). For its input number `q >= 1` of
 //! `n` values it derives `x_0 = F(s_0, q)`, `x_1 = F(s_1, q)` ([`crate::prg`]) and uploads
 //! only the correction `x_2 = v - x_0 - x_1`, to node 1 and to node 2 (its two holders).
-//! Upload: 2 n ring elements (+ 128 seed bytes per session); between nodes: nothing, no
-//! round. Each node's pair of shares is uniform: every pair misses one of `x_0, x_1, x_2`,
-//! and the missing one is either a PRG output under a seed the node lacks or the correction
-//! masked by such an output.
+//! Upload: 2 n ring elements (+ 128 seed bytes per session); between nodes: only the
+//! consistency check below, no round of its own. Each node's pair of shares is uniform:
+//! every pair misses one of `x_0, x_1, x_2`, and the missing one is either a PRG output
+//! under a seed the node lacks or the correction masked by such an output.
 //!
-//! **Consistency.** A malicious client could send node 1 and node 2 different corrections.
-//! Nodes 1 and 2 hash what they received (SHA-256 over client, input number, length and
-//! elements) and append the digest to their next message to each other (the runtime does it
-//! in the first exchange after an input: 2 elements each way, no extra round in a circuit
-//! that computes anything); a mismatch is [`MpcError::InconsistentInput`], and every opening
-//! first makes sure the check happened ([`check_inputs`]). Until 2026-11-24 node 2 forwarded
-//! the corrections to node 1 instead, in a round of their own.
+//! **Consistency.** A malicious client could send node 1 and node 2 different corrections,
+//! or give node 0 and node 2 different copies of `s_0` (node 0 and node 1 of `s_1`). Every
+//! node notes the seeds it accepts and the inputs it receives; the first exchange after
+//! them carries the check (the runtime does it, [`crate::runtime`]): node 0 sends its
+//! SHA-256 digests of both seeds (`[H(s_1), H(s_0)]` to node 1, `[H(s_0), H(s_1)]` to node
+//! 2, over client and seed, 4 elements each); nodes 1 and 2 compare node 0's digest of the
+//! seed they hold with their own, and exchange a digest of the corrections they received
+//! (client, input number, length, elements) together with the digest of the seed they hold
+//! (2 elements each way), which the other recomputes with node 0's digest in its place.
+//! Both nodes 1 and 2 thus catch any of the three inconsistencies, in the same round. No
+//! extra round in a circuit that computes anything, and no extra message where that round
+//! already has the four messages between node 0 and nodes 1, 2 and between nodes 1 and 2
+//! (any truncation layer). A mismatch is [`MpcError::InconsistentInput`]; every opening
+//! first makes sure the check happened ([`check_inputs`]), and a program that returns with
+//! unchecked inputs is refused ([`MpcError::UncheckedInput`]). Node 1 learns `H(s_0)`, node
+//! 2 `H(s_1)`: digests of 256-bit uniform seeds, which reveal nothing of them. Until
+//! 2026-11-24 node 2 forwarded the corrections to node 1 instead, in a round of its own.
 //!
 //! The client validates every value before sharing ([`InputRange`]); an out-of-range,
 //! non-finite or unencodable value is rejected and nothing is sent.
@@ -241,7 +251,8 @@ impl std::fmt::Debug for ClientSeeds {
     }
 }
 
-/// Waits for client `client`'s setup message and keeps the seeds this node holds. No round.
+/// Waits for client `client`'s setup message and keeps the seeds this node holds. No round;
+/// the seeds are compared at the next exchange ([`check_inputs`]).
 pub async fn accept_client(ctx: &Ctx, client: u16) -> Result<ClientSeeds, MpcError> {
     let len = if ctx.id() == N0 { 4 } else { 2 };
     let w = Zeroizing::new(ctx.recv_client(client, 0, len).await?);
@@ -250,6 +261,7 @@ pub async fn accept_client(ctx: &Ctx, client: u16) -> Result<ClientSeeds, MpcErr
         1 => (None, Some(seed_from(&w))),
         _ => (Some(seed_from(&w)), None),
     };
+    ctx.note_seeds(client, seed0.as_deref(), seed1.as_deref());
     Ok(ClientSeeds {
         client,
         seed0,
@@ -311,11 +323,12 @@ pub async fn input_many(
     Ok(out)
 }
 
-/// Compares nodes 1 and 2's digests of the corrections received since the last check, in a
-/// round of its own (2 elements each way between nodes 1 and 2), or does nothing (no round)
+/// Runs the consistency check of the seeds and corrections received since the last check
+/// (module docs) in a round of its own (4 elements from node 0 to each of nodes 1 and 2 if
+/// seeds arrived, 2 elements each way between nodes 1 and 2), or does nothing (no round)
 /// when there is nothing to check. Errors: [`MpcError::InconsistentInput`] when a client
-/// sent the two nodes different corrections. Every opening calls it first; a protocol that
-/// exchanges anything after its inputs has already checked them for free.
+/// sent two nodes different corrections or seeds. Every opening calls it first; a protocol
+/// that exchanges anything after its inputs has already checked them for free.
 pub async fn check_inputs(ctx: &Ctx) -> Result<(), MpcError> {
     if ctx.inputs_unchecked() {
         ctx.exchange(Vec::new(), &[]).await?;

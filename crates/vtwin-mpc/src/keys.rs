@@ -23,7 +23,7 @@ use hkdf::Hkdf;
 use rand_core::{CryptoRng, RngCore};
 use sha2::Sha256;
 use x25519_dalek::{PublicKey, StaticSecret};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::error::MpcError;
 use crate::message::{NodeId, Peer, SessionId};
@@ -114,7 +114,11 @@ fn pair_seed(
 /// Node `me`'s private seed `p_i`: HKDF-SHA256 of its own X25519 secret (see the module
 /// docs). Only the node holding `key` can compute it.
 fn private_seed(key: &NodeKey, session: SessionId, me: NodeId) -> Result<Seed, MpcError> {
-    let hk = Hkdf::<Sha256>::new(Some(SALT), key.secret.as_bytes());
+    // The PRK that `extract` returns (a copy of the HKDF key) is wiped at once; the HMAC
+    // state inside `hk` (hkdf 0.12 has no zeroize support) is dropped as soon as the seed
+    // is expanded.
+    let (mut prk, hk) = Hkdf::<Sha256>::extract(Some(SALT), key.secret.as_bytes());
+    prk.as_mut_slice().zeroize();
     let mut info = Vec::with_capacity(PRIVATE_INFO.len() + 17);
     info.extend_from_slice(PRIVATE_INFO);
     info.extend_from_slice(&session.0);

@@ -14,14 +14,22 @@
 //! message arrives for a round already over), and payload length (checked by the round that
 //! consumes it). The first error poisons the node.
 //!
-//! Input consistency: a client sends its correction `x_2` to node 1 and to node 2 directly
-//! ([`crate::input`]), so a malicious client could send them different values. Nodes 1 and 2
-//! keep a SHA-256 digest of the corrections they received since the last check and append
-//! it (2 ring elements) to their next message to each other: the first exchange after an
-//! input carries it, whatever the protocol (a message is created if that round had none
-//! between them). A mismatch is [`MpcError::InconsistentInput`]. Openings
-//! ([`crate::input::reveal_to`], [`crate::input::open_to_nodes`]) first run
-//! [`crate::input::check_inputs`], so nothing is ever revealed before the check passed.
+//! Input consistency: a client sends its correction `x_2` to node 1 and to node 2 directly,
+//! and its seed `s_0` to nodes 0 and 2, `s_1` to nodes 0 and 1 ([`crate::input`]), so a
+//! malicious client could send two nodes different values. The first exchange after inputs
+//! or seeds carries the check, whatever the protocol (a message is created only if that
+//! round had none on that link): node 0 appends `[H(s_1), H(s_0)]` (its SHA-256 digests of
+//! the seeds accepted since the last check, 4 ring elements) to its message to node 1 and
+//! `[H(s_0), H(s_1)]` to its message to node 2; node j in {1, 2} compares node 0's digest of
+//! the seed it holds with its own, and appends
+//! `SHA-256("vtwin-mpc/v1 input-check" || D || H(own seed))` (2 elements; `D` its digest of
+//! the corrections received since the last check) to its message to the other, which
+//! recomputes it from its own `D` and node 0's digest of the other's seed. So both nodes 1
+//! and 2 catch a different correction and a different copy of either seed. A mismatch is
+//! [`MpcError::InconsistentInput`]. Openings ([`crate::input::reveal_to`],
+//! [`crate::input::open_to_nodes`]) first run [`crate::input::check_inputs`], so nothing is
+//! ever revealed before the check passed, and a program that returns with inputs unchecked
+//! is an error ([`MpcError::UncheckedInput`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -37,6 +45,7 @@ use crate::error::MpcError;
 use crate::keys::PairSeeds;
 use crate::message::{Message, NodeId, Peer, SessionId, HEADER_BYTES};
 use crate::prg;
+use zeroize::Zeroizing;
 
 struct Inner {
     /// Next round number.
@@ -48,10 +57,31 @@ struct Inner {
     consumed: HashSet<(Peer, u64)>,
     counters: Counters,
     stream: u64,
-    mask_log: Option<Vec<Vec<u128>>>,
+    mask_log: Option<Vec<Zeroizing<Vec<u128>>>>,
     /// Corrections received since the last consistency check (every node notes that inputs
     /// happened, so all step through the same rounds; nodes 1 and 2 hash what they got).
     input_digest: Option<Sha256>,
+    /// Clients' seeds accepted since the last consistency check, hashed by share index
+    /// (`[s_0 digest, s_1 digest]`; every node notes them, each hashes the seeds it holds).
+    seed_digests: Option<[Sha256; 2]>,
+    /// Every PRG draw (global key, stream, round the stream was allocated in, `u64::MAX`
+    /// for a stream never allocated), for the crate's privacy unit tests.
+    #[cfg(test)]
+    prg_log: Vec<(PrgKey, u64, u64)>,
+    /// The round in which each stream number was allocated.
+    #[cfg(test)]
+    stream_round: BTreeMap<u64, u64>,
+}
+
+/// Which seed a PRG draw used (test instrumentation): the pair seed `k_j` or the private
+/// seed `p_i`.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum PrgKey {
+    /// `k_j`, shared by nodes j-1 and j.
+    Pair(usize),
+    /// `p_i`, node i's alone.
+    Private(usize),
 }
 
 /// A node's handle on its own state, given to protocol programs.
@@ -86,16 +116,25 @@ impl Ctx {
     pub(crate) fn next_stream(&self) -> u64 {
         let mut i = self.inner.borrow_mut();
         i.stream += 1;
+        #[cfg(test)]
+        {
+            let (s, r) = (i.stream, i.step);
+            i.stream_round.insert(s, r);
+        }
         i.stream
     }
 
     /// `F(k_i, stream)` (shared with the previous node).
     pub(crate) fn prg_prev(&self, stream: u64, n: usize) -> Vec<u128> {
+        #[cfg(test)]
+        self.log_prg(PrgKey::Pair(self.id.index()), stream);
         prg::expand(&self.seeds.prev, stream, n)
     }
 
     /// `F(k_{i+1}, stream)` (shared with the next node).
     pub(crate) fn prg_next(&self, stream: u64, n: usize) -> Vec<u128> {
+        #[cfg(test)]
+        self.log_prg(PrgKey::Pair((self.id.index() + 1) % 3), stream);
         prg::expand(&self.seeds.next, stream, n)
     }
 
@@ -113,7 +152,23 @@ impl Ctx {
 
     /// `F(p_i, stream)`: from this node's private seed, known to no other node.
     pub(crate) fn prg_private(&self, stream: u64, n: usize) -> Vec<u128> {
+        #[cfg(test)]
+        self.log_prg(PrgKey::Private(self.id.index()), stream);
         prg::expand(&self.seeds.private, stream, n)
+    }
+
+    #[cfg(test)]
+    fn log_prg(&self, key: PrgKey, stream: u64) {
+        let mut i = self.inner.borrow_mut();
+        let round = i.stream_round.get(&stream).copied().unwrap_or(u64::MAX);
+        i.prg_log.push((key, stream, round));
+    }
+
+    /// Every PRG draw so far: (seed, stream, round in which the stream was allocated, i.e.
+    /// the round of the layer that uses it; `u64::MAX` if never allocated).
+    #[cfg(test)]
+    pub(crate) fn prg_log(&self) -> Vec<(PrgKey, u64, u64)> {
+        self.inner.borrow().prg_log.clone()
     }
 
     /// Adds to the cost counters.
@@ -130,7 +185,7 @@ impl Ctx {
     /// it to replay the MPC through the vtwin-fixed reference).
     pub(crate) fn log_masks(&self, masks: &[u128]) {
         if let Some(log) = self.inner.borrow_mut().mask_log.as_mut() {
-            log.push(masks.to_vec());
+            log.push(Zeroizing::new(masks.to_vec()));
         }
     }
 
@@ -156,9 +211,36 @@ impl Ctx {
         }
     }
 
-    /// True when inputs happened since the last consistency check.
+    /// Notes that client `client`'s seeds were accepted (every node, at the same program
+    /// point): the next exchange carries node 0's digests of them. Each node hashes the
+    /// seeds it holds (`seed0` = `s_0`, `seed1` = `s_1`).
+    pub(crate) fn note_seeds(
+        &self,
+        client: u16,
+        seed0: Option<&[u8; 32]>,
+        seed1: Option<&[u8; 32]>,
+    ) {
+        let mut i = self.inner.borrow_mut();
+        let h = i.seed_digests.get_or_insert_with(|| {
+            [0u8, 1].map(|j| {
+                let mut h = Sha256::new();
+                h.update(SEED_CHECK);
+                h.update([j]);
+                h
+            })
+        });
+        for (h, s) in h.iter_mut().zip([seed0, seed1]) {
+            if let Some(s) = s {
+                h.update(client.to_le_bytes());
+                h.update(s);
+            }
+        }
+    }
+
+    /// True when inputs or clients' seeds arrived since the last consistency check.
     pub(crate) fn inputs_unchecked(&self) -> bool {
-        self.inner.borrow().input_digest.is_some()
+        let i = self.inner.borrow();
+        i.input_digest.is_some() || i.seed_digests.is_some()
     }
 
     fn push(&self, to: Peer, step: u64, payload: Vec<u128>) {
@@ -211,44 +293,45 @@ impl Ctx {
         mut sends: Vec<(Peer, Vec<u128>)>,
         recvs: &[(NodeId, usize)],
     ) -> Result<Vec<Vec<u128>>, MpcError> {
-        let (step, digest) = {
+        let (step, digest, seeds) = {
             let mut i = self.inner.borrow_mut();
             let s = i.step;
             i.step += 1;
             i.counters.rounds += 1;
-            (s, i.input_digest.take())
+            (s, i.input_digest.take(), i.seed_digests.take())
         };
-        // Nodes 1 and 2 append their digest of the corrections to their message to each
-        // other (module docs).
+        // The input consistency check rides on this round (module docs of `crate::input`):
+        // node 0 appends its digests of the clients' seeds to its messages to nodes 1 and 2;
+        // nodes 1 and 2 append a digest of their corrections and of the seed they hold to
+        // their messages to each other.
         let mut recvs = recvs.to_vec();
-        let mut check: Option<(NodeId, [u128; 2], bool)> = None;
-        if let (Some(h), 1 | 2) = (digest, self.id.index()) {
-            let d = h.finalize();
-            let mut lo = [0u8; 16];
-            let mut hi = [0u8; 16];
-            lo.copy_from_slice(&d[..16]);
-            hi.copy_from_slice(&d[16..]);
-            let words = [u128::from_le_bytes(lo), u128::from_le_bytes(hi)];
-            let other = if self.id.index() == 1 {
-                NodeId::ALL[2]
-            } else {
-                NodeId::ALL[1]
-            };
-            match sends.iter_mut().find(|(to, _)| *to == Peer::Node(other)) {
-                Some((_, p)) => p.extend_from_slice(&words),
-                None => sends.push((Peer::Node(other), words.to_vec())),
+        let pending = digest.is_some() || seeds.is_some();
+        let seed_words = seeds.map(|[h0, h1]| [words(&h0.finalize()), words(&h1.finalize())]);
+        // (peer, extra elements expected at the end of its message, message added for them)
+        let mut extras: Vec<(NodeId, usize, bool)> = Vec::new();
+        let mut mine = None;
+        match self.id.index() {
+            0 => {
+                if let Some([w0, w1]) = seed_words {
+                    attach(&mut sends, NodeId::ALL[1], &[w1[0], w1[1], w0[0], w0[1]]);
+                    attach(&mut sends, NodeId::ALL[2], &[w0[0], w0[1], w1[0], w1[1]]);
+                }
             }
-            let added = match recvs.iter_mut().find(|(f, _)| *f == other) {
-                Some(r) => {
-                    r.1 += 2;
-                    false
+            me if pending => {
+                // Node 1 holds s_1, node 2 holds s_0.
+                let (other, held) = if me == 1 { (2, 1) } else { (1, 0) };
+                let other = NodeId::ALL[other];
+                let corr = digest.unwrap_or_default().finalize();
+                let own_seed = seed_words.map(|w| w[held]);
+                attach(&mut sends, other, &check_word(&corr, own_seed.as_ref()));
+                extras.push((other, 2, expect(&mut recvs, other, 2)));
+                if seed_words.is_some() {
+                    let n0 = NodeId::ALL[0];
+                    extras.push((n0, 4, expect(&mut recvs, n0, 4)));
                 }
-                None => {
-                    recvs.push((other, 2));
-                    true
-                }
-            };
-            check = Some((other, words, added));
+                mine = Some((other, corr, own_seed));
+            }
+            _ => {}
         }
         for (to, payload) in sends {
             self.push(to, step, payload);
@@ -258,17 +341,47 @@ impl Ctx {
             let p = std::future::poll_fn(|_| self.take(Peer::Node(from), step, len)).await?;
             out.push(p);
         }
-        if let Some((other, words, added)) = check {
-            let at = recvs.iter().position(|(f, _)| *f == other).unwrap_or(0);
+        let mut tails: Vec<(NodeId, Vec<u128>)> = Vec::new();
+        for &(from, n, _) in &extras {
+            let at = recvs.iter().position(|(f, _)| *f == from).unwrap_or(0);
             let p = &mut out[at];
-            let theirs = p.split_off(p.len() - 2);
-            if theirs != words {
+            tails.push((from, p.split_off(p.len() - n)));
+        }
+        let mut added: Vec<usize> = extras
+            .iter()
+            .filter(|e| e.2)
+            .filter_map(|e| recvs.iter().position(|(f, _)| *f == e.0))
+            .collect();
+        added.sort_unstable_by(|a, b| b.cmp(a));
+        for at in added {
+            out.remove(at);
+        }
+        if let Some((other, corr, own_seed)) = mine {
+            let tail = |from: NodeId| {
+                tails
+                    .iter()
+                    .find(|(f, _)| *f == from)
+                    .map(|(_, t)| t.as_slice())
+                    .unwrap_or(&[])
+            };
+            // Node 0's digest of the seed this node holds must be this node's own; its
+            // digest of the other seed enters the comparison with the other node.
+            let claimed_other = match own_seed {
+                Some(own) => {
+                    let claim = tail(NodeId::ALL[0]);
+                    if claim.get(..2) != Some(&own[..]) {
+                        return Err(MpcError::InconsistentInput {
+                            peer: Peer::Node(NodeId::ALL[0]),
+                        });
+                    }
+                    claim.get(2..4).and_then(|c| <[u128; 2]>::try_from(c).ok())
+                }
+                None => None,
+            };
+            if tail(other) != check_word(&corr, claimed_other.as_ref()) {
                 return Err(MpcError::InconsistentInput {
                     peer: Peer::Node(other),
                 });
-            }
-            if added {
-                out.remove(at);
             }
         }
         let mut i = self.inner.borrow_mut();
@@ -296,6 +409,58 @@ impl Ctx {
     /// Number of clients in the session (client ids are `0..clients`).
     pub fn clients(&self) -> u16 {
         self.clients
+    }
+}
+
+/// Domain label of the seed digests.
+const SEED_CHECK: &[u8] = b"vtwin-mpc/v1 seed-check";
+/// Domain label of the digest nodes 1 and 2 exchange.
+const INPUT_CHECK: &[u8] = b"vtwin-mpc/v1 input-check";
+
+/// A 32-byte digest as two ring elements (little endian).
+fn words(d: &[u8]) -> [u128; 2] {
+    let mut lo = [0u8; 16];
+    let mut hi = [0u8; 16];
+    lo.copy_from_slice(&d[..16]);
+    hi.copy_from_slice(&d[16..32]);
+    [u128::from_le_bytes(lo), u128::from_le_bytes(hi)]
+}
+
+/// What node 1 or 2 sends the other: `SHA-256(label || corrections digest || seed digest)`,
+/// the seed digest (of the seeds it holds, or node 0's claim of the other node's) present
+/// when seeds arrived since the last check.
+fn check_word(corr: &[u8], seed: Option<&[u128; 2]>) -> [u128; 2] {
+    let mut h = Sha256::new();
+    h.update(INPUT_CHECK);
+    h.update(corr);
+    if let Some(s) = seed {
+        h.update(s[0].to_le_bytes());
+        h.update(s[1].to_le_bytes());
+    }
+    words(&h.finalize())
+}
+
+/// Appends `words` to this round's message to `to` (a message of their own if there is
+/// none).
+fn attach(sends: &mut Vec<(Peer, Vec<u128>)>, to: NodeId, words: &[u128]) {
+    match sends.iter_mut().find(|(p, _)| *p == Peer::Node(to)) {
+        Some((_, p)) => p.extend_from_slice(words),
+        None => sends.push((Peer::Node(to), words.to_vec())),
+    }
+}
+
+/// Expects `n` more elements at the end of this round's message from `from`; true when
+/// the message exists only for them.
+fn expect(recvs: &mut Vec<(NodeId, usize)>, from: NodeId, n: usize) -> bool {
+    match recvs.iter_mut().find(|(f, _)| *f == from) {
+        Some(r) => {
+            r.1 += n;
+            false
+        }
+        None => {
+            recvs.push((from, n));
+            true
+        }
     }
 }
 
@@ -345,6 +510,11 @@ impl<T: 'static> Node<T> {
                 stream: 0,
                 mask_log: None,
                 input_digest: None,
+                seed_digests: None,
+                #[cfg(test)]
+                prg_log: Vec::new(),
+                #[cfg(test)]
+                stream_round: BTreeMap::new(),
             })),
         };
         let program = Box::pin(program(ctx.clone()));
@@ -371,7 +541,14 @@ impl<T: 'static> Node<T> {
 
     /// The recorded masks, one vector per truncation layer, in program order.
     pub fn truncation_masks(&self) -> Vec<Vec<u128>> {
-        self.ctx.inner.borrow().mask_log.clone().unwrap_or_default()
+        self.ctx
+            .inner
+            .borrow()
+            .mask_log
+            .iter()
+            .flatten()
+            .map(|m| m.to_vec())
+            .collect()
     }
 
     /// Runs the program until it first waits; returns the messages to send.
@@ -444,6 +621,11 @@ impl<T: 'static> Node<T> {
             if let Poll::Ready(r) = p.as_mut().poll(&mut cx) {
                 self.program = None;
                 let out = r?;
+                // Inputs must never stay unchecked: a program that ends after inputs with no
+                // later exchange or opening would skip the consistency check.
+                if self.ctx.inputs_unchecked() {
+                    return Err(MpcError::UncheckedInput);
+                }
                 if let Some((&(from, step), _)) = self.ctx.inner.borrow().inbox.iter().next() {
                     return Err(MpcError::Unexpected { from, step });
                 }

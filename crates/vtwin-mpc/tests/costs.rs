@@ -14,8 +14,8 @@ const N: usize = 1000;
 /// `z_2 + beta` to node 1 and node 1 `z_1 + alpha` to node 2.
 const TRUNC: u64 = 5;
 
-/// Runs `op` after sharing two inputs of N values and checking them (nodes 1 and 2 compare
-/// their digests of the corrections); returns the three nodes' counters of the protocol
+/// Runs `op` after sharing two inputs of N values and checking them (seeds and corrections,
+/// `input::check_inputs`); returns the three nodes' counters of the protocol
 /// alone (input sharing and check excluded), summed (rounds: as executed).
 fn measure<F, Fut>(op: F) -> Counters
 where
@@ -38,9 +38,10 @@ where
     })
     .expect("run");
     let [(ca, a), (cb, b), (cc, c)] = rep.outputs;
-    // The check alone: 1 round, 2 digest elements each way between nodes 1 and 2.
+    // The check alone: 1 round; node 0's seed digests (4 elements to each of nodes 1 and
+    // 2) and nodes 1 and 2's digest (2 elements each way).
     let check = ca.plus(cb).plus(cc);
-    assert_eq!((check.rounds, check.elements, check.messages), (1, 4, 2));
+    assert_eq!((check.rounds, check.elements, check.messages), (1, 12, 4));
     assert_eq!(a.rounds, b.rounds);
     assert_eq!(b.rounds, c.rounds);
     a.plus(b).plus(c)

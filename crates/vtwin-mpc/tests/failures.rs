@@ -384,9 +384,10 @@ fn input_and_reveal_to_one_receiver() {
         rep.client_bytes as usize,
         3 * 38 + 16 * (4 + 2 + 2) + 2 * (38 + 16 * 4)
     );
-    // Between nodes: only the digest check before the reveal (1 round, 2 elements each way
-    // between nodes 1 and 2), then the reveal (1 round, nothing between nodes).
-    assert_eq!((t.rounds, t.elements, t.messages), (2, 4, 2));
+    // Between nodes: only the consistency check before the reveal (1 round: node 0's seed
+    // digests, 4 elements to each of nodes 1 and 2; nodes 1 and 2's digest, 2 elements each
+    // way), then the reveal (1 round, nothing between nodes).
+    assert_eq!((t.rounds, t.elements, t.messages), (2, 12, 4));
 }
 
 /// Nodes 1 and 2 and the messages they sent to clients, driven by hand until no message is
@@ -462,7 +463,7 @@ fn inconsistent_corrections_are_refused_before_any_reveal() {
             );
         }
         let text = errors[1].as_ref().expect("error").to_string();
-        assert!(text.contains("different input corrections"), "{text}");
+        assert!(text.contains("inconsistent inputs"), "{text}");
         assert!(errors[0].is_none());
     }
     // The same program with consistent corrections reveals.
@@ -479,4 +480,89 @@ fn inconsistent_corrections_are_refused_before_any_reveal() {
     let (errors, to_clients) = drive_collecting(nodes, msgs);
     assert_eq!(errors, vec![None, None, None]);
     assert_eq!(to_clients.len(), 3);
+}
+
+/// A client that gives node 2 another `s_0` than node 0 (or node 1 another `s_1`) makes the
+/// nodes hold inconsistent shares; nodes 1 and 2 both catch it (node 0's seed digests) before
+/// anything is revealed, directly before an opening and in the first exchange of a
+/// computation.
+#[test]
+fn inconsistent_seeds_are_refused_before_any_reveal() {
+    // (setup message to flip: index into the client's setup messages (to nodes 0, 1, 2),
+    // and the node that holds the altered copy)
+    for (msg, altered) in [(2usize, 2usize), (1, 1)] {
+        for compute in [false, true] {
+            let mut rng = ChaCha20Rng::seed_from_u64(9);
+            let (mut c, mut msgs) = InputClient::new(0, S, &mut rng);
+            msgs[msg].payload[0] ^= 1; // one bit of that node's copy of its seed
+            msgs.extend(c.share_raw(&[1, 2, 3]));
+            let (nodes, started) = start_nodes(11, move |ctx| async move {
+                let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
+                let x = vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?;
+                let y = if compute { mul(&ctx, &x, &x).await? } else { x };
+                vtwin_mpc::input::reveal_to(&ctx, &y, 0).await?;
+                Ok(y)
+            });
+            msgs.extend(started);
+            let (errors, to_clients) = drive_collecting(nodes, msgs);
+            assert!(
+                to_clients
+                    .iter()
+                    .all(|m| m.from == Peer::Node(NodeId::ALL[0])),
+                "nodes 1 and 2 may reveal nothing"
+            );
+            assert!(to_clients.len() <= 1);
+            // The node with the altered copy finds node 0's digest differs; the other finds
+            // its peer's.
+            for (i, other) in [(1usize, 2u8), (2, 1)] {
+                let peer = if i == altered { 0 } else { other };
+                assert_eq!(
+                    errors[i],
+                    Some(MpcError::InconsistentInput {
+                        peer: Peer::Node(NodeId::new(peer).expect("id"))
+                    }),
+                    "node {i}, altered copy at node {altered}, compute {compute}"
+                );
+            }
+            assert!(errors[0].is_none());
+        }
+    }
+}
+
+/// A program that returns after inputs with no later exchange or opening never ran the
+/// consistency check: the nodes refuse to finish.
+#[test]
+fn finishing_with_unchecked_inputs_is_an_error() {
+    for (with_input, checked) in [(true, false), (false, false), (true, true)] {
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let (mut c, mut msgs) = InputClient::new(0, S, &mut rng);
+        msgs.extend(c.share_raw(&[1, 2, 3]));
+        let (nodes, started) = start_nodes(11, move |ctx| async move {
+            let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
+            let x = if with_input {
+                vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?
+            } else {
+                Shared::public(ctx.id(), &[1, 2, 3])
+            };
+            if checked {
+                vtwin_mpc::input::check_inputs(&ctx).await?;
+            }
+            Ok(x)
+        });
+        if !with_input {
+            msgs.truncate(3); // the setup only
+        }
+        msgs.extend(started);
+        let (errors, _) = drive_collecting(nodes, msgs);
+        let want = if checked {
+            None
+        } else {
+            Some(MpcError::UncheckedInput)
+        };
+        assert_eq!(
+            errors,
+            vec![want.clone(), want.clone(), want],
+            "{with_input} {checked}"
+        );
+    }
 }

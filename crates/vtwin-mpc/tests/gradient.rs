@@ -60,9 +60,11 @@ fn adult_scale_costs() {
     // nodes 1 and 2); circuit P + 65 (every layer 1 round); reveal 1.
     assert_eq!(total.rounds, (p + 65) + 1);
     assert_eq!(masks.len() as u64, p + 27, "truncation layers");
-    // Between nodes: the circuit, plus nodes 1 and 2's digests of the corrections (2
-    // elements each way, on the circuit's first round).
-    let inputs = 4u64;
+    // Between nodes: the circuit, plus the input check on the circuit's first round (a
+    // truncation layer, whose four messages between node 0 and nodes 1, 2 and between nodes
+    // 1 and 2 carry it): node 0's seed digests, 4 elements to each of nodes 1 and 2, and
+    // nodes 1 and 2's digest, 2 elements each way.
+    let inputs = 12u64;
     let circuit = total.elements - inputs;
     // Uploads: every input value reaches nodes 1 and 2 (party 0 also inputs the B padding
     // flags), plus the seeds and headers.
@@ -83,7 +85,7 @@ fn adult_scale_costs() {
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} input digests + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
+         ({} elements = {inputs} of the input check + circuit (18 + 10 P) B K + 512 B + 5 K + 10 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
          uploaded to each of nodes 1 and 2",
         total.rounds,

@@ -309,7 +309,9 @@ fn truncation_parts(x: &[u128], y: &[u128], seed: u64) -> ([Vec<u128>; 3], [Vec<
     ([a[..n].to_vec(), a[n..].to_vec(), b], [c, e], at0)
 }
 
-/// The one-round truncation's views, part by part and in the sums a node can form (node 1:
+/// The one-round truncation's views, each part on its own (one element's distribution at a
+/// time; correlations between parts, streams and layers: the unit tests of `multiply.rs`)
+/// and in the sums a node can form (node 1:
 /// `(z_0 + r - beta) + (z_2 + beta) = c - z_1`; node 2: `c - z_2`): each is uniform and has
 /// the same distribution for two input sets (fresh randomness each); node 0 receives
 /// nothing in a truncation layer.
