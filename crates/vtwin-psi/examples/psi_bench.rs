@@ -1,7 +1,8 @@
 //! Two-party PSI timing, the same workload as `/work/shared/peers/psi_bench.py` (openmined-psi):
 //! party 0 holds `id0..id{N-1}`, party 1 holds `id{N/2}..id{N+N/2-1}`, so N/2 are shared.
 //! Prints one JSON line: N, seconds (key generation to both parties' rows), bytes (all
-//! messages, both directions), rounds, intersection size, threads.
+//! messages, both directions), rounds, intersection size, threads, and the scalar
+//! multiplication backend curve25519-dalek picks on this CPU (`.cargo/config.toml`).
 //!
 //! An optional second argument P (default 2) runs P parties: party p holds
 //! `id{p s}..id{p s + N - 1}` with s = N / (2 (P - 1)), so the first and last share N/2 ids
@@ -10,6 +11,25 @@
 //! usage: cargo run --release -p vtwin-psi --example psi_bench -- N [P]
 
 use std::time::Instant;
+
+/// The backend curve25519-dalek selects at run time: IFMA when it was compiled in (the
+/// repository's `.cargo/config.toml` asks for it) and the CPU has avx512ifma and avx512vl,
+/// else AVX2 where present, else the portable serial code.
+fn dalek_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if cfg!(curve25519_dalek_backend = "avx512")
+            && std::arch::is_x86_feature_detected!("avx512ifma")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            return "avx512ifma";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+    }
+    "serial"
+}
 
 fn main() {
     let n: usize = std::env::args()
@@ -33,9 +53,10 @@ fn main() {
     let secs = t0.elapsed().as_secs_f64();
     let bytes: u64 = aligned.stats.iter().map(|s| s.bytes_sent).sum();
     println!(
-        "{{\"impl\":\"vtwin-psi\",\"n\":{n},\"parties\":{p},\"seconds\":{secs:.3},\"bytes\":{bytes},\"rounds\":{},\"intersection\":{},\"threads\":{}}}",
+        "{{\"impl\":\"vtwin-psi\",\"n\":{n},\"parties\":{p},\"seconds\":{secs:.3},\"bytes\":{bytes},\"rounds\":{},\"intersection\":{},\"threads\":{},\"backend\":\"{}\"}}",
         aligned.rounds,
         aligned.len(),
-        rayon::current_num_threads()
+        rayon::current_num_threads(),
+        dalek_backend()
     );
 }
