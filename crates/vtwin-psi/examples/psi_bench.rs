@@ -12,9 +12,11 @@
 
 use std::time::Instant;
 
-/// The backend curve25519-dalek selects at run time: IFMA when it was compiled in (the
-/// repository's `.cargo/config.toml` asks for it) and the CPU has avx512ifma and avx512vl,
-/// else AVX2 where present, else the portable serial code.
+/// The backend curve25519-dalek is expected to select at run time (dalek does not report
+/// its choice): IFMA when the build asked for it (the repository's `.cargo/config.toml`
+/// sets the cfg, which this crate sees too) and the CPU has avx512ifma and avx512vl, else
+/// AVX2 where present, else the portable serial code. A build that enables IFMA otherwise
+/// (`-C target-cpu=native` on an IFMA host) is reported as "avx2".
 fn dalek_backend() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
