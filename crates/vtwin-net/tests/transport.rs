@@ -9,7 +9,7 @@ use vtwin_host::error_chain::chain;
 use vtwin_net::frame::{encode, Body, Frame, FrameError, MAX_FRAME_BYTES, WIRE_VERSION};
 use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::tls::client_config;
-use vtwin_net::transport::{CLOSE_BAD_FRAME, HELLO};
+use vtwin_net::transport::{ConnectFailure, CLOSE_BAD_FRAME, HELLO};
 use vtwin_net::{Backoff, Endpoint, Role, TransportError, TransportOptions};
 
 fn identity(ca: &Ca, trusted: &Ca, role: Role) -> Identity {
@@ -294,23 +294,63 @@ async fn closed_port_retried_with_backoff_then_named() {
             peer,
             addr: a,
             attempts,
-            ..
-        } => assert_eq!((*peer, *a, *attempts), (Role::Node(1), addr, 3)),
+            last,
+        } => {
+            assert_eq!((*peer, *a, *attempts), (Role::Node(1), addr, 3));
+            // The host (loopback: never ICMP rate-limited) says the port is closed.
+            assert!(matches!(**last, ConnectFailure::PortClosed), "{last:?}");
+        }
         other => panic!("{other}"),
     }
     let text = err.to_string();
     assert!(
-        text.contains("node 1") && text.contains(&addr.to_string()),
+        text.contains("node 1") && text.contains(&addr.to_string()) && text.contains("port"),
         "{text}"
     );
-    // 3 attempts of 300 ms and the delays 50 + 100 ms between them.
-    let least = 3 * backoff.attempt_timeout + backoff.delay(1) + backoff.delay(2);
+    // The delays 50 + 100 ms between the three attempts, but none of the 300 ms attempt
+    // timeouts: a peer that is not running is named without waiting for QUIC.
+    let least = backoff.delay(1) + backoff.delay(2);
     assert!(elapsed >= least, "{elapsed:?} < {least:?}");
-    assert!(elapsed < least + Duration::from_millis(500), "{elapsed:?}");
+    assert!(elapsed < least + backoff.attempt_timeout, "{elapsed:?}");
     eprintln!("{err} after {elapsed:?}");
     assert_eq!(backoff.delay(1), Duration::from_millis(50));
     assert_eq!(backoff.delay(2), Duration::from_millis(100));
     assert_eq!(backoff.delay(3), Duration::from_millis(100));
+}
+
+#[tokio::test]
+async fn silent_peer_costs_every_attempt_timeout() {
+    // Something holds the port and never answers (a firewall dropping the packets looks the
+    // same): the probe learns nothing, each QUIC attempt waits its full time limit.
+    let ca = Ca::generate().unwrap();
+    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let backoff = quick();
+    let started = Instant::now();
+    let err = coord
+        .connect(addr, Role::Node(1), backoff)
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    match &err {
+        TransportError::Unreachable { attempts, last, .. } => {
+            assert_eq!(*attempts, 3);
+            assert!(matches!(**last, ConnectFailure::Timeout(_)), "{last:?}");
+        }
+        other => panic!("{other}"),
+    }
+    let least = 3 * backoff.attempt_timeout + backoff.delay(1) + backoff.delay(2);
+    assert!(elapsed >= least, "{elapsed:?} < {least:?}");
+    // The probe's one-byte datagrams reached the socket (and would be dropped by QUIC).
+    silent.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 2048];
+    let mut one_byte = 0;
+    while let Ok(n) = silent.recv(&mut buf) {
+        one_byte += usize::from(n == 1);
+    }
+    assert_eq!(one_byte, 3);
+    drop(silent);
 }
 
 #[tokio::test]

@@ -48,6 +48,8 @@ fn an_unreachable_peer_is_named_after_the_retries_and_a_late_one_is_reached() {
         last.contains(&format!("node 2 at {node2} unreachable after 3 attempts")),
         "{last}"
     );
+    // Not running at all: its host (loopback) says so, and the message tells the operator.
+    assert!(last.contains("nothing listens on that UDP port"), "{last}");
     assert!(stderr.contains("retrying"), "no retry logged: {stderr}");
     // Node 2 starts late: the coordinator (8 attempts, 50 ms doubling) reaches it.
     let cfg = c.coordinator_config("coordinator-late.toml", &tmp.path().join("b"), |_| {});
