@@ -101,6 +101,36 @@ async fn port_closed(addr: SocketAddr, wait: Duration) -> bool {
     )
 }
 
+/// The UDP socket buffers asked of the kernel, each way. The kernel's default (about 208
+/// KiB on Linux) is less than one MPC round's burst into a node (the other nodes' shares and
+/// the parties' uploads arrive together): datagrams beyond it are dropped, and each drop
+/// costs a loss-recovery wait of up to a probe timeout (tens of ms with QUIC's 25 ms ACK
+/// delay). Linux caps the request at `net.core.rmem_max` / `wmem_max` (docs/deployment.md).
+const SOCKET_BUFFER_BYTES: usize = 8 << 20;
+
+/// Below this effective receive buffer, [`Endpoint::bind`] warns that drops are likely.
+const SOCKET_BUFFER_WARN: usize = 1 << 20;
+
+/// A UDP socket bound to `addr` with [`SOCKET_BUFFER_BYTES`] asked for each way (granted
+/// up to the kernel's caps; a refusal leaves the default and is only logged).
+fn udp_socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if let Err(e) = socket.set_recv_buffer_size(SOCKET_BUFFER_BYTES) {
+        tracing::warn!(%addr, error = %e, "cannot size the UDP receive buffer");
+    }
+    if let Err(e) = socket.set_send_buffer_size(SOCKET_BUFFER_BYTES) {
+        tracing::warn!(%addr, error = %e, "cannot size the UDP send buffer");
+    }
+    if let Ok(got) = socket.recv_buffer_size() {
+        if got < SOCKET_BUFFER_WARN {
+            tracing::warn!(%addr, bytes = got, "small UDP receive buffer: datagrams may be dropped in bursts (raise net.core.rmem_max, docs/deployment.md)");
+        }
+    }
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
 impl Endpoint {
     /// Binds `addr` (port 0: any free port) with `identity`. If `accept` is non-empty the
     /// endpoint listens and accepts clients whose certificate names one of these roles;
@@ -129,7 +159,7 @@ impl Endpoint {
         // by its peers (crate::stateless_reset).
         let config = endpoint_config(identity);
         let bind = |source| TransportError::Bind { addr, source };
-        let socket = std::net::UdpSocket::bind(addr).map_err(bind)?;
+        let socket = udp_socket(addr).map_err(bind)?;
         let runtime = quinn::default_runtime()
             .ok_or_else(|| bind(std::io::Error::other("no tokio runtime")))?;
         let quinn = quinn::Endpoint::new(config, server, socket, runtime).map_err(bind)?;
@@ -377,4 +407,27 @@ async fn accept_one(
         .await
         .map_err(|e| (Some(peer), ConnectFailure::SendHello(e)))?;
     Ok(Link::new(conn, send, recv, own, peer, options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_get_the_largest_buffers_the_kernel_allows() {
+        // Linux grants min(request, rmem_max) and reports twice that; without the request
+        // the socket keeps rmem_default (about 208 KiB).
+        let cap = |name: &str| -> usize {
+            std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let socket = udp_socket("127.0.0.1:0".parse().unwrap()).unwrap();
+        let socket = socket2::SockRef::from(&socket);
+        let recv = socket.recv_buffer_size().unwrap();
+        let send = socket.send_buffer_size().unwrap();
+        assert!(recv >= SOCKET_BUFFER_BYTES.min(cap("rmem_max")), "{recv}");
+        assert!(send >= SOCKET_BUFFER_BYTES.min(cap("wmem_max")), "{send}");
+    }
 }
