@@ -66,26 +66,23 @@ enum Attempt {
     Fatal(ConnectFailure),
 }
 
-/// The longest [`port_closed`] waits for the host's answer: a LAN's or a metro link's round
-/// trip; beyond it the QUIC attempt decides as before.
-const PROBE_WAIT: Duration = Duration::from_millis(200);
-
-/// Whether `addr`'s host says that nothing listens on that UDP port. QUIC's own socket is
-/// unconnected, so an ICMP port-unreachable answer to its Initial is lost and a peer that
-/// is not running costs the whole attempt timeout; a connected socket gets that answer as
-/// `ConnectionRefused` on its next receive. The probe is one 1-byte datagram, too short to
-/// be a QUIC packet, which a live endpoint drops. `false` when the host stays silent within
-/// `wait` (a live endpoint, ICMP filtered or rate-limited, a longer round trip) or the
-/// probe cannot be sent: the QUIC attempt then decides. Cost: one socket, one datagram, at
-/// most `wait`.
-async fn port_closed(addr: SocketAddr, wait: Duration) -> bool {
-    let local: SocketAddr = if addr.is_ipv4() {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+/// Resolves `true` when `addr`'s host answers that nothing accepts datagrams on that UDP
+/// port (ICMP port unreachable: no service there, or a firewall that rejects); otherwise it
+/// resolves `false` at once (the probe could not be sent) or never (a live endpoint drops
+/// the probe; a silent host; ICMP filtered), and the QUIC attempt it runs beside decides.
+/// QUIC's own socket is unconnected, so the kernel drops such an answer to its Initial and a
+/// peer that is not running would cost the whole attempt timeout; a connected socket gets
+/// it as `ConnectionRefused`. The probe is one 1-byte datagram, too short for a QUIC packet,
+/// sent from the endpoint's own address (so a firewall that filters by source treats it as
+/// it treats the QUIC packets). Cost: one socket and one datagram per attempt.
+async fn port_closed(local: Option<SocketAddr>, addr: SocketAddr) -> bool {
+    let ip = match local.map(|a| a.ip()) {
+        Some(ip) if !ip.is_unspecified() && ip.is_ipv4() == addr.is_ipv4() => ip,
+        _ if addr.is_ipv4() => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        _ => std::net::Ipv6Addr::UNSPECIFIED.into(),
     };
     let refused = |e: &std::io::Error| e.kind() == std::io::ErrorKind::ConnectionRefused;
-    let Ok(socket) = tokio::net::UdpSocket::bind(local).await else {
+    let Ok(socket) = tokio::net::UdpSocket::bind((ip, 0)).await else {
         return false;
     };
     if socket.connect(addr).await.is_err() {
@@ -95,10 +92,14 @@ async fn port_closed(addr: SocketAddr, wait: Duration) -> bool {
         return refused(&e);
     }
     let mut buf = [0u8; 1];
-    matches!(
-        tokio::time::timeout(wait, socket.recv(&mut buf)).await,
-        Ok(Err(e)) if refused(&e)
-    )
+    loop {
+        match socket.recv(&mut buf).await {
+            Err(e) if refused(&e) => return true,
+            Err(_) => return false,
+            // Nothing answers a 1-byte datagram; ignore whatever does.
+            Ok(_) => {}
+        }
+    }
 }
 
 /// The UDP socket buffers asked of the kernel, each way. The kernel's default (about 208
@@ -223,11 +224,12 @@ impl Endpoint {
     /// answer. Fails at once with [`TransportError::Refused`] if it answers but the
     /// handshake fails (another CA, a certificate for another role on either side); with
     /// [`TransportError::Unreachable`] after the last attempt. Both name `expect` and
-    /// `addr`, and are logged at `warn`. Each attempt first asks the host whether the port
-    /// is closed ([`port_closed`], at most 200 ms); if so the attempt fails with
-    /// [`ConnectFailure::PortClosed`] without waiting `attempt_timeout`, so a peer whose
-    /// service is not running costs only the delays between attempts (about 21 s with the
-    /// default schedule, not 70 s).
+    /// `addr`, and are logged at `warn`. Beside each attempt but the last, a probe asks the
+    /// peer's host whether the port is closed ([`port_closed`]); if it says so the attempt
+    /// ends as [`ConnectFailure::PortClosed`] without waiting `attempt_timeout`, so a peer
+    /// whose service is not running costs the delays between attempts and one full last
+    /// attempt (about 26 s with the default schedule, not 71 s), and is reported as
+    /// `PortClosed` if the last attempt then times out.
     pub async fn connect(
         &self,
         addr: SocketAddr,
@@ -237,25 +239,38 @@ impl Endpoint {
         let attempts = backoff.attempts.max(1);
         let mut last = ConnectFailure::Timeout(backoff.attempt_timeout);
         for n in 1..=attempts {
-            last = if port_closed(addr, PROBE_WAIT.min(backoff.attempt_timeout)).await {
-                ConnectFailure::PortClosed
-            } else {
-                let attempt =
-                    tokio::time::timeout(backoff.attempt_timeout, self.try_connect(addr, expect));
-                match attempt.await {
-                    Ok(Ok(link)) => return Ok(link),
-                    Ok(Err(Attempt::Fatal(reason))) => {
-                        let why = vtwin_host::error_chain::chain(&reason);
-                        tracing::warn!(peer = %expect, %addr, reason = %why, "connection refused");
-                        return Err(TransportError::Refused {
-                            peer: expect,
-                            addr,
-                            reason: Box::new(reason),
-                        });
-                    }
-                    Ok(Err(Attempt::Retry(reason))) => reason,
-                    Err(_) => ConnectFailure::Timeout(backoff.attempt_timeout),
+            let attempt =
+                tokio::time::timeout(backoff.attempt_timeout, self.try_connect(addr, expect));
+            // The last attempt is QUIC's alone: a refusal that only the probe sees (a forged
+            // ICMP, a firewall rule on the probe's port) can shorten the wait, never decide it.
+            let probe = port_closed(self.quinn.local_addr().ok(), addr);
+            let outcome = tokio::select! {
+                biased;
+                done = attempt => Some(done),
+                true = probe, if n < attempts => None,
+            };
+            let failure = match outcome {
+                None => ConnectFailure::PortClosed,
+                Some(Ok(Ok(link))) => return Ok(link),
+                Some(Ok(Err(Attempt::Fatal(reason)))) => {
+                    let why = vtwin_host::error_chain::chain(&reason);
+                    tracing::warn!(peer = %expect, %addr, reason = %why, "connection refused");
+                    return Err(TransportError::Refused {
+                        peer: expect,
+                        addr,
+                        reason: Box::new(reason),
+                    });
                 }
+                Some(Ok(Err(Attempt::Retry(reason)))) => reason,
+                Some(Err(_)) => ConnectFailure::Timeout(backoff.attempt_timeout),
+            };
+            // A probe-less last attempt that times out after port-unreachable answers: the
+            // answers say more about the peer than the silence does.
+            last = match (failure, &last) {
+                (ConnectFailure::Timeout(_), ConnectFailure::PortClosed) => {
+                    ConnectFailure::PortClosed
+                }
+                (f, _) => f,
             };
             if n < attempts {
                 let delay = backoff.delay(n);

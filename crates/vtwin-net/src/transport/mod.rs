@@ -145,9 +145,9 @@ pub enum ConnectFailure {
     /// No answer within the attempt's time limit.
     #[error("no answer within {0:?}")]
     Timeout(Duration),
-    /// The peer's host reported that nothing listens on that UDP port (ICMP port
-    /// unreachable): the peer's service is not running, or not on that port.
-    #[error("nothing listens on that UDP port (its host answered port unreachable): is the peer's service running there?")]
+    /// The peer's host answered ICMP port unreachable: the peer's service is not running
+    /// (or not on that port), or a firewall rejects the datagrams.
+    #[error("port unreachable (no service on that UDP port, or a firewall rejecting): is the peer's service running there?")]
     PortClosed,
     /// The peer's certificate names no role (unreachable after a verified handshake).
     #[error("peer certificate")]

@@ -240,7 +240,9 @@ pub fn configure(
     c.training.seed = job.seed;
     c.training.checkpoint_every = job.checkpoint_every;
     c.training.align = job.align;
-    c.timeouts.connect_attempts = 8;
+    // Services that are still starting answer "port unreachable", which ends an attempt at
+    // once: 16 attempts (delays up to 500 ms, the last one 5 s) wait ~11 s for a slow start.
+    c.timeouts.connect_attempts = 16;
     c.timeouts.connect_initial_delay_ms = 50;
     c.timeouts.connect_max_delay_ms = 500;
     c.timeouts.iteration_ms = 20_000;
