@@ -1,25 +1,27 @@
-//! The PRG: ChaCha20 keyed by a 32-byte seed, addressed by a 64-bit stream number.
+//! The PRG: ChaCha12 keyed by a 32-byte seed, addressed by a 64-bit stream number.
 //!
-//! `expand(seed, stream, n)` is the first `16 n` bytes of the ChaCha20 keystream under key
-//! `seed` and nonce `stream || 0u32` (RFC 8439 layout, little endian), read as `n` u128
-//! words (little endian). Every protocol invocation takes a fresh stream number from a
+//! `expand(seed, stream, n)` is the first `16 n` bytes of the ChaCha12 keystream under key
+//! `seed` and nonce `stream || 0u32` (RFC 8439 layout with 12 rounds instead of 20, little
+//! endian), read as `n` u128 words (little endian). Twelve rounds, as in `rand`'s `StdRng`:
+//! the best published attacks reach 7 rounds, and the PRG is a quarter of the MPC's time
+//! (protocols/mpc-sharing.md, "PRG"). Every protocol invocation takes a fresh stream number from a
 //! counter that all nodes advance identically, so the output is deterministic given the
 //! session (through the seed) and the position in the program, and no keystream is reused.
 //! The cipher state is zeroized on drop (chacha20's `zeroize` feature); 2^32 blocks per
 //! stream (2^34 elements) is far above any vector we expand.
 
 use chacha20::cipher::{KeyIvInit, StreamCipher};
-use chacha20::ChaCha20;
+use chacha20::ChaCha12;
 use zeroize::Zeroizing;
 
 /// A 32-byte PRG seed, zeroized on drop.
 pub type Seed = Zeroizing<[u8; 32]>;
 
-/// `n` pseudo-random ring elements from `seed` on stream `stream`. Cost: n/4 ChaCha20 blocks.
+/// `n` pseudo-random ring elements from `seed` on stream `stream`. Cost: n/4 ChaCha12 blocks.
 pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     let mut nonce = [0u8; 12];
     nonce[..8].copy_from_slice(&stream.to_le_bytes());
-    let mut cipher = ChaCha20::new(seed.into(), &nonce.into());
+    let mut cipher = ChaCha12::new(seed.into(), &nonce.into());
     let mut out = Vec::with_capacity(n);
     // Keystream through a small zeroized buffer: no large secret temporaries on the heap.
     let mut buf = Zeroizing::new([0u8; CHUNK_BYTES]);
@@ -59,11 +61,11 @@ mod tests {
 
     #[test]
     fn nonce_layout_is_stream_then_zero() {
-        // expand(seed, stream) is the ChaCha20 keystream under nonce = stream (LE) || 0u32.
+        // expand(seed, stream) is the ChaCha12 keystream under nonce = stream (LE) || 0u32.
         let key: [u8; 32] = core::array::from_fn(|i| i as u8);
         let mut nonce = [0u8; 12];
         nonce[..8].copy_from_slice(&0x4a00_0000_0000_0009u64.to_le_bytes());
-        let mut c = ChaCha20::new((&key).into(), &nonce.into());
+        let mut c = ChaCha12::new((&key).into(), &nonce.into());
         let mut block = [0u8; 64];
         c.apply_keystream(&mut block);
         let bytes: Vec<u8> = expand(&key, 0x4a00_0000_0000_0009, 4)
