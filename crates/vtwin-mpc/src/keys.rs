@@ -293,15 +293,40 @@ mod tests {
             assert_eq!(*s.prev, k(i), "k_{i} at node {i}");
             assert_eq!(*s.next, k((i + 1) % 3), "k_{} at node {i}", (i + 1) % 3);
         }
-        assert_eq!(v["prg"]["cipher"], "ChaCha12");
+        // Both PRG vectors: the short one, and the long one over a stream that fills both
+        // nonce words and 656 bytes (SIMD batches, single blocks, a partial block).
+        for name in ["prg", "prg_long"] {
+            let p = &v[name];
+            assert_eq!(p["cipher"], "ChaCha12");
+            let (stream, n) = (
+                p["stream"].as_u64().expect("stream"),
+                p["n"].as_u64().expect("n"),
+            );
+            for j in 0..3 {
+                let want: Vec<u128> = (0..n as usize)
+                    .map(|t| u128_hex(&p["outputs_by_key"][j][t]))
+                    .collect();
+                assert_eq!(
+                    crate::prg::expand(&k(j), stream, n as usize),
+                    want,
+                    "{name} F(k_{j})"
+                );
+            }
+        }
+        let (long, long_n) = (
+            v["prg_long"]["stream"].as_u64().expect("stream"),
+            v["prg_long"]["n"].as_u64().expect("n") as usize,
+        );
+        for (i, s) in seeds.iter().enumerate() {
+            let a = crate::prg::expand(&s.prev, long, long_n);
+            let b = crate::prg::expand(&s.next, long, long_n);
+            for t in 0..long_n {
+                let want = u128_hex(&v["xor_zero_sharing_by_node"][i][t]);
+                assert_eq!(a[t] ^ b[t], want, "binary zero-sharing at node {i}");
+            }
+        }
         let stream = v["prg"]["stream"].as_u64().expect("stream");
         let n = v["prg"]["n"].as_u64().expect("n") as usize;
-        for j in 0..3 {
-            let want: Vec<u128> = (0..n)
-                .map(|t| u128_hex(&v["prg"]["outputs_by_key"][j][t]))
-                .collect();
-            assert_eq!(crate::prg::expand(&k(j), stream, n), want, "F(k_{j})");
-        }
         for (i, s) in seeds.iter().enumerate() {
             let a = crate::prg::expand(&s.prev, stream, n);
             let b = crate::prg::expand(&s.next, stream, n);

@@ -4,9 +4,14 @@
 vtwin-mpc's PRG F(seed, stream, n) is the first 16 n bytes of the ChaCha12 keystream (RFC 8439
 layout: 32-bit block counter from 0, 96-bit nonce = LE64(stream) || 0u32) under key `seed`,
 read as n little-endian u128 words; node i's zero-sharing is F(k_i, c) - F(k_{i+1}, c) mod
-2^128. This file computes both with its own ChaCha (no Rust code involved), after checking
-that ChaCha at 20 rounds equals the `cryptography` package's ChaCha20 and reproduces the
-ChaCha20 PRG outputs the file held before (pair seeds and keys are unchanged).
+2^128 (XOR for binary sharings). This file computes them with its own ChaCha (no Rust code
+involved), after checking it against two independent anchors: at 20 rounds the
+`cryptography` package's ChaCha20 and the ChaCha20 PRG outputs this file held before
+(`prg_chacha20_reference`, made with `cryptography`); at 12 rounds the ChaCha12 test vectors
+of draft-strombergson-chacha-test-vectors-01 (TC1, TC2: two blocks each). Two vectors: `prg`
+(stream 5, 9 elements: three blocks) and `prg_long` (stream 0x0123456789abcdef, which fills
+both nonce words, 41 elements: 656 bytes, so the 4-block batches of SIMD backends, single
+blocks and a partial block are all covered).
 
     python3 crates/vtwin-mpc/tests/vectors/gen_prg_vectors.py [--check]
 """
@@ -20,6 +25,25 @@ PATH = Path(__file__).resolve().parents[4] / "protocols" / "vectors" / "mpc-keys
 ROUNDS = 12
 STREAM = 5
 N = 9  # 144 bytes: three 64-byte blocks, so the block counter is exercised
+LONG_STREAM = 0x0123456789ABCDEF
+LONG_N = 41
+
+# draft-strombergson-chacha-test-vectors-01, 256-bit key, 12 rounds, zero IV: the first two
+# blocks as little-endian u128 words. TC1: all-zero key; TC2: key byte 0 = 1.
+STROMBERGSON_12 = {
+    bytes(32): [
+        0xD583265F12CE1F8153F955076A9AF49B, 0x5F15AE2EA589007E1474E049BBC32904,
+        0x798CFAAC3428E82CC0E37AD279F86405, 0xBE2613412FE80B611969DEA02C9F623A,
+        0x3D17E08C3371FC86FE743E204188D50B, 0xB489C04C21851515CCCBBD19B7EB28C6,
+        0x43C88C1B97B802C611F14CA1CD8D2542, 0x1693E617B0A64427C0515190CA461EE9,
+    ],
+    bytes([1]) + bytes(31): [
+        0x09A225CDF090F0EEF6B0565D596E0512, 0x10DD4D0BFF1802930F5D5290278C2449,
+        0xFEFDFE067D7A109EE254A4D9392200A6, 0xC029DC60C972179BF2F944A0EB0F21F0,
+        0x2A37692AB05E660E2404C6CBC566730C, 0xC8A72980B8C4C72A0978BB6FB279F97A,
+        0xAF15BA8E302E43907DFCBB17C23B5154, 0xA9177125BAAFE601560D10EF48EB5AC6,
+    ],
+}
 
 
 def rotl(x, r):
@@ -66,10 +90,13 @@ def self_check(old):
     enc = Cipher(algorithms.ChaCha20(key, b"\0\0\0\0" + nonce), mode=None).encryptor()
     assert ours == enc.update(bytes(200)), "ChaCha20 differs from cryptography's"
     seeds = [bytes.fromhex(k) for k in old["pair_seed_list"]]
-    for j, want in enumerate(old["prg"]["outputs_by_key"]):
-        if old["prg"].get("cipher", "ChaCha20") == "ChaCha20":
-            got = prg(seeds[j], old["prg"]["stream"], old["prg"]["n"], rounds=20)
-            assert [hex(x) for x in got] == want, f"old ChaCha20 vector {j}"
+    ref = old["prg_chacha20_reference"]
+    for j, want in enumerate(ref["outputs_by_key"]):
+        got = prg(seeds[j], ref["stream"], ref["n"], rounds=20)
+        assert [hex(x) for x in got] == want, f"ChaCha20 reference vector {j}"
+    for key, want in STROMBERGSON_12.items():
+        # Zero IV and counters below 2^32: the IETF and the original layouts agree.
+        assert prg(key, 0, 8, rounds=12) == want, "ChaCha12 test vector"
 
 
 def main():
@@ -77,26 +104,42 @@ def main():
     data = json.loads(PATH.read_text())
     self_check(data)
     seeds = [bytes.fromhex(k) for k in data["pair_seed_list"]]
-    outs = [prg(s, STREAM, N) for s in seeds]
-    prg_v = {
-        "cipher": f"ChaCha{ROUNDS}",
-        "stream": STREAM,
-        "n": N,
-        "outputs_by_key": [[hex(x) for x in o] for o in outs],
-    }
+
+    def vector(stream, n):
+        outs = [prg(s, stream, n) for s in seeds]
+        v = {
+            "cipher": f"ChaCha{ROUNDS}",
+            "stream": stream,
+            "n": n,
+            "outputs_by_key": [[hex(x) for x in o] for o in outs],
+        }
+        return v, outs
+
+    prg_v, outs = vector(STREAM, N)
+    long_v, long_outs = vector(LONG_STREAM, LONG_N)
     zero = [[hex((outs[i][t] - outs[(i + 1) % 3][t]) % (1 << 128)) for t in range(N)] for i in range(3)]
+    xor_zero = [
+        [hex(long_outs[i][t] ^ long_outs[(i + 1) % 3][t]) for t in range(LONG_N)] for i in range(3)
+    ]
+    new = {
+        "prg": prg_v,
+        "zero_sharing_by_node": zero,
+        "prg_long": long_v,
+        "xor_zero_sharing_by_node": xor_zero,
+    }
     if check:
-        assert data["prg"] == prg_v and data["zero_sharing_by_node"] == zero, "vectors differ"
+        assert all(data.get(k) == v for k, v in new.items()), "vectors differ"
         print("mpc-keys.json PRG vectors match")
         return
-    data["prg"] = prg_v
-    data["zero_sharing_by_node"] = zero
+    data.update(new)
     data["description"] = (
         "vtwin-mpc key agreement, pair seeds, PRG, zero-sharing and wire format "
         "(protocols/mpc-sharing.md). Generated independently of the Rust code with Python "
         "'cryptography' 48 (X25519) and hmac/hashlib (HKDF-SHA256, RFC 5869); the PRG (ChaCha12) "
-        "and zero-sharing by crates/vtwin-mpc/tests/vectors/gen_prg_vectors.py, whose ChaCha is "
-        "checked at 20 rounds against cryptography's ChaCha20. Replayed by "
+        "and zero-sharings (additive for `prg`, XOR for `prg_long`) by "
+        "crates/vtwin-mpc/tests/vectors/gen_prg_vectors.py, whose ChaCha is checked at 20 rounds "
+        "against cryptography's ChaCha20 and `prg_chacha20_reference`, and at 12 rounds against "
+        "the Strombergson ChaCha12 test vectors. Replayed by "
         "crates/vtwin-mpc/src/keys.rs tests."
     )
     PATH.write_text(json.dumps(data, indent=2) + "\n")
