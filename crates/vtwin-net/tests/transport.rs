@@ -274,21 +274,27 @@ async fn client_with_a_role_not_accepted_refused() {
     assert_eq!(accepted.unwrap().peer(), Role::Coordinator);
 }
 
-#[tokio::test]
-async fn closed_port_retried_with_backoff_then_named() {
+/// A coordinator's failed connection to node 1 at `addr`: the error and how long it took.
+async fn failed_connect(addr: SocketAddr, backoff: Backoff) -> (TransportError, Duration) {
     let ca = Ca::generate().unwrap();
     let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
-    let addr = {
-        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket.local_addr().unwrap()
-    }; // closed again
-    let backoff = quick();
     let started = Instant::now();
     let err = coord
         .connect(addr, Role::Node(1), backoff)
         .await
         .unwrap_err();
-    let elapsed = started.elapsed();
+    (err, started.elapsed())
+}
+
+#[tokio::test]
+async fn closed_port_retried_with_backoff_then_named() {
+    // A port freed on 127.0.0.2, where no other test binds, so it stays closed.
+    let addr = {
+        let socket = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+        socket.local_addr().unwrap()
+    };
+    let backoff = quick();
+    let (err, elapsed) = failed_connect(addr, backoff).await;
     match &err {
         TransportError::Unreachable {
             peer,
@@ -297,7 +303,7 @@ async fn closed_port_retried_with_backoff_then_named() {
             last,
         } => {
             assert_eq!((*peer, *a, *attempts), (Role::Node(1), addr, 3));
-            // The host (loopback: never ICMP rate-limited) says the port is closed.
+            // The host (loopback: no per-destination ICMP rate limit) says the port is closed.
             assert!(matches!(**last, ConnectFailure::PortClosed), "{last:?}");
         }
         other => panic!("{other}"),
@@ -322,17 +328,10 @@ async fn closed_port_retried_with_backoff_then_named() {
 async fn silent_peer_costs_every_attempt_timeout() {
     // Something holds the port and never answers (a firewall dropping the packets looks the
     // same): the probe learns nothing, each QUIC attempt waits its full time limit.
-    let ca = Ca::generate().unwrap();
-    let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap();
     let backoff = quick();
-    let started = Instant::now();
-    let err = coord
-        .connect(addr, Role::Node(1), backoff)
-        .await
-        .unwrap_err();
-    let elapsed = started.elapsed();
+    let (err, elapsed) = failed_connect(addr, backoff).await;
     match &err {
         TransportError::Unreachable { attempts, last, .. } => {
             assert_eq!(*attempts, 3);
@@ -370,8 +369,10 @@ async fn late_server_reached_by_retrying() {
         let link = node.accept().await.unwrap();
         (node, link)
     });
+    // Probes end the attempts before the bind at once; 12 attempts (every 100 ms) leave
+    // several probed ones after it.
     let backoff = Backoff {
-        attempts: 6,
+        attempts: 12,
         ..quick()
     };
     let link = coord.connect(addr, Role::Node(0), backoff).await.unwrap();

@@ -73,8 +73,8 @@ enum Attempt {
 /// QUIC's own socket is unconnected, so the kernel drops such an answer to its Initial and a
 /// peer that is not running would cost the whole attempt timeout; a connected socket gets
 /// it as `ConnectionRefused`. The probe is one 1-byte datagram, too short for a QUIC packet,
-/// sent from the endpoint's own address (so a firewall that filters by source treats it as
-/// it treats the QUIC packets). Cost: one socket and one datagram per attempt.
+/// sent from the endpoint's own address (so a firewall that filters by source address treats
+/// it as it treats the QUIC packets; one that filters by source port may not). Cost: one socket and one datagram per attempt.
 async fn port_closed(local: Option<SocketAddr>, addr: SocketAddr) -> bool {
     let ip = match local.map(|a| a.ip()) {
         Some(ip) if !ip.is_unspecified() && ip.is_ipv4() == addr.is_ipv4() => ip,
@@ -228,8 +228,9 @@ impl Endpoint {
     /// peer's host whether the port is closed ([`port_closed`]); if it says so the attempt
     /// ends as [`ConnectFailure::PortClosed`] without waiting `attempt_timeout`, so a peer
     /// whose service is not running costs the delays between attempts and one full last
-    /// attempt (about 26 s with the default schedule, not 71 s), and is reported as
-    /// `PortClosed` if the last attempt then times out.
+    /// attempt (about 26 s with the default schedule, up to ~31 s where the peer's host
+    /// rate-limits its ICMP answers, not 71 s), and is reported as `PortClosed` if later
+    /// attempts time out.
     pub async fn connect(
         &self,
         addr: SocketAddr,
@@ -238,6 +239,7 @@ impl Endpoint {
     ) -> Result<Link, TransportError> {
         let attempts = backoff.attempts.max(1);
         let mut last = ConnectFailure::Timeout(backoff.attempt_timeout);
+        let mut port_closed_seen = false;
         for n in 1..=attempts {
             let attempt =
                 tokio::time::timeout(backoff.attempt_timeout, self.try_connect(addr, expect));
@@ -264,13 +266,12 @@ impl Endpoint {
                 Some(Ok(Err(Attempt::Retry(reason)))) => reason,
                 Some(Err(_)) => ConnectFailure::Timeout(backoff.attempt_timeout),
             };
-            // A probe-less last attempt that times out after port-unreachable answers: the
-            // answers say more about the peer than the silence does.
-            last = match (failure, &last) {
-                (ConnectFailure::Timeout(_), ConnectFailure::PortClosed) => {
-                    ConnectFailure::PortClosed
-                }
-                (f, _) => f,
+            // Time-outs after port-unreachable answers (the probe-less last attempt, a probe
+            // lost or rate-limited): the answers say more about the peer than the silence.
+            port_closed_seen |= matches!(failure, ConnectFailure::PortClosed);
+            last = match failure {
+                ConnectFailure::Timeout(_) if port_closed_seen => ConnectFailure::PortClosed,
+                f => f,
             };
             if n < attempts {
                 let delay = backoff.delay(n);
