@@ -52,7 +52,21 @@ enum Command {
     Demo(cmd::demo::Args),
 }
 
+/// candle's CPU thread pool spins its idle workers (pinned to cores) before parking them, so
+/// a party's kernels keep taking CPU after they finish from whatever shares the host: on one
+/// 2-core machine running the whole consortium this cost the MPC nodes 2-3 ms per Adult
+/// iteration (docs/network-results.md), with no measurable gain for the kernels. Park idle
+/// workers at once unless the user set the variable. Runs first in `main`, before any thread
+/// exists (candle reads it once, when its pool is created).
+fn park_idle_kernel_threads() {
+    const SPIN_LIMIT: &str = "CANDLE_BARRIER_POOL_SPIN_LIMIT";
+    if std::env::var_os(SPIN_LIMIT).is_none() {
+        std::env::set_var(SPIN_LIMIT, "0");
+    }
+}
+
 fn main() -> ExitCode {
+    park_idle_kernel_threads();
     let cli = Cli::parse();
     let result: anyhow::Result<()> = match cli.command {
         Command::Privacy(args) => cmd::privacy::run(args),
