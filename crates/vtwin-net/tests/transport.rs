@@ -357,8 +357,9 @@ async fn silent_peer_costs_every_attempt_timeout() {
 async fn late_server_reached_by_retrying() {
     let ca = Ca::generate().unwrap();
     let coord = bind(&ca, Role::Coordinator, &[], TransportOptions::default());
+    // A port freed on 127.0.0.3, where no other socket binds while it waits to be reused.
     let addr = {
-        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let socket = std::net::UdpSocket::bind("127.0.0.3:0").unwrap();
         socket.local_addr().unwrap()
     };
     let id = identity(&ca, &ca, Role::Node(0));

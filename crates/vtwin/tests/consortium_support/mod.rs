@@ -65,10 +65,23 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_vtwin"))
 }
 
-/// A UDP port that was free a moment ago (asked from the OS).
+/// A UDP port that was free a moment ago, below Linux's ephemeral range (32768-60999): a
+/// port the OS hands out for port 0 could be handed out again, before the test binds it, to
+/// any socket that asks for port 0 (every connect probe does). Ports are spread by process
+/// id and a counter, and checked free.
 pub fn free_port() -> u16 {
-    let s = UdpSocket::bind("127.0.0.1:0").expect("bind a UDP port");
-    s.local_addr().expect("local address").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let start = std::process::id().wrapping_mul(7919);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOW + start.wrapping_add(n.wrapping_mul(131)) % SPAN) as u16;
+        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 fn loopback(port: u16) -> SocketAddr {
@@ -313,13 +326,27 @@ impl Consortium {
         kids.0.push((name.to_owned(), child));
     }
 
-    /// Starts the three nodes and both parties.
+    /// Starts the three nodes and both parties, and waits until each logs that it serves
+    /// (a port that is not bound yet answers "port unreachable", which ends a coordinator's
+    /// connection attempt at once; on a loaded machine a service can take seconds to bind).
     pub fn start_all(&self, kids: &mut Kids) {
+        let mut names = Vec::new();
         for (i, f) in self.nodes.iter().enumerate() {
-            self.spawn(kids, "node", &format!("node-{i}"), f);
+            let name = format!("node-{i}");
+            self.spawn(kids, "node", &name, f);
+            names.push((name, "node serving"));
         }
         for (p, f) in self.parties.iter().enumerate() {
-            self.spawn(kids, "party", &format!("party-{p}"), f);
+            let name = format!("party-{p}");
+            self.spawn(kids, "party", &name, f);
+            names.push((name, "party serving"));
+        }
+        for (name, line) in names {
+            assert!(
+                wait_until(Duration::from_secs(60), || self.log(&name).contains(line)),
+                "{name} did not start: {}",
+                self.log(&name)
+            );
         }
     }
 
