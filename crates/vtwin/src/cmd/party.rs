@@ -41,6 +41,16 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             cfg.index
         );
     }
+    // Bind before loading the data: a coordinator that dials while a large file loads then
+    // finds the port open (its link waits in the accept queue) instead of "port unreachable",
+    // which would end its connection attempts early.
+    let rt = runtime()?;
+    let server = {
+        let _runtime = rt.enter();
+        let mut transport = cfg.timeouts.transport();
+        transport.insecure = cfg.insecure.is_some();
+        PartyServer::bind(&identity, cfg.listen, transport)?
+    };
     let schema = match &cfg.schema {
         Some(p) => Schema::load(p)?,
         None => vtwin_data::demo::demo_schema(),
@@ -81,11 +91,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         cfg.ledger.display()
     );
     let responder = PartyResponder::new(setup)?;
-    let rt = runtime()?;
     rt.block_on(async {
-        let mut transport = cfg.timeouts.transport();
-        transport.insecure = cfg.insecure.is_some();
-        let server = PartyServer::bind(&identity, cfg.listen, transport)?;
         tokio::select! {
             r = server.serve(responder) => r.map_err(anyhow::Error::from),
             signal = super::node::shutdown() => {
