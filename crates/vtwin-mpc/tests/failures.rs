@@ -423,6 +423,30 @@ fn drive_collecting(
     (errors, to_clients)
 }
 
+/// Runs "accept client 0's seeds, input 3 values, square them if `compute`, reveal to client
+/// 0" over the client's (tampered) messages `msgs`, checks that nodes 1 and 2 revealed
+/// nothing (node 0, which takes no part in the input check, may send its own share, uniform
+/// on its own, so the opening never completes), and returns each node's first error.
+fn run_tampered_input(mut msgs: Vec<Message>, compute: bool) -> Vec<Option<MpcError>> {
+    let (nodes, started) = start_nodes(11, move |ctx| async move {
+        let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
+        let x = vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?;
+        let y = if compute { mul(&ctx, &x, &x).await? } else { x };
+        vtwin_mpc::input::reveal_to(&ctx, &y, 0).await?;
+        Ok(y)
+    });
+    msgs.extend(started);
+    let (errors, to_clients) = drive_collecting(nodes, msgs);
+    assert!(
+        to_clients
+            .iter()
+            .all(|m| m.from == Peer::Node(NodeId::ALL[0])),
+        "nodes 1 and 2 may reveal nothing"
+    );
+    assert!(to_clients.len() <= 1);
+    errors
+}
+
 /// A client that sends node 1 and node 2 different corrections is caught by nodes 1 and 2
 /// before anything is revealed: directly before an opening, and in the first exchange of a
 /// computation.
@@ -434,25 +458,7 @@ fn inconsistent_corrections_are_refused_before_any_reveal() {
         let mut input = c.share_raw(&[1, 2, 3]);
         input[0].payload[1] ^= 1; // node 1's copy differs in one bit
         msgs.extend(input);
-        let (nodes, started) = start_nodes(11, move |ctx| async move {
-            let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
-            let x = vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?;
-            let y = if compute { mul(&ctx, &x, &x).await? } else { x };
-            vtwin_mpc::input::reveal_to(&ctx, &y, 0).await?;
-            Ok(y)
-        });
-        let mut all = msgs;
-        all.extend(started);
-        let (errors, to_clients) = drive_collecting(nodes, all);
-        // Nodes 1 and 2 refuse to reveal; node 0, which takes no part in the check, may send
-        // its own share, uniform on its own: the opening never completes.
-        assert!(
-            to_clients
-                .iter()
-                .all(|m| m.from == Peer::Node(NodeId::ALL[0])),
-            "nodes 1 and 2 may reveal nothing"
-        );
-        assert!(to_clients.len() <= 1);
+        let errors = run_tampered_input(msgs, compute);
         for (i, other) in [(1usize, 2u8), (2, 1)] {
             assert_eq!(
                 errors[i],
@@ -496,22 +502,7 @@ fn inconsistent_seeds_are_refused_before_any_reveal() {
             let (mut c, mut msgs) = InputClient::new(0, S, &mut rng);
             msgs[msg].payload[0] ^= 1; // one bit of that node's copy of its seed
             msgs.extend(c.share_raw(&[1, 2, 3]));
-            let (nodes, started) = start_nodes(11, move |ctx| async move {
-                let seeds = vtwin_mpc::input::accept_client(&ctx, 0).await?;
-                let x = vtwin_mpc::input::input(&ctx, &seeds, 1, 3).await?;
-                let y = if compute { mul(&ctx, &x, &x).await? } else { x };
-                vtwin_mpc::input::reveal_to(&ctx, &y, 0).await?;
-                Ok(y)
-            });
-            msgs.extend(started);
-            let (errors, to_clients) = drive_collecting(nodes, msgs);
-            assert!(
-                to_clients
-                    .iter()
-                    .all(|m| m.from == Peer::Node(NodeId::ALL[0])),
-                "nodes 1 and 2 may reveal nothing"
-            );
-            assert!(to_clients.len() <= 1);
+            let errors = run_tampered_input(msgs, compute);
             // The node with the altered copy finds node 0's digest differs; the other finds
             // its peer's.
             for (i, other) in [(1usize, 2u8), (2, 1)] {
