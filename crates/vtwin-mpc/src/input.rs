@@ -83,7 +83,8 @@ pub enum InputError {
     },
 }
 
-fn words(seed: &[u8; 32]) -> [u128; 2] {
+/// 32 bytes (a seed, a SHA-256 digest) as two ring elements, little endian.
+pub(crate) fn words(seed: &[u8; 32]) -> [u128; 2] {
     let mut a = [0u8; 16];
     let mut b = [0u8; 16];
     a.copy_from_slice(&seed[..16]);

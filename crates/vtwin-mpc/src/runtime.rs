@@ -42,6 +42,7 @@ use sha2::{Digest, Sha256};
 
 use crate::counters::Counters;
 use crate::error::MpcError;
+use crate::input::words;
 use crate::keys::PairSeeds;
 use crate::message::{Message, NodeId, Peer, SessionId, HEADER_BYTES};
 use crate::prg;
@@ -306,7 +307,7 @@ impl Ctx {
         // their messages to each other.
         let mut recvs = recvs.to_vec();
         let pending = digest.is_some() || seeds.is_some();
-        let seed_words = seeds.map(|[h0, h1]| [words(&h0.finalize()), words(&h1.finalize())]);
+        let seed_words = seeds.map(|[h0, h1]| [digest_words(h0), digest_words(h1)]);
         // (peer, extra elements expected at the end of its message, message added for them)
         let mut extras: Vec<(NodeId, usize, bool)> = Vec::new();
         let mut mine = None;
@@ -417,13 +418,9 @@ const SEED_CHECK: &[u8] = b"vtwin-mpc/v1 seed-check";
 /// Domain label of the digest nodes 1 and 2 exchange.
 const INPUT_CHECK: &[u8] = b"vtwin-mpc/v1 input-check";
 
-/// A 32-byte digest as two ring elements (little endian).
-fn words(d: &[u8]) -> [u128; 2] {
-    let mut lo = [0u8; 16];
-    let mut hi = [0u8; 16];
-    lo.copy_from_slice(&d[..16]);
-    hi.copy_from_slice(&d[16..32]);
-    [u128::from_le_bytes(lo), u128::from_le_bytes(hi)]
+/// A SHA-256 digest as two ring elements.
+fn digest_words(h: Sha256) -> [u128; 2] {
+    words(&h.finalize().into())
 }
 
 /// What node 1 or 2 sends the other: `SHA-256(label || corrections digest || seed digest)`,
@@ -437,7 +434,7 @@ fn check_word(corr: &[u8], seed: Option<&[u128; 2]>) -> [u128; 2] {
         h.update(s[0].to_le_bytes());
         h.update(s[1].to_le_bytes());
     }
-    words(&h.finalize())
+    digest_words(h)
 }
 
 /// Appends `words` to this round's message to `to` (a message of their own if there is
