@@ -49,6 +49,7 @@ use crate::tls::{client_config, server_config, TlsError};
 mod delay_line;
 mod endpoint;
 mod link;
+mod port_probe;
 
 pub use endpoint::Endpoint;
 pub use link::{Link, LinkReceiver, LinkSender};
