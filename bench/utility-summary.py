@@ -5,13 +5,24 @@
 
 Prints one markdown table row per setting: test NLL, 2-way TVD, 3-way TVD, TSTR logistic
 AUC (mean +- sd over the draws RUNS/NAME/s*/eval.json), the relative sd of the final NLL,
-and the number of draws.
+the live components (weight above 1%) and the effective number of components 1 / sum pi_k^2
+of the released model (RUNS/NAME/s*/model.json, posterior-mean weights softmax(mu[:K])), and
+the number of draws.
 """
 import glob
 import json
+import math
 import os
 import statistics
 import sys
+
+
+def weights(model_path):
+    model = json.load(open(model_path))
+    z = model["mu"][: model["components"]]
+    top = max(z)
+    e = [math.exp(x - top) for x in z]
+    return [x / sum(e) for x in e]
 
 
 def row(path):
@@ -30,10 +41,13 @@ def row(path):
     for key, digits in [("tvd_2way", 4), ("tvd_3way", 4)]:
         cells.append(stat(lambda e: e[key], digits)[0])
     cells.append(stat(lambda e: e["tstr"]["auc_synth"], 4)[0])
+    pis = [weights(f) for f in sorted(glob.glob(os.path.join(path, "s*", "model.json")))]
+    cells.append(", ".join(str(sum(p > 0.01 for p in w)) for w in pis))
+    cells.append(", ".join(f"{1 / sum(p * p for p in w):.1f}" for w in pis))
     return f"| {os.path.basename(path)} | " + " | ".join(cells) + f" | {len(evals)} |"
 
 
-print("| setting | test NLL | sd/mean NLL | 2-way TVD | 3-way TVD | TSTR AUC (logistic) | draws |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("| setting | test NLL | sd/mean NLL | 2-way TVD | 3-way TVD | TSTR AUC (logistic) | live components | effective components | draws |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for p in sys.argv[1:]:
     print(row(p))
