@@ -40,12 +40,15 @@ fn padding_rows_add_exactly_nothing_on_every_backend() {
         let fb = fixed.gradient(&b, &mut noise.clone()).unwrap();
         assert_eq!(fa.gradient, fb.gradient, "fixed, trial {trial}");
         assert_eq!(fb.diagnostics.records, 17);
+        // Party 0 zeroes its padding rows (den = 0 there): not counted as real zero dens.
+        assert_eq!(fb.diagnostics.den_zero, fa.diagnostics.den_zero);
         let mut float = FloatBackend::new().unwrap();
         let ga = float.gradient(&a, &mut noise.clone()).unwrap().gradient;
         let gb = float.gradient(&b, &mut noise.clone()).unwrap().gradient;
         assert_eq!(ga, gb, "float, trial {trial}");
         // Through the three in-memory nodes: the circuit's rounding differs from the floor
-        // reference, not the padding (flags zero the padding rows exactly).
+        // reference, not the padding (party 0's zero mat and the flags make the padding rows
+        // add exactly nothing).
         let mut mpc = MpcBackend::seeded(Renormalise::ClosedForm, trial).unwrap();
         let costs = mpc.costs();
         let mb = mpc.gradient(&b, &mut noise.clone()).unwrap().gradient;

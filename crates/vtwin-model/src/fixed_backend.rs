@@ -10,13 +10,15 @@
 //!    l_p[n][.], which cancels in r;
 //! 3. mat_p[n][k] = encode(exp(l_p[n][k] + c_n^p)); encode T_p; the score root
 //!    u_p[n][k] >= 2^-L |s_p[n][k]| from the encoded maps and T_p, rounded up
-//!    ([`vtwin_fixed::clip_bound::score_root_raw`]).
+//!    ([`vtwin_fixed::clip_bound::score_root_raw`]); party 0 then replaces mat_0[n][k] by
+//!    floor(pi_k mat_0[n][k]) with the public weights pi, and by 0 on the padding rows
+//!    ([`fold_weights`]).
 //!
 //! Noise: before the data phase every party samples its share of Z, d exact discrete
 //! Gaussians N_Z(0, (sigma C 2^32)^2 / P) ([`vtwin_dp::DiscreteGaussian::share_of`]).
 //!
 //! Nodes (here in the clear, every product truncated once, in this order):
-//! 4. mat = prod_p mat_p; pm[n][k] = pi_k mat[n][k]; den[n] = sum_k pm[n][k];
+//! 4. pm = prod_p mat_p (pi is in party 0's factor); den[n] = sum_k pm[n][k];
 //! 5. one normalised reciprocal of den per record ([`Reciprocal`]); r = pm / den;
 //! 6. |g_n|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2) (two inner
 //!    products; L = [`vtwin_fixed::clip_bound::NORM_SCALE_BITS`]);
@@ -24,7 +26,8 @@
 //!    C' of [`vtwin_fixed::clip_bound::effective_clip`]: every record's released contribution,
 //!    and the distance between neighbouring released sums, is then at most C after every
 //!    rounding (`protocols/clip-bound.md`);
-//! 8. w = c r; M_p = W^T T_p (one truncation per element); sw = sum_n w; sc = sum_n c;
+//! 8. w = c r; M_p = W^T T_p (one truncation per element); sw = sum_n w;
+//!    sc = sum_n flag_n c_n (padding rows have r = 0, hence w = 0, and flag 0);
 //! 9. G = [sw - pi sc ; A_k M_p[k] + b_k sw[k]] + sum_p Z_p (A, b the public affine score
 //!    maps; each element one truncation); decode.
 //!
@@ -271,9 +274,13 @@ pub fn party_upload_batch(
             mat.push(Fx::from_f64(v).map_err(|_| range("mat", v, "[0, mat_max]"))?);
         }
     }
-    // Padding rows: mat = 1 (den = sum pi, far from the reciprocal's edges), T = 0, root 0;
-    // their flag is 0, so the circuit zeroes their clip factor and they add exactly nothing.
+    // Padding rows: mat = 1, T = 0, root 0. Party 0 then folds in the public weights and
+    // zeroes its padding rows (below), so a padding row's den is exactly 0, its r and w are
+    // exactly 0 whatever the other parties send, and its flag keeps it out of sum_n c_n.
     mat.resize(batch.rows * k_n, Fx::ONE);
+    if party == 0 {
+        fold_weights(&mut mat, &weights_encoded(theta, k_n, name)?, batch.real);
+    }
     let stats = batch
         .stats
         .iter()
@@ -305,6 +312,39 @@ pub fn party_upload_batch(
         stats,
         flags: batch.flags(),
     })
+}
+
+/// The mixture weights pi = softmax(theta[..K]) encoded at 2^32, exactly as the circuit's
+/// public side encodes them (vtwin-iteration `coordinator::circuit_public`).
+fn weights_encoded(theta: &[f64], k_n: usize, party: &str) -> Result<Vec<Fx>, BackendError> {
+    crate::backend::softmax(&theta[..k_n])
+        .into_iter()
+        .map(|p| {
+            Fx::from_f64(p).map_err(|_| BackendError::Range {
+                party: party.to_owned(),
+                what: "mixture weight",
+                value: p,
+                range: "[0, 1]",
+            })
+        })
+        .collect()
+}
+
+/// Party 0's step 3b: `mat_0[n][k] = floor(pi_k mat_0[n][k])` for the `real` rows and 0 for
+/// the padding rows after them. pi is public, so this is a local, exact operation that spares
+/// the nodes a truncated layer (`pm = pi mat`); a zero row gives den = 0, r = 0 and w = 0
+/// exactly in the circuit. Cost O(B K).
+pub fn fold_weights(mat: &mut [Fx], pi: &[Fx], real: usize) {
+    let k_n = pi.len();
+    for (n, row) in mat.chunks_exact_mut(k_n).enumerate() {
+        for (m, p) in row.iter_mut().zip(pi) {
+            *m = if n < real {
+                Fx(Floor.trunc(p.0.wrapping_mul(m.0), FRAC_BITS))
+            } else {
+                Fx::ZERO
+            };
+        }
+    }
 }
 
 /// The range checks both fixed-point backends make on one party's public score maps before
@@ -380,17 +420,20 @@ pub fn fixed_gradient<T: Truncator>(
     let mut pm = vec![Fx::ZERO; k_n];
     let mut r = vec![Fx::ZERO; k_n];
     for n in 0..b {
+        // A padding row's flag (raw 0) keeps its factor out of sc; party 0 zeroed its mat.
+        let flag = uploads[0].flags[n];
         let mut den = Fx::ZERO;
-        for k in 0..k_n {
+        for (k, pmk) in pm.iter_mut().enumerate() {
             let i = n * k_n + k;
+            // Party 0's mat already holds pi_k mat_0 (fold_weights).
             let mut m = uploads[0].mat[i];
             for up in &uploads[1..] {
                 m = mul(m, up.mat[i], t);
             }
-            pm[k] = mul(pi[k], m, t);
-            den += pm[k];
+            *pmk = m;
+            den += m;
         }
-        if den == Fx::ZERO {
+        if den == Fx::ZERO && flag != Fx::ZERO {
             diag.den_zero += 1;
         }
         let recip = Reciprocal::new_unchecked(den, t);
@@ -412,15 +455,12 @@ pub fn fixed_gradient<T: Truncator>(
         let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
         let norm_b = Fx(t.trunc(acc_b, FRAC_BITS));
         let norm2 = norm_a + Fx(norm_b.0.wrapping_mul(1u128 << (2 * NORM_SCALE_BITS)));
-        // A padding row's flag (raw 0) zeroes its factor exactly; a real row's (raw 1) keeps it.
-        let flag = uploads[0].flags[n];
-        let c = Fx(clip_factor_unchecked(norm2, public.clip, t)
-            .0
-            .wrapping_mul(flag.0));
+        let c = clip_factor_unchecked(norm2, public.clip, t);
         if flag != Fx::ZERO && c != Fx::ONE {
             diag.clipped += 1;
         }
-        sc += c;
+        // An integer product (flag raw 0 or 1): padding rows stay out of sum_n c_n.
+        sc += Fx(c.0.wrapping_mul(flag.0));
         for k in 0..k_n {
             let wk = mul(c, r[k], t);
             w[n * k_n + k] = wk;
@@ -505,5 +545,36 @@ impl GradientBackend for FixedBackend {
             // Exact arithmetic: nothing can wrap.
             truncation_failure: 0.0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fold_weights_floors_pi_times_mat_and_zeroes_padding() {
+        let pi = [Fx::from_f64(0.25).unwrap(), Fx::from_f64(0.75).unwrap()];
+        // Raw 3 * 0.25 = 0.75 ulp floors to 0; raw 3 * 0.75 = 2.25 floors to 2.
+        let mut mat = vec![
+            Fx(3),
+            Fx(3),
+            Fx::ONE,
+            Fx::from_f64(0.5).unwrap(),
+            Fx::ONE,
+            Fx::ONE,
+        ];
+        fold_weights(&mut mat, &pi, 2);
+        assert_eq!(
+            mat,
+            vec![
+                Fx(0),
+                Fx(2),
+                pi[0],
+                Fx::from_f64(0.375).unwrap(),
+                Fx::ZERO,
+                Fx::ZERO
+            ]
+        );
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! Layers (each truncated layer is one mask vector, in this order, which a replay of the
 //! reference must follow):
-//! 1. `mat = prod_p mat_p` (P - 1 layers of B K); `pm = trunc(pi_k mat)` (B K);
+//! 1. `pm = prod_p mat_p` (P - 1 layers of B K; party 0's factor already holds
+//!    `floor(pi_k mat_0)` and is 0 on padding rows, `vtwin_model::fixed_backend::fold_weights`);
 //!    `den[n] = sum_k pm` (local);
 //! 2. normalised reciprocal of den (7 layers of B), `r = pm / den` (2 layers of B K);
 //! 3. `y = trunc(r_k u_pk)` (P B K, record-major `[n][p][k]`);
@@ -18,17 +19,18 @@
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
-//! 4. clip factor c (13 layers of B), times party 0's secret-shared 0/1 flag per record (one
-//!    integer product, 1 round: padding rows add exactly nothing, so the public batch size B
-//!    hides the real one); `w = trunc(c r)` (B K);
-//! 5. `sw = sum_n w`, `sc = sum_n c` (local);
+//! 4. clip factor c (13 layers of B); in one layer `w = trunc(c r)` (B K) and the integer
+//!    product of c with party 0's secret-shared 0/1 flag per record (padding rows have
+//!    `r = 0` exactly, so `w = 0`, and the flag keeps their c out of `sc`: they add exactly
+//!    nothing, so the public batch size B hides the real one);
+//! 5. `sw = sum_n w`, `sc = sum_n flag_n c_n` (local);
 //! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
 //!    all parties in order, sum_p K w_p) followed by `trunc(pi sc)` (K), giving
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 27, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 1 + 24 + 2 + 1 + 1 + 33 + 1 + 1 + 1 + 1 = P + 65.
+//! Truncation layers: P + 26, 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 24 + 2 + 1 + 1 + 33 + 1 + 1 + 1 = P + 63.
 
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
@@ -37,7 +39,7 @@ use crate::error::MpcError;
 use crate::input::{accept_client, input_many, InputClient, InputError};
 use crate::inv_sqrt::clip_factor;
 use crate::message::Message;
-use crate::multiply::{inner_products_many, mul, mul_trunc, truncate};
+use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc, truncate};
 use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
 use crate::runtime::Ctx;
 use crate::share::Shared;
@@ -141,7 +143,8 @@ impl CircuitPublic {
     /// the sum over every truncation of max |X| / 2^128, with max |X| from the public
     /// parameters and the parties' input `bounds` only (never from data). Per layer, the
     /// largest pre-truncation value (site by site in `protocols/truncation-failure.md`):
-    /// mat products M^(i+1) and pm M^P (M the mat bound), the reciprocal's normalisation 1
+    /// mat products M^(i+1) (M the mat bound; party 0's factor, pi mat_0, is below M too),
+    /// the reciprocal's normalisation 1
     /// and Newton-Raphson 4, the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its Newton-Raphson 4 and
@@ -183,7 +186,6 @@ impl CircuitPublic {
         }
         let coords = (self.dim() - self.components) as f64;
         let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
-            + m.powi(p_n) // pm
             + 2.0 * 2.0 * m.powi(p_n) // divide
             + 1.5; // w
         let per_record = 1.0 + 6.0 * 4.0 // reciprocal
@@ -254,12 +256,12 @@ pub async fn gradient(
     let (b, k_n) = (public.batch, public.components);
     let pi_bk: Vec<u128> = (0..b * k_n).map(|i| public.pi[i % k_n].0).collect();
 
-    // 1. mat, pm, den.
-    let mut mat = uploads[0].mat.clone();
+    // 1. pm = prod_p mat_p (party 0 folded pi into its factor and zeroed its padding
+    //    rows), den.
+    let mut pm = uploads[0].mat.clone();
     for u in &uploads[1..] {
-        mat = mul_trunc(ctx, &mat, &u.mat, FRAC_BITS).await?;
+        pm = mul_trunc(ctx, &pm, &u.mat, FRAC_BITS).await?;
     }
-    let pm = truncate(ctx, &mul_public_each(&mat, &pi_bk), FRAC_BITS).await?;
     let den = group_sums(&pm, k_n);
 
     // 2. r = pm / den.
@@ -301,10 +303,16 @@ pub async fn gradient(
 
     // 4. clip factor, w.
     let c = clip_factor(ctx, &norm2, public.clip).await?;
-    // Padding rows: their flag (raw 0) zeroes the factor exactly, so they add nothing and
-    // the nodes never learn the real batch size. An integer product: no truncation.
-    let c = mul(ctx, &c, &uploads[0].flags).await?;
-    let w = mul_trunc(ctx, &broadcast(&c, k_n), &r, FRAC_BITS).await?;
+    // Padding rows have r = 0 exactly (party 0's zero mat), so w = 0; their flag (raw 0)
+    // keeps them out of sc (an integer product, no truncation, in w's layer). They add
+    // nothing and the nodes never learn the real batch size.
+    let (c, w) = mul_and_mul_trunc(
+        ctx,
+        (&c, &uploads[0].flags),
+        (&broadcast(&c, k_n), &r),
+        FRAC_BITS,
+    )
+    .await?;
 
     // 5. weight gradient.
     let sw = column_sums(&w, k_n);
@@ -493,20 +501,19 @@ pub async fn receive_inputs(
 /// The nodes' truncation masks as recorded by [`crate::sim::Simulation::record_masks`] for one run of
 /// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
 /// rearranged into the order in which `vtwin_model::fixed_backend::fixed_gradient` calls its
-/// truncator: per record the mat products and pm, the reciprocal, the two divide
+/// truncator: per record the mat products, the reciprocal, the two divide
 /// truncations per component, the score-root products y (P K, party-major), the two norm sums, the clip factor, w; then trunc(pi sc)
 /// per component; then M and G_p per coordinate. Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
-/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 27
+/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 26
 /// vectors of the layer lengths `public` implies. Cost O(total mask count).
 pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
     let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
-    assert_eq!(layers.len(), parties + 27, "truncation layers");
+    assert_eq!(layers.len(), parties + 26, "truncation layers");
     let mut it = layers.iter();
     let mut take =
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
     let mat = take(parties - 1);
-    let pm = take(1)[0];
     let recip = take(7);
     let div = take(2);
     let y = take(1)[0];
@@ -521,7 +528,6 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         for k in 0..k_n {
             let i = n * k_n + k;
             out.extend(mat.iter().map(|l| l[i]));
-            out.push(pm[i]);
         }
         out.extend(recip.iter().map(|l| l[n]));
         for k in 0..k_n {

@@ -403,7 +403,8 @@ fn truncation_failure_bound_covers_adversarial_runs() {
     assert!(worst_ratio > 2f64.powi(-12), "bound vacuous: {worst_ratio}");
 }
 
-/// `inst` with `extra` padding rows of arbitrary (random) values and flag 0 appended.
+/// `inst` with `extra` padding rows appended: flag 0, party 0's mat 0 (as
+/// `vtwin_model::fixed_backend::fold_weights` writes it), every other value arbitrary (random).
 fn padded(inst: &Instance, extra: usize, seed: u64) -> Instance {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut u = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
@@ -412,7 +413,8 @@ fn padded(inst: &Instance, extra: usize, seed: u64) -> Instance {
     out.public.batch += extra;
     for p in 0..out.mat.len() {
         let wd = inst.public.parties[p].width;
-        out.mat[p].extend((0..extra * k_n).map(|_| enc(u())));
+        let zero = p == 0;
+        out.mat[p].extend((0..extra * k_n).map(|_| if zero { Fx::ZERO } else { enc(u()) }));
         out.root[p].extend((0..extra * k_n).map(|_| enc(100.0 * u())));
         out.stats[p].extend((0..extra * wd).map(|_| enc(28.0 * u() - 14.0)));
     }
@@ -420,7 +422,8 @@ fn padded(inst: &Instance, extra: usize, seed: u64) -> Instance {
     out
 }
 
-/// Padding rows (flag 0) add exactly nothing, whatever values they carry: the padded batch
+/// Padding rows (flag 0, party 0's mat 0) add exactly nothing, whatever values the other
+/// parties and party 0's other inputs carry: the padded batch
 /// releases exactly what the real records release, in the reference; through the circuit a
 /// batch of padding only releases exactly zero.
 #[test]

@@ -42,14 +42,15 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
     let mut r = vec![Fx::ZERO; k_n];
     for n in 0..b {
         let mut den = Fx::ZERO;
-        for k in 0..k_n {
+        for (k, pmk) in pm.iter_mut().enumerate() {
             let i = n * k_n + k;
+            // Party 0's factor already holds pi_k mat_0 (0 on padding rows).
             let mut m = inst.mat[0][i];
             for up in &inst.mat[1..] {
                 m = mul(m, up[i], t);
             }
-            pm[k] = mul(pi[k], m, t);
-            den += pm[k];
+            *pmk = m;
+            den += m;
         }
         let recip = Reciprocal::new_unchecked(den, t);
         for k in 0..k_n {
@@ -70,10 +71,8 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
         let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
         let norm_b = Fx(t.trunc(acc_b, FRAC_BITS)).0;
         let norm2 = norm_a + Fx(norm_b << (2 * NORM_SCALE_BITS));
-        let c = Fx(clip_factor_unchecked(norm2, p.clip, t)
-            .0
-            .wrapping_mul(inst.flags[n].0));
-        sc += c;
+        let c = clip_factor_unchecked(norm2, p.clip, t);
+        sc += Fx(c.0.wrapping_mul(inst.flags[n].0));
         for k in 0..k_n {
             let wk = mul(c, r[k], t);
             w[n * k_n + k] = wk;
