@@ -145,7 +145,8 @@ impl CircuitPublic {
     /// largest pre-truncation value (site by site in `protocols/truncation-failure.md`):
     /// mat products M^(i+1) (M the mat bound; party 0's factor, pi mat_0, is below M too),
     /// the reciprocal's normalisation 1
-    /// and Newton-Raphson 4, the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
+    /// and Newton-Raphson 24 (4 when den > 0; a padding row's den = 0 gives m = 0, and y
+    /// doubles from 2.91 to 23.3), the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its Newton-Raphson 4 and
     /// scale-back 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and G_p |A| 1.5 B T + |b| 1.5 B per
@@ -188,7 +189,7 @@ impl CircuitPublic {
         let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
             + 2.0 * 2.0 * m.powi(p_n) // divide
             + 1.5; // w
-        let per_record = 1.0 + 6.0 * 4.0 // reciprocal
+        let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r + r * r * roots2 // the two norm sums
             + 2f64.powi(16) + 1.22 + 3.0 * (4.0 + 2.0 + 3.0) + 4.0 * clip // clip factor
             + r * roots1; // score-root products, sum_(p,k) R u_pk

@@ -374,6 +374,41 @@ impl Truncator for Recording {
     }
 }
 
+/// Largest |X| / 2^64 of every truncation call, in call order.
+struct Sites(Vec<f64>);
+
+impl Truncator for Sites {
+    fn trunc(&mut self, x: u128, d: u32) -> u128 {
+        self.0
+            .push((x as i128).unsigned_abs() as f64 * 2f64.powi(-64));
+        vtwin_fixed::trunc_floor(x, d)
+    }
+}
+
+/// The reciprocal's per-site maxima that `truncation_failure_bound` charges (normalisation
+/// 1, each Newton-Raphson truncation 24) hold for den = 0, which every padding row has (party
+/// 0 zeroes its factor there), and for denominators across the range.
+#[test]
+fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {
+    let mut dens = vec![Fx::ZERO, Fx(1), Fx(3), Fx::ONE, Fx(u64::MAX as u128)];
+    dens.extend((0..64).map(|e| Fx(1u128 << e)));
+    for den in dens {
+        let mut t = Sites(Vec::new());
+        let _ = vtwin_fixed::Reciprocal::new_unchecked(den, &mut t);
+        assert!(t.0[0] <= 1.0, "{den:?}: normalisation {}", t.0[0]);
+        for (i, &x) in t.0.iter().enumerate().skip(1) {
+            assert!(x <= 24.0, "{den:?}: site {i}: {x}");
+            if den != Fx::ZERO {
+                assert!(x <= 4.0, "{den:?}: site {i}: {x}");
+            }
+        }
+    }
+    // The zero denominator is where the larger maximum is needed.
+    let mut t = Sites(Vec::new());
+    let _ = vtwin_fixed::Reciprocal::new_unchecked(Fx::ZERO, &mut t);
+    assert!(t.0.iter().any(|&x| x > 20.0), "{:?}", t.0);
+}
+
 /// `CircuitPublic::truncation_failure_bound` (charged to delta) covers the actual wrap
 /// probability of every adversarial run, and is not vacuous (within 2^12 of it).
 #[test]
@@ -388,6 +423,12 @@ fn truncation_failure_bound_covers_adversarial_runs() {
             Regime::TinyDenominator,
         ][seed as usize % 3];
         let inst = adversarial(seed, 5, 4, &[3, 2], regime, CLIPS[seed as usize % 5], EDGE);
+        // Every third instance padded (den = 0 rows, as the parties write them).
+        let inst = if seed % 3 == 1 {
+            padded(&inst, 3, seed + 300)
+        } else {
+            inst
+        };
         let mut t = Recording { wrap: 0.0 };
         reference(&inst, &mut t);
         let bound = inst.public.truncation_failure_bound(&bounds);
