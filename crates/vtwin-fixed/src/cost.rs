@@ -88,13 +88,15 @@ pub const MUL: Cost = Cost {
     arithmetic_rounds: 1,
 };
 
-/// [`crate::Reciprocal::new`] + [`crate::Reciprocal::value`].
+/// [`crate::Reciprocal::new`] + [`crate::Reciprocal::value`]: `m`, `e`, the three
+/// Goldschmidt factors with the two squarings of `e` beside the first two (4 layers), the
+/// scale-back.
 pub const RECIPROCAL: Cost = Cost {
     mults: 1 + 6 + 2,
     truncations: 1 + 6 + 1,
     comparisons: 0,
     normalisation_bits: crate::RECIP_WINDOW_BITS,
-    arithmetic_rounds: 1 + 6 + 1,
+    arithmetic_rounds: 1 + 4 + 1,
 };
 
 /// [`crate::Reciprocal::divide`] for one extra numerator, given the normalised reciprocal.
@@ -106,24 +108,25 @@ pub const DIVIDE_EXTRA: Cost = Cost {
     arithmetic_rounds: 2,
 };
 
-/// [`crate::InvSqrt::new`] + [`crate::InvSqrt::value`]. The initial line multiplies by a
-/// public slope: a truncation but no secret product.
+/// [`crate::InvSqrt::new`] + [`crate::InvSqrt::value`]. The initial line and each step's
+/// `1.5 y` multiply by a public constant: a truncation but no secret product. Each
+/// Newton-Raphson step is 2 layers (`y^2`, `h y`, `1.5 y`; then `(h y) y^2`).
 pub const INV_SQRT: Cost = Cost {
     mults: 1 + 9 + 2,
-    truncations: 1 + 1 + 9 + 1,
+    truncations: 1 + 1 + 12 + 1,
     comparisons: 0,
     normalisation_bits: crate::RSQRT_WINDOW_BITS,
-    arithmetic_rounds: 1 + 1 + 9 + 1,
+    arithmetic_rounds: 1 + 1 + 6 + 1,
 };
 
 /// [`crate::clip_factor`]: inverse square root times the public C (a local product, then a
 /// truncation), one comparison (parallel), one select.
 pub const CLIP_FACTOR: Cost = Cost {
     mults: 1 + 9 + 2 + 1,
-    truncations: 1 + 1 + 9 + 2,
+    truncations: 1 + 1 + 12 + 2,
     comparisons: 1,
     normalisation_bits: crate::RSQRT_WINDOW_BITS,
-    arithmetic_rounds: 1 + 1 + 9 + 2 + 1,
+    arithmetic_rounds: 1 + 1 + 6 + 2 + 1,
 };
 
 /// [`crate::exp()`]: the public log2(e) product (local), 7 Horner products, the final scale

@@ -8,13 +8,14 @@
 //! 2. `h = t(x * p, 49)` = m/2 where `m = x 2^s` is in [0.25, 1): h in [0.125, 0.5];
 //!    pre-truncation < 2^80.
 //! 3. `y = 2.132768 - t(2.43744 * h)` (relative minimax line for 1/sqrt(m) on [0.25, 1],
-//!    |1 - y0 sqrt(m)| <= 0.0860), then 3 Newton-Raphson steps
-//!    `y = t(y * (1.5 - t(h * t(y * y))))`; error after 3 steps about 1.5^7 0.086^8 < 2^-24.
+//!    |1 - y0 sqrt(m)| <= 0.0860), then 3 Newton-Raphson steps `y (1.5 - h y^2)`, each in
+//!    two MPC layers: `a = t(y * y)`, `b = t(h * y)`, `c = t(1.5 * y)`, then
+//!    `y = c - t(b * a)`; error after 3 steps about 1.5^7 0.086^8 < 2^-24.
 //! 4. Scale back, `1/sqrt(x) = y 2^(s/2)`: `y q_int + t(y q_frac, 32)`; `a/sqrt(x)` first forms
 //!    `z = t(a y)`.
 //!
-//! Truncation order: normalise 1, initial 1, Newton-Raphson 9, then 1 ([`InvSqrt::value`])
-//! or 2 ([`InvSqrt::mul`]).
+//! Truncation order: normalise 1, initial 1, Newton-Raphson 12 (per step a, b, c, then
+//! `t(b a)`), then 1 ([`InvSqrt::value`]) or 2 ([`InvSqrt::mul`]).
 //!
 //! Error: the mantissa has relative error below 2^-22; `1/sqrt(x)` is then rounded to a
 //! multiple of 2^-32, so its relative error is below 2^-20 while 1/sqrt(x) >= 2^-11 (x <= 2^22)
@@ -23,7 +24,8 @@
 //!
 //! MPC cost ([`crate::cost::INV_SQRT`]): one 80-bit normalisation (1459 AND gates, AND depth
 //! 16, 80 bit injections), then 12 multiplications (normalise 1, Newton-Raphson 9, scale-back
-//! 2), 12 truncations (the initial line's public slope adds one), 12 arithmetic rounds.
+//! 2), 15 truncations (the public constants of the initial line and of `1.5 y` add four), 9
+//! arithmetic rounds.
 
 use crate::domain::{check, DomainError};
 use crate::normalise::{msb_in_window, pow2_if, scale_back};
@@ -94,12 +96,10 @@ impl InvSqrt {
         let h = t.trunc(x.0.wrapping_mul(p), RSQRT_NORM_SHIFT);
         let mut y = RSQRT_Y0_A_RAW.wrapping_sub(t.trunc(RSQRT_Y0_B_RAW.wrapping_mul(h), FRAC_BITS));
         for _ in 0..RSQRT_ITERATIONS {
-            let y2 = t.trunc(y.wrapping_mul(y), FRAC_BITS);
-            let hy2 = t.trunc(h.wrapping_mul(y2), FRAC_BITS);
-            y = t.trunc(
-                y.wrapping_mul(RSQRT_THREE_HALVES_RAW.wrapping_sub(hy2)),
-                FRAC_BITS,
-            );
+            let a = t.trunc(y.wrapping_mul(y), FRAC_BITS);
+            let b = t.trunc(h.wrapping_mul(y), FRAC_BITS);
+            let c = t.trunc(y.wrapping_mul(RSQRT_THREE_HALVES_RAW), FRAC_BITS);
+            y = c.wrapping_sub(t.trunc(b.wrapping_mul(a), FRAC_BITS));
         }
         InvSqrt {
             mantissa: y,

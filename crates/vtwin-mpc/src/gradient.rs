@@ -13,13 +13,13 @@
 //! 1. `pm = prod_p mat_p` (P - 1 layers of B K; party 0's factor already holds
 //!    `floor(pi_k mat_0)` and is 0 on padding rows, `vtwin_model::fixed_backend::fold_weights`);
 //!    `den[n] = sum_k pm` (local);
-//! 2. normalised reciprocal of den (7 layers of B), `r = pm / den` (2 layers of B K);
+//! 2. normalised reciprocal of den (5 truncation layers of B, B, 2 B, 2 B and B values, part after part), `r = pm / den` (2 layers of B K);
 //! 3. `y = trunc(r_k u_pk)` (P B K, record-major `[n][p][k]`);
 //!    `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
-//! 4. clip factor c (13 layers of B); in one layer `w = trunc(c r)` (B K) and the integer
+//! 4. clip factor c (10 truncation layers, of B or, in the Newton-Raphson steps, 3 B); in one layer `w = trunc(c r)` (B K) and the integer
 //!    product of c with party 0's secret-shared 0/1 flag per record (padding rows have
 //!    `r = 0` exactly, so `w = 0`, and the flag keeps their c out of `sc`: they add exactly
 //!    nothing, so the public batch size B hides the real one);
@@ -29,8 +29,8 @@
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 26, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 24 + 2 + 1 + 1 + 33 + 1 + 1 + 1 = P + 63.
+//! Truncation layers: P + 21, 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 22 + 2 + 1 + 1 + 30 + 1 + 1 + 1 = P + 58.
 
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
@@ -148,8 +148,9 @@ impl CircuitPublic {
     /// and Newton-Raphson 24 (4 when den > 0; a padding row's den = 0 gives m = 0, and y
     /// doubles from 2.91 to 23.3), the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
-    /// square root's normalisation 2^16 (a fixed 2^80 raw), its Newton-Raphson 4 and
-    /// scale-back 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and G_p |A| 1.5 B T + |b| 1.5 B per
+    /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
+    /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
+    /// by 1.5 per step), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and G_p |A| 1.5 B T + |b| 1.5 B per
     /// coordinate (the maps' actual values). Cost O(d).
     pub fn truncation_failure_bound(&self, bounds: &InputBounds) -> f64 {
         let (b, k) = (self.batch as f64, self.components as f64);
@@ -191,7 +192,7 @@ impl CircuitPublic {
             + 1.5; // w
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r + r * r * roots2 // the two norm sums
-            + 2f64.powi(16) + 1.22 + 3.0 * (4.0 + 2.0 + 3.0) + 4.0 * clip // clip factor
+            + 2f64.powi(16) + 1.22 + 3.0 * (24.0 + 1.0 + 8.0 + 4.0) + 10.0 * clip // clip factor
             + r * roots1; // score-root products, sum_(p,k) R u_pk
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
         let total = b * k * per_record_component + b * per_record + batch;
@@ -506,20 +507,20 @@ pub async fn receive_inputs(
 /// truncations per component, the score-root products y (P K, party-major), the two norm sums, the clip factor, w; then trunc(pi sc)
 /// per component; then M and G_p per coordinate. Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
-/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 26
+/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 21
 /// vectors of the layer lengths `public` implies. Cost O(total mask count).
 pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
     let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
-    assert_eq!(layers.len(), parties + 26, "truncation layers");
+    assert_eq!(layers.len(), parties + 21, "truncation layers");
     let mut it = layers.iter();
     let mut take =
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
     let mat = take(parties - 1);
-    let recip = take(7);
+    let recip = take(5);
     let div = take(2);
     let y = take(1)[0];
     let acc = take(1)[0];
-    let clip = take(13);
+    let clip = take(10);
     let w = take(1)[0];
     let m_pisc = take(1)[0];
     let g = take(1)[0];
@@ -530,7 +531,12 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
             let i = n * k_n + k;
             out.extend(mat.iter().map(|l| l[i]));
         }
-        out.extend(recip.iter().map(|l| l[n]));
+        // Layers of several parts (Goldschmidt, Newton-Raphson): part by part.
+        out.extend(
+            recip
+                .iter()
+                .flat_map(|l| l.iter().skip(n).step_by(b).copied()),
+        );
         for k in 0..k_n {
             out.push(div[0][n * k_n + k]);
             out.push(div[1][n * k_n + k]);
@@ -538,7 +544,10 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         let pk = parties * k_n;
         out.extend((0..pk).map(|i| y[n * pk + i]));
         out.extend([acc[n], acc[b + n]]);
-        out.extend(clip.iter().map(|l| l[n]));
+        out.extend(
+            clip.iter()
+                .flat_map(|l| l.iter().skip(n).step_by(b).copied()),
+        );
         out.extend((0..k_n).map(|k| w[n * k_n + k]));
     }
     out.extend(pisc.iter().copied());

@@ -142,10 +142,20 @@ fn adversarial(
                 .collect()
         })
         .collect();
+    let pi: Vec<Fx> = raw_pi.iter().map(|p| enc(p / s)).collect();
+    // Party 0 folds the public weights into its factor, as
+    // `vtwin_model::fixed_backend::fold_weights` does: floor(pi_k mat_0[n][k]).
+    let mut mat = mat;
+    for (i, m) in mat[0].iter_mut().enumerate() {
+        *m = Fx(vtwin_fixed::trunc_floor(
+            pi[i % k_n].raw().wrapping_mul(m.raw()),
+            32,
+        ));
+    }
     let mut public = CircuitPublic {
         batch: b,
         components: k_n,
-        pi: raw_pi.iter().map(|p| enc(p / s)).collect(),
+        pi,
         clip: Fx::ONE,
         parties,
         noise_contributors: 1,
@@ -407,6 +417,31 @@ fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {
     let mut t = Sites(Vec::new());
     let _ = vtwin_fixed::Reciprocal::new_unchecked(Fx::ZERO, &mut t);
     assert!(t.0.iter().any(|&x| x > 20.0), "{:?}", t.0);
+}
+
+/// The clip factor's per-site maxima that `truncation_failure_bound` charges: normalisation
+/// 2^16, line 1.22, per Newton-Raphson step 24, 1, 8, 4, scale-back 8 C' and 2 C' (in units
+/// of 2^64 raw), for a zero norm and for norms across the 80-bit window.
+#[test]
+fn clip_factor_truncation_sites_stay_within_the_charged_maxima() {
+    let c = Fx::from_f64(0.999).expect("C");
+    let step = [24.0, 1.0, 8.0, 4.0];
+    let mut max: Vec<f64> = vec![2f64.powi(16), 1.22];
+    for _ in 0..3 {
+        max.extend(step);
+    }
+    max.extend([8.0 * 0.999, 2.0 * 0.999]);
+    let mut xs = vec![Fx::ZERO, Fx(1), Fx(3)];
+    xs.extend((0..80).map(|e| Fx(1u128 << e)));
+    xs.extend((0..80).map(|e| Fx((1u128 << e) * 3 / 2)));
+    for x in xs {
+        let mut t = Sites(Vec::new());
+        let _ = vtwin_fixed::clip_factor_unchecked(x, c, &mut t);
+        assert_eq!(t.0.len(), max.len(), "{x:?}: truncation count");
+        for (i, (&got, &m)) in t.0.iter().zip(&max).enumerate() {
+            assert!(got <= m, "{x:?}: site {i}: {got} > {m}");
+        }
+    }
 }
 
 /// `CircuitPublic::truncation_failure_bound` (charged to delta) covers the actual wrap

@@ -30,7 +30,7 @@ fn circuit(x: &[u128], y: &[u128], seed: u64) -> SimReport<Vec<u128>> {
         },
     )
     .expect("run");
-    assert_eq!(rep.masks.len(), 1 + 8 + 13);
+    assert_eq!(rep.masks.len(), 1 + 6 + 10);
     rep
 }
 
@@ -208,14 +208,14 @@ fn no_message_carries_a_cleartext_value() {
         };
         let z = vtwin_fixed::mul(Fx(x[k]), Fx(y[k]), &mut t);
         let mut t2 = Recording {
-            inner: replay(&rep.masks[1..9], k),
+            inner: replay(&rep.masks[1..7], k),
             seen: Vec::new(),
         };
         let r = Reciprocal::new_unchecked(Fx(x[k]), &mut t2);
         let rv = r.value(&mut t2);
         secrets.extend([r.mantissa, r.scale_int, r.scale_frac]);
         let mut t3 = Recording {
-            inner: replay(&rep.masks[9..22], k),
+            inner: replay(&rep.masks[7..17], k),
             seen: Vec::new(),
         };
         let cf = vtwin_fixed::clip_factor_unchecked(Fx(x[k]), c, &mut t3);

@@ -72,7 +72,13 @@ pub fn open(report: &SimReport<Shared>) -> Vec<u128> {
 /// The reference truncator replaying node 0's masks for element `k`, in layer order,
 /// skipping layers too short to contain element `k`.
 pub fn replay(masks: &[Vec<u128>], k: usize) -> Probabilistic<impl FnMut() -> u128> {
-    let seq: Vec<u128> = masks.iter().filter_map(|l| l.get(k).copied()).collect();
+    // A layer of several parts of n values each (n the shortest layer) holds value k's
+    // masks at k, n + k, ...: the reference's call order within the layer.
+    let n = masks.iter().map(Vec::len).min().unwrap_or(0).max(1);
+    let seq: Vec<u128> = masks
+        .iter()
+        .flat_map(|l| l.iter().skip(k).step_by(n).copied())
+        .collect();
     let mut it = seq.into_iter();
     Probabilistic::new(move || {
         it.next()
