@@ -103,7 +103,8 @@ pub fn mat_max(renormalise: Renormalise, parties: usize) -> f64 {
 /// One party's encoded upload for one batch: mat_p (B x K), q_p (B x K), T_p (B x |T_p|).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartyUpload {
-    /// exp(l_p + c_n), B x K.
+    /// exp(l_p + c_n), B x K; for party 0 floor(pi_k exp(l_0 + c_n)), and 0 on padding rows
+    /// ([`fold_weights`]).
     pub mat: Vec<Fx>,
     /// Score roots u = 2^-L |s| rounded up, B x K.
     pub root: Vec<Fx>,
@@ -314,8 +315,10 @@ pub fn party_upload_batch(
     })
 }
 
-/// The mixture weights pi = softmax(theta[..K]) encoded at 2^32, exactly as the circuit's
-/// public side encodes them (vtwin-iteration `coordinator::circuit_public`).
+/// The mixture weights pi = softmax(theta[..K]) encoded at 2^32, with the same functions as
+/// the circuit's public side (vtwin-iteration `coordinator::circuit_public`). On another
+/// host a different libm could round a weight 1 ulp apart; that changes accuracy only (the
+/// circuit's norm and G_w use its own pi, and 0 <= pm <= den whatever party 0 folds in).
 fn weights_encoded(theta: &[f64], k_n: usize, party: &str) -> Result<Vec<Fx>, BackendError> {
     crate::backend::softmax(&theta[..k_n])
         .into_iter()
@@ -331,7 +334,8 @@ fn weights_encoded(theta: &[f64], k_n: usize, party: &str) -> Result<Vec<Fx>, Ba
 }
 
 /// Party 0's step 3b: `mat_0[n][k] = floor(pi_k mat_0[n][k])` for the `real` rows and 0 for
-/// the padding rows after them. pi is public, so this is a local, exact operation that spares
+/// the padding rows after them. pi is public, so this is a local integer operation (a floor:
+/// at most 1 ulp below pi_k mat_0, never above, so the factor stays below M) that spares
 /// the nodes a truncated layer (`pm = pi mat`); a zero row gives den = 0, r = 0 and w = 0
 /// exactly in the circuit. Cost O(B K).
 pub fn fold_weights(mat: &mut [Fx], pi: &[Fx], real: usize) {

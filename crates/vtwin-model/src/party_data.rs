@@ -69,16 +69,18 @@ pub struct PartyBatch {
     /// B: the public (padded) batch size.
     pub rows: usize,
     /// B_t <= B: the real records, rows `0..real`; rows `real..rows` are padding with zero
-    /// statistics, whose contribution the circuit zeroes through a secret-shared flag, so
-    /// that the compute nodes never learn B_t.
+    /// statistics. They contribute exactly nothing (party 0 shares a zero likelihood factor
+    /// and a 0 flag for them, `protocols/mpc-gradient.md`), so that the compute nodes never
+    /// learn B_t.
     pub real: usize,
     /// The statistics, B x |T_p|.
     pub stats: Vec<f64>,
 }
 
 impl PartyBatch {
-    /// The flags the circuit multiplies each record's clip factor by: raw integers 1 for
-    /// the real rows, 0 for the padding (not fixed-point 1.0: the product needs no truncation).
+    /// The flags that keep padding rows' clip factors out of the circuit's sum_n c_n: raw
+    /// integers 1 for the real rows, 0 for the padding (not fixed-point 1.0: the product
+    /// needs no truncation).
     pub fn flags(&self) -> Vec<vtwin_fixed::Fx> {
         (0..self.rows)
             .map(|n| vtwin_fixed::Fx::from_raw(u128::from(n < self.real)))
