@@ -23,7 +23,7 @@
 //!
 //! MPC cost ([`crate::cost::CLIP_FACTOR`]): the 80-bit normalisation, 13 multiplications
 //! (normalise 1, Newton-Raphson 9, scale-back 2, select 1; `C * y` is local because C is
-//! public), 13 truncations, 1 comparison in parallel; 14 arithmetic rounds. `gamma` is a
+//! public), 16 truncations, 1 comparison in parallel; 11 arithmetic rounds. `gamma` is a
 //! local public subtraction.
 
 use crate::domain::{check, DomainError};

@@ -1,4 +1,5 @@
-//! Reciprocal and division with range normalisation and Newton-Raphson.
+//! Reciprocal and division with range normalisation and Goldschmidt factors (the value of
+//! three Newton-Raphson steps in fewer MPC layers).
 //!
 //! Algorithm (every step is what the MPC computes; `t` is the truncation rule):
 //! 1. `e = msb(x mod 2^64)` ([`crate::normalise`]); one-hot bits give the secret integers
@@ -51,7 +52,7 @@ pub const DIVIDE_NUMERATOR_LIMIT: f64 = 4_194_304.0;
 
 /// The normalised reciprocal of `x`: mantissa `y ~ 1/m` with `m` in [0.5, 1] and the secret
 /// scale `2^(31-e)`. Build once per `x`, then take [`Self::value`] or [`Self::divide`] (the
-/// MPC computes one normalisation and Newton-Raphson per record, then one product per
+/// MPC computes one normalisation and mantissa per record, then one product per
 /// numerator).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reciprocal {

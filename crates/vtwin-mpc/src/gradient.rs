@@ -145,8 +145,9 @@ impl CircuitPublic {
     /// largest pre-truncation value (site by site in `protocols/truncation-failure.md`):
     /// mat products M^(i+1) (M the mat bound; party 0's factor, pi mat_0, is below M too),
     /// the reciprocal's normalisation 1
-    /// and Newton-Raphson 24 (4 when den > 0; a padding row's den = 0 gives m = 0, and y
-    /// doubles from 2.91 to 23.3), the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
+    /// and its six later truncations (`e`, three Goldschmidt factors, two squarings of `e`) 24
+    /// each (4 when den > 0; a padding row's den = 0 gives m = 0, e = 1, and y doubles from
+    /// 2.91 to 23.3), the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
@@ -517,10 +518,17 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
     let mat = take(parties - 1);
     let recip = take(5);
+    let lens = |ls: &[&Vec<u128>]| ls.iter().map(|l| l.len()).collect::<Vec<_>>();
+    assert_eq!(lens(&recip), [b, b, 2 * b, 2 * b, b], "reciprocal layers");
     let div = take(2);
     let y = take(1)[0];
     let acc = take(1)[0];
     let clip = take(10);
+    assert_eq!(
+        lens(&clip),
+        [b, b, 3 * b, b, 3 * b, b, 3 * b, b, b, b],
+        "clip factor layers"
+    );
     let w = take(1)[0];
     let m_pisc = take(1)[0];
     let g = take(1)[0];

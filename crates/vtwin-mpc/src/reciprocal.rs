@@ -44,7 +44,7 @@ fn tables() -> (Vec<u128>, Vec<u128>) {
     (int, frac)
 }
 
-/// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^32).
+/// Normalisation and Goldschmidt mantissa for each element of `x` (positive, below 2^32).
 /// 22 rounds; 7 truncations per value.
 pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedReciprocal, MpcError> {
     let me = ctx.id();

@@ -396,7 +396,7 @@ impl Truncator for Sites {
 }
 
 /// The reciprocal's per-site maxima that `truncation_failure_bound` charges (normalisation
-/// 1, each Newton-Raphson truncation 24) hold for den = 0, which every padding row has (party
+/// 1, each later truncation, `e`, the Goldschmidt factors and the squarings of `e`, 24) hold for den = 0, which every padding row has (party
 /// 0 zeroes its factor there), and for denominators across the range.
 #[test]
 fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {

@@ -75,7 +75,7 @@ fn adult_scale_costs() {
     // truncations and the untruncated half of the scale-back) + score-root products t P +
     // w t = (2 P + 2) t + r = 10 P + 13 (pi is folded into party 0's factor);
     // per record: normalised reciprocal 53 r + 7 t (reshares of the A2B, one-hot, injections
-    // and selection; 7 truncation layers) + two norm inner products 2 t + clip factor
+    // and selection; 7 truncations in 5 layers) + two norm inner products 2 t + clip factor
     // 80 r + 16 t + the padding flag r (in w's layer) = 527;
     // per component: pi sc t; per gradient coordinate of the parties: M and G_p, 2 t.
     let per_bk = (2 * p + 2) * t + r;

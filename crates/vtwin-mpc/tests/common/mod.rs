@@ -69,12 +69,16 @@ pub fn open(report: &SimReport<Shared>) -> Vec<u128> {
     vtwin_mpc::sim::reconstruct(&report.outputs)
 }
 
-/// The reference truncator replaying node 0's masks for element `k`, in layer order,
-/// skipping layers too short to contain element `k`.
+/// The reference truncator replaying node 0's masks for element `k`, in layer order. Every
+/// layer holds one or more parts of n values (n the shortest layer: the primitives' layers
+/// are whole parts), so value k's masks sit at k, n + k, ...: the reference's call order
+/// within the layer.
 pub fn replay(masks: &[Vec<u128>], k: usize) -> Probabilistic<impl FnMut() -> u128> {
-    // A layer of several parts of n values each (n the shortest layer) holds value k's
-    // masks at k, n + k, ...: the reference's call order within the layer.
     let n = masks.iter().map(Vec::len).min().unwrap_or(0).max(1);
+    assert!(
+        masks.iter().all(|l| l.len() % n == 0),
+        "a layer is not a whole number of parts of {n}"
+    );
     let seq: Vec<u128> = masks
         .iter()
         .flat_map(|l| l.iter().skip(k).step_by(n).copied())
