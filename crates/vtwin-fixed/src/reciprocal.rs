@@ -94,12 +94,15 @@ impl Reciprocal {
         let m = t.trunc(x.0.wrapping_mul(p), FRAC_BITS);
         let mut y = RECIP_Y0_RAW.wrapping_sub(m.wrapping_mul(2));
         let mut e = ONE_RAW.wrapping_sub(t.trunc(m.wrapping_mul(y), FRAC_BITS));
-        for i in 0..RECIP_ITERATIONS {
-            y = t.trunc(y.wrapping_mul(ONE_RAW.wrapping_add(e)), FRAC_BITS);
-            if i + 1 < RECIP_ITERATIONS {
-                e = t.trunc(e.wrapping_mul(e), FRAC_BITS);
-            }
+        let factor = |y: u128, e: u128, t: &mut T| {
+            t.trunc(y.wrapping_mul(ONE_RAW.wrapping_add(e)), FRAC_BITS)
+        };
+        // The last factor needs no further e.
+        for _ in 1..RECIP_ITERATIONS {
+            y = factor(y, e, t);
+            e = t.trunc(e.wrapping_mul(e), FRAC_BITS);
         }
+        y = factor(y, e, t);
         Reciprocal {
             mantissa: y,
             scale_int,

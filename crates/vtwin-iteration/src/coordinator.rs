@@ -50,6 +50,13 @@ fn encode(v: f64, what: &'static str) -> Result<Fx, PublicError> {
     Fx::from_f64(v).map_err(|source| PublicError::Encode { what, source })
 }
 
+/// The mixture weights as the circuit takes them, each encoded at 2^32: the one encoding that
+/// the circuit's public side and party 0's folded factor
+/// (`vtwin_model::fixed_backend::fold_weights`) share. Cost O(K).
+pub fn encode_weights(pi: &[f64]) -> Result<Vec<Fx>, PublicError> {
+    pi.iter().map(|&p| encode(p, "weight")).collect()
+}
+
 /// The circuit clip C' for a nominal clip C and this shape, with its derivation
 /// ([`effective_clip`]: the largest C' for which the released sums provably move by at most
 /// C). Errors on C outside [1/16, 1024].
@@ -94,10 +101,7 @@ pub fn circuit_public(
         parties: maps.len(),
         dim: k + maps.iter().map(|m| k * m.width).sum::<usize>(),
     };
-    let pi = pi
-        .iter()
-        .map(|&p| encode(p, "weight"))
-        .collect::<Result<_, _>>()?;
+    let pi = encode_weights(pi)?;
     let clip = circuit_clip(clip, shape)?.circuit;
     let parties = maps
         .iter()

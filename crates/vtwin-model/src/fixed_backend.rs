@@ -280,7 +280,7 @@ pub fn party_upload_batch(
     // exactly 0 whatever the other parties send, and its flag keeps it out of sum_n c_n.
     mat.resize(batch.rows * k_n, Fx::ONE);
     if party == 0 {
-        fold_weights(&mut mat, &weights_encoded(theta, k_n, name)?, batch.real);
+        fold_weights(&mut mat, &weights_encoded(theta, k_n)?, batch.real);
     }
     let stats = batch
         .stats
@@ -315,22 +315,15 @@ pub fn party_upload_batch(
     })
 }
 
-/// The mixture weights pi = softmax(theta[..K]) encoded at 2^32, with the same functions as
-/// the circuit's public side (vtwin-iteration `coordinator::circuit_public`). On another
-/// host a different libm could round a weight 1 ulp apart; that changes accuracy only (the
-/// circuit's norm and G_w use its own pi, and 0 <= pm <= den whatever party 0 folds in).
-fn weights_encoded(theta: &[f64], k_n: usize, party: &str) -> Result<Vec<Fx>, BackendError> {
-    crate::backend::softmax(&theta[..k_n])
-        .into_iter()
-        .map(|p| {
-            Fx::from_f64(p).map_err(|_| BackendError::Range {
-                party: party.to_owned(),
-                what: "mixture weight",
-                value: p,
-                range: "[0, 1]",
-            })
-        })
-        .collect()
+/// The mixture weights pi = softmax(theta[..K]) encoded as the circuit's public side encodes
+/// them (`vtwin_iteration::coordinator::encode_weights`, from the same softmax as
+/// `iteration_inputs::circuit_public_for`). On another host a different libm could round a
+/// weight 1 ulp apart; that changes accuracy only (the circuit's norm and G_w use its own
+/// pi, and 0 <= pm <= den whatever party 0 folds in).
+fn weights_encoded(theta: &[f64], k_n: usize) -> Result<Vec<Fx>, BackendError> {
+    Ok(vtwin_iteration::coordinator::encode_weights(
+        &crate::backend::softmax(&theta[..k_n]),
+    )?)
 }
 
 /// Party 0's step 3b: `mat_0[n][k] = floor(pi_k mat_0[n][k])` for the `real` rows and 0 for
@@ -343,7 +336,7 @@ pub fn fold_weights(mat: &mut [Fx], pi: &[Fx], real: usize) {
     for (n, row) in mat.chunks_exact_mut(k_n).enumerate() {
         for (m, p) in row.iter_mut().zip(pi) {
             *m = if n < real {
-                Fx(Floor.trunc(p.0.wrapping_mul(m.0), FRAC_BITS))
+                vtwin_fixed::mul(*p, *m, &mut Floor)
             } else {
                 Fx::ZERO
             };

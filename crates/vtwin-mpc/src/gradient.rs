@@ -13,16 +13,18 @@
 //! 1. `pm = prod_p mat_p` (P - 1 layers of B K; party 0's factor already holds
 //!    `floor(pi_k mat_0)` and is 0 on padding rows, `vtwin_model::fixed_backend::fold_weights`);
 //!    `den[n] = sum_k pm` (local);
-//! 2. normalised reciprocal of den (5 truncation layers of B, B, 2 B, 2 B and B values, part after part), `r = pm / den` (2 layers of B K);
+//! 2. normalised reciprocal of den (5 truncation layers of B, B, 2 B, 2 B and B values, part
+//!    after part), `r = pm / den` (2 layers of B K);
 //! 3. `y = trunc(r_k u_pk)` (P B K, record-major `[n][p][k]`);
 //!    `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
-//! 4. clip factor c (10 truncation layers, of B or, in the Newton-Raphson steps, 3 B); in one layer `w = trunc(c r)` (B K) and the integer
-//!    product of c with party 0's secret-shared 0/1 flag per record (padding rows have
-//!    `r = 0` exactly, so `w = 0`, and the flag keeps their c out of `sc`: they add exactly
-//!    nothing, so the public batch size B hides the real one);
+//! 4. clip factor c (10 truncation layers, of B or, in the Newton-Raphson steps, 3 B); in
+//!    one layer `w = trunc(c r)` (B K) and the integer product of c with party 0's
+//!    secret-shared 0/1 flag per record (padding rows have `r = 0` exactly, so `w = 0`, and
+//!    the flag keeps their c out of `sc`: they add exactly nothing, so the public batch size
+//!    B hides the real one);
 //! 5. `sw = sum_n w`, `sc = sum_n flag_n c_n` (local);
 //! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
 //!    all parties in order, sum_p K w_p) followed by `trunc(pi sc)` (K), giving
@@ -144,15 +146,15 @@ impl CircuitPublic {
     /// parameters and the parties' input `bounds` only (never from data). Per layer, the
     /// largest pre-truncation value (site by site in `protocols/truncation-failure.md`):
     /// mat products M^(i+1) (M the mat bound; party 0's factor, pi mat_0, is below M too),
-    /// the reciprocal's normalisation 1
-    /// and its six later truncations (`e`, three Goldschmidt factors, two squarings of `e`) 24
-    /// each (4 when den > 0; a padding row's den = 0 gives m = 0, e = 1, and y doubles from
+    /// the reciprocal's normalisation 1 and its six later truncations (`e`, three Goldschmidt
+    /// factors, two squarings of `e`) 24 each (4 when den > 0; a padding row's den = 0 gives
+    /// m = 0, e = 1, and y doubles from
     /// 2.91 to 23.3), the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
-    /// by 1.5 per step), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and G_p |A| 1.5 B T + |b| 1.5 B per
-    /// coordinate (the maps' actual values). Cost O(d).
+    /// by 1.5 per step), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and
+    /// G_p |A| 1.5 B T + |b| 1.5 B per coordinate (the maps' actual values). Cost O(d).
     pub fn truncation_failure_bound(&self, bounds: &InputBounds) -> f64 {
         let (b, k) = (self.batch as f64, self.components as f64);
         let p_n = self.parties.len() as i32;
@@ -504,9 +506,9 @@ pub async fn receive_inputs(
 /// The nodes' truncation masks as recorded by [`crate::sim::Simulation::record_masks`] for one run of
 /// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
 /// rearranged into the order in which `vtwin_model::fixed_backend::fixed_gradient` calls its
-/// truncator: per record the mat products, the reciprocal, the two divide
-/// truncations per component, the score-root products y (P K, party-major), the two norm sums, the clip factor, w; then trunc(pi sc)
-/// per component; then M and G_p per coordinate. Feeding them, in this order, to a
+/// truncator: per record the mat products, the reciprocal (its multi-part layers part by
+/// part), the two divide truncations per component, the score-root products y (P K,
+/// party-major), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then M and G_p per coordinate. Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
 /// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 21
 /// vectors of the layer lengths `public` implies. Cost O(total mask count).

@@ -5,8 +5,8 @@
 //! `inv_sqrt.rs`, `clip.rs`): an 80-bit normalisation gives `p = 2^(s+48)`,
 //! `scale_int = 2^(s/2)` (s >= 0) and `scale_frac = 2^(32+s/2)` (s < 0) with
 //! `s = 31 - e` rounded down to even; `h = trunc(x p, 49)`, `y = A - trunc(B h)`, three
-//! Newton-Raphson steps (2 layers each), scale-back. Given the same masks, equal to the reference bit for
-//! bit for every ring element; range and error are the reference's.
+//! Newton-Raphson steps (2 layers each), scale-back. Given the same masks, equal to the
+//! reference bit for bit for every ring element; range and error are the reference's.
 //!
 //! Clip factor `min(1, C/sqrt(x))` for public C: the sign of `floor(C^2) - x` is computed in
 //! the same A2B batch as the normalisation of x, injected with the one-hot bits, and
@@ -93,14 +93,7 @@ async fn normalised(
             y.mul_public(THREE_HALVES_RAW).own().to_vec(),
         ];
         ctx.count(|c| c.mults += 2 * y.len() as u64);
-        let [a, b, c]: [Shared; 3] = truncate_many(ctx, &parts, FRAC_BITS)
-            .await?
-            .try_into()
-            .map_err(|_| MpcError::LengthMismatch {
-                protocol: "inv_sqrt step",
-                left: 3,
-                right: 0,
-            })?;
+        let [a, b, c] = truncate_many(ctx, parts, FRAC_BITS).await?;
         y = c.sub(&mul_trunc(ctx, &b, &a, FRAC_BITS).await?)?;
     }
     Ok((

@@ -264,26 +264,22 @@ pub async fn truncate(ctx: &Ctx, x: &Shared, d: u32) -> Result<Shared, MpcError>
     Ok(layer(ctx, Vec::new(), x.own.clone(), d).await?.1)
 }
 
-/// Several truncations by `d` bits in one layer (1 round): each part is node i's additive
-/// shares of its values (e.g. [`local_products`], or a replicated sharing's `own` after a
-/// public product). Outputs in the order of `parts`; the layer's masks are one vector, the
-/// parts concatenated. 5 elements per value.
-pub(crate) async fn truncate_many(
+/// N truncations by `d` bits in one layer (1 round): each part is node i's additive shares
+/// of its values (e.g. [`local_products`], or a replicated sharing's `own` after a public
+/// product). Outputs in the order of `parts`; the layer's masks are one vector, the parts
+/// concatenated. 5 elements per value.
+pub(crate) async fn truncate_many<const N: usize>(
     ctx: &Ctx,
-    parts: &[Vec<u128>],
+    parts: [Vec<u128>; N],
     d: u32,
-) -> Result<Vec<Shared>, MpcError> {
-    let all = parts.concat();
-    let out = layer(ctx, Vec::new(), all, d).await?.1;
+) -> Result<[Shared; N], MpcError> {
+    let out = layer(ctx, Vec::new(), parts.concat(), d).await?.1;
     let mut at = 0;
-    Ok(parts
-        .iter()
-        .map(|p| {
-            let s = out.slice(at..at + p.len());
-            at += p.len();
-            s
-        })
-        .collect())
+    Ok(parts.map(|p| {
+        let s = out.slice(at..at + p.len());
+        at += p.len();
+        s
+    }))
 }
 
 /// `x` and `y` have the same length, a whole number of groups of `len` (> 0) elements.

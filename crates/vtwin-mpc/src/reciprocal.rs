@@ -66,21 +66,17 @@ pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedRecipr
     let mut e = mul_trunc(ctx, &m, &y, FRAC_BITS)
         .await?
         .public_minus(me, ONE_RAW);
-    // Goldschmidt factors: y (1 + e) and the next e = e^2 in one layer.
-    for i in 0..RECIP_ITERATIONS {
-        let one_plus = e.add_public(me, ONE_RAW);
-        let mut parts = vec![local_products(&y, &one_plus)];
-        let last = i + 1 == RECIP_ITERATIONS;
-        if !last {
-            parts.push(local_products(&e, &e));
-        }
-        ctx.count(|c| c.mults += (parts.len() * y.len()) as u64);
-        let mut out = truncate_many(ctx, &parts, FRAC_BITS).await?.into_iter();
-        y = out.next().unwrap_or_default();
-        if !last {
-            e = out.next().unwrap_or_default();
-        }
+    // Goldschmidt factors: y (1 + e) and the next e = e^2 in one layer; the last e is not
+    // needed.
+    for _ in 1..RECIP_ITERATIONS {
+        let parts = [
+            local_products(&y, &e.add_public(me, ONE_RAW)),
+            local_products(&e, &e),
+        ];
+        ctx.count(|c| c.mults += 2 * y.len() as u64);
+        [y, e] = truncate_many(ctx, parts, FRAC_BITS).await?;
     }
+    y = mul_trunc(ctx, &y, &e.add_public(me, ONE_RAW), FRAC_BITS).await?;
     Ok(SharedReciprocal {
         mantissa: y,
         scale_int,
