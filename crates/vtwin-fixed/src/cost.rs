@@ -14,9 +14,11 @@
 //! - arithmetic-to-binary of the low `w` bits ([`a2b_and_gates`]): a carry-save layer
 //!   (w ANDs, depth 1) turns the three replicated summands into two, then a Kogge-Stone
 //!   adder: w generate ANDs plus 2(w - 2^l) ANDs at each of ceil(log2 w) prefix levels;
-//! - MSB one-hot of w bits ([`one_hot_msb_and_gates`]): prefix-OR from the top,
-//!   (w - 2^l) ANDs per level, ceil(log2 w) levels; then w bit injections (2 multiplications
-//!   and 2 rounds each, all in parallel);
+//! - MSB one-hot of w bits ([`msb_scan_and_gates`]): bits j..w of the sum are zero iff sum
+//!   bit j is 0 and the zero-detection bits `p_(i+1) ^ !(s_i | c_i)` are 1 above it; their
+//!   suffix-AND rides in the adder's levels (depth 0 of its own), then one AND per bit
+//!   (depth 1); then w bit injections (2 multiplications and 2 rounds each, all in
+//!   parallel);
 //! - sign bit of a 128-bit value ([`MSB`]): carry-save (128 ANDs) then a carry tree for the
 //!   single top carry (128 generate ANDs + 2 x 127 combine ANDs), depth 1 + 1 + 7.
 
@@ -56,22 +58,28 @@ pub const fn a2b_depth(w: u32) -> u32 {
     2 + log2_ceil(w)
 }
 
-/// AND gates of the prefix-OR that turns `w` bits into the one-hot MSB vector.
-pub const fn one_hot_msb_and_gates(w: u32) -> u32 {
-    let mut ands = 0;
+/// AND gates that turn the adder of the low `w` bits into the one-hot MSB vector: a
+/// suffix-AND over `w - 1` zero-detection bits riding in the adder's levels
+/// (`w - 1 - 2^l` ANDs at level l), then one AND per bit (`!x_j & Q_j`).
+pub const fn msb_scan_and_gates(w: u32) -> u32 {
+    let mut ands = w;
     let mut l = 0;
     while l < log2_ceil(w) {
-        ands += w - (1 << l);
+        if w - 1 > (1 << l) {
+            ands += w - 1 - (1 << l);
+        }
         l += 1;
     }
     ands
 }
 
 /// Total binary cost of normalising a `w`-bit value: (AND gates, AND depth, bit injections).
+/// Depth: the adder's, plus one layer for the final AND (the suffix-AND rides in the
+/// adder's levels).
 pub const fn normalisation(w: u32) -> (u32, u32, u32) {
     (
-        a2b_and_gates(w) + one_hot_msb_and_gates(w),
-        a2b_depth(w) + log2_ceil(w),
+        a2b_and_gates(w) + msb_scan_and_gates(w),
+        a2b_depth(w) + 1,
         w,
     )
 }

@@ -22,8 +22,8 @@
 //! and its absolute error below 2^-31 beyond (relative x^(1/2) 2^-31, 2^-11 at x = 2^40). The
 //! clip factor and any `a/sqrt(x)` use [`InvSqrt::mul`], which keeps the relative precision.
 //!
-//! MPC cost ([`crate::cost::INV_SQRT`]): one 80-bit normalisation (1459 AND gates, AND depth
-//! 16, 80 bit injections), then 12 multiplications (normalise 1, Newton-Raphson 9, scale-back
+//! MPC cost ([`crate::cost::INV_SQRT`]): one 80-bit normalisation (1532 AND gates, AND depth
+//! 10, 80 bit injections), then 12 multiplications (normalise 1, Newton-Raphson 9, scale-back
 //! 2), 15 truncations (the public constants of the initial line and of `1.5 y` add four), 9
 //! arithmetic rounds.
 

@@ -27,7 +27,7 @@
 //! [`Reciprocal::divide`] / [`divide`], which scales after multiplying.
 //!
 //! MPC cost ([`crate::cost::RECIPROCAL`], 3-party replicated sharing, ring 2^128): one
-//! 64-bit normalisation (1091 AND gates, AND depth 14, 64 bit injections), then 9
+//! 64-bit normalisation (1149 AND gates, AND depth 9, 64 bit injections), then 9
 //! multiplications (normalise 1, `e` 1, Goldschmidt 5, scale-back 2 in parallel), 8
 //! truncations, 6 arithmetic rounds. Each further numerator ([`Reciprocal::divide`]) costs 3
 //! multiplications, 2 truncations, 2 rounds.

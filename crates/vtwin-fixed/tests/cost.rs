@@ -49,15 +49,16 @@ fn binary_costs_are_as_documented() {
     assert_eq!(
         cost::normalisation(64),
         (
-            cost::a2b_and_gates(64) + cost::one_hot_msb_and_gates(64),
-            8 + 6,
+            cost::a2b_and_gates(64) + cost::msb_scan_and_gates(64),
+            8 + 1,
             64
         )
     );
     assert_eq!(cost::a2b_and_gates(64), 128 + 2 * (6 * 64 - 63));
-    assert_eq!(cost::one_hot_msb_and_gates(64), 6 * 64 - 63);
+    assert_eq!(cost::msb_scan_and_gates(64), (6 * 63 - 63) + 64);
     assert_eq!(cost::a2b_and_gates(80), 160 + 2 * (7 * 80 - 127));
-    assert_eq!(cost::normalisation(80).1, 9 + 7);
+    assert_eq!(cost::msb_scan_and_gates(80), (7 * 79 - 127) + 80);
+    assert_eq!(cost::normalisation(80).1, 9 + 1);
     println!(
         "normalisation 64: {:?}, 80: {:?}, 39-bit a2b: {} ANDs depth {}; MSB: {:?}",
         cost::normalisation(64),

@@ -35,7 +35,7 @@ pub async fn exp(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     let n = x.len();
     let u = truncate(ctx, &x.mul_public(LOG2E_RAW), FRAC_BITS).await?;
     let v = u.add_public(me, OFFSET_RAW);
-    let bits = a2b(ctx, &v, crate::normalise::levels_for(WINDOW)).await?;
+    let bits = a2b(ctx, &v, crate::binary::levels_for(WINDOW)).await?;
     // Eight words per value, bit j of k in bit 0 of word j.
     let kbits = BitShared {
         own: bits

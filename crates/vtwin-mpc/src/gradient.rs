@@ -32,7 +32,7 @@
 //!    map, sum_p K w_p), plus Z.
 //!
 //! Truncation layers: P + 21, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 22 + 2 + 1 + 1 + 30 + 1 + 1 + 1 = P + 58.
+//! (P - 1) + 17 + 2 + 1 + 1 + 24 + 1 + 1 + 1 = P + 47.
 
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};

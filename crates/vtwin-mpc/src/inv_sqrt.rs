@@ -9,16 +9,16 @@
 //! reference bit for bit for every ring element; range and error are the reference's.
 //!
 //! Clip factor `min(1, C/sqrt(x))` for public C: the sign of `floor(C^2) - x` is computed in
-//! the same A2B batch as the normalisation of x, injected with the one-hot bits, and
+//! the same adder levels as the normalisation of x, injected with the one-hot bits, and
 //! applied as `1 + over (s - 1)` (one product, no truncation).
 
 use vtwin_fixed::inv_sqrt::{RSQRT_ITERATIONS, RSQRT_WINDOW_BITS, RSQRT_Y0_A_RAW, RSQRT_Y0_B_RAW};
 use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
-use crate::binary::{a2b, one_hot_msb};
+use crate::binary::msb_one_hot_and_signs;
 use crate::error::MpcError;
 use crate::multiply::{local_products, mul, mul_trunc, truncate, truncate_many};
-use crate::normalise::{levels_for, scale_back, select_from_one_hot};
+use crate::normalise::{scale_back, select_from_one_hot};
 use crate::runtime::Ctx;
 use crate::share::Shared;
 
@@ -54,7 +54,7 @@ fn tables() -> [Vec<u128>; 3] {
     [p, int, frac]
 }
 
-/// Normalisation of `x` and the Newton-Raphson mantissa. The A2B of `x` is batched with
+/// Normalisation of `x` and the Newton-Raphson mantissa. The adder of `x` is batched with
 /// that of `extra_a2b`, whose sign bits are injected with the one-hot bits and returned.
 async fn normalised(
     ctx: &Ctx,
@@ -62,18 +62,9 @@ async fn normalised(
     extra_a2b: Option<&Shared>,
 ) -> Result<(SharedInvSqrt, Shared), MpcError> {
     let me = ctx.id();
-    let n = x.len();
     let w = RSQRT_WINDOW_BITS;
-    let mask = (1u128 << w) - 1;
-    let batch = match extra_a2b {
-        Some(e) => Shared::concat(&[x, e]),
-        None => x.clone(),
-    };
-    // 7 levels serve both the 80-bit window and a 128-bit sign bit.
-    let bits = a2b(ctx, &batch, levels_for(w).max(7)).await?;
-    let xb = bits.slice(0..n).map(|v| v & mask);
-    let extra = bits.slice(n..bits.len()).map(|v| v >> 127);
-    let h = one_hot_msb(ctx, &xb, w).await?;
+    let no_signs = Shared::default();
+    let (h, extra) = msb_one_hot_and_signs(ctx, x, w, extra_a2b.unwrap_or(&no_signs)).await?;
     let [tp, ti, tf] = tables();
     let (scales, extra_arith) = select_from_one_hot(ctx, &h, w, &[&tp, &ti, &tf], &extra).await?;
     let [p, scale_int, scale_frac]: [Shared; 3] =
@@ -107,7 +98,7 @@ async fn normalised(
 }
 
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
-/// 27 rounds; 14 truncations per value.
+/// 21 rounds; 14 truncations per value.
 pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
     Ok(normalised(ctx, x, None).await?.0)
 }
@@ -131,14 +122,14 @@ impl SharedInvSqrt {
     }
 }
 
-/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 28 rounds.
+/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 22 rounds.
 pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     inv_sqrt_normalised(ctx, x).await?.value(ctx).await
 }
 
 /// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22), rounded
 /// down by the public slack of `vtwin_fixed::clip::clip_rounding_slack` (twin of
-/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 30 rounds.
+/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 24 rounds.
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;

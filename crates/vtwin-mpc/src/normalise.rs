@@ -1,8 +1,9 @@
 //! Range normalisation by the most significant bit: from a positive shared `x`, the shared
 //! powers of two that reciprocal and inverse square root need (vtwin-fixed `normalise`).
 //!
-//! 1. [`a2b`] of `x` (the low `window` bits are kept), [`one_hot_msb`]: the XOR-shared
-//!    one-hot word `h` with `h_e = 1` iff `e = msb(x mod 2^window)`.
+//! 1. [`msb_one_hot_and_signs`]: the XOR-shared one-hot word `h` with `h_e = 1` iff
+//!    `e = msb(x mod 2^window)`, from the adder of `x`'s summands and a suffix-AND riding in
+//!    its levels (`3 + ceil(log2 window)` rounds).
 //! 2. Every quantity needed is `sum_e h_e c[e]` for a public table `c`. The one-hot index is
 //!    split as `e = 8 a + b`: the one-hot vectors `A` (a in `0..ceil(window/8)`) and `B`
 //!    (b in `0..8`) are XOR folds of `h` (local). Their bits are injected ([`inject`], 2
@@ -11,38 +12,30 @@
 //!    `ceil(window/8)` with one reshare per output (1 round). A zero `x mod 2^window` gives
 //!    all zeros, as in the reference.
 //!
-//! Cost for `window` w and T tables: A2B `2 + levels` rounds, one-hot `ceil(log2 w)` rounds,
-//! 3 rounds for the conversion; `ceil(w/8) + 8` bit injections (2 products each) and T
+//! Cost for `window` w and T tables: `3 + ceil(log2 w)` rounds for the one-hot word (it was
+//! `2 + 2 ceil(log2 w)` as A2B then a prefix-OR, before 2026-11-24), 3 rounds for the
+//! conversion; `ceil(w/8) + 8` bit injections (2 products each) and T
 //! outputs per value.
 //!
 //! [`scale_back`] undoes the normalisation once the mantissa is computed.
 
 use vtwin_fixed::FRAC_BITS;
 
-use crate::binary::{a2b, inject, one_hot_msb};
+use crate::binary::{inject, msb_one_hot_and_signs};
 use crate::error::MpcError;
 use crate::multiply::{inner_products_int, mul_and_mul_trunc};
 use crate::runtime::Ctx;
 use crate::share::{BitShared, Shared};
 
-/// Adder levels for a window of `w` bits: `ceil(log2 w)`.
-pub(crate) const fn levels_for(w: u32) -> u32 {
-    32 - (w - 1).leading_zeros()
-}
-
 fn parity(w: u128) -> u128 {
     u128::from(w.count_ones() & 1)
 }
 
-/// The bits of `x mod 2^window` (XOR-shared) and then its one-hot MSB word.
+/// The one-hot MSB word of `x mod 2^window` ([`msb_one_hot_and_signs`]). `3 + L` rounds.
 pub(crate) async fn msb_one_hot(ctx: &Ctx, x: &Shared, window: u32) -> Result<BitShared, MpcError> {
-    let mask = if window >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << window) - 1
-    };
-    let bits = a2b(ctx, x, levels_for(window)).await?.map(|w| w & mask);
-    one_hot_msb(ctx, &bits, window).await
+    Ok(msb_one_hot_and_signs(ctx, x, window, &Shared::default())
+        .await?
+        .0)
 }
 
 /// `sum_e h_e table[e]` for each table and each one-hot word of `h` (window bits), plus the

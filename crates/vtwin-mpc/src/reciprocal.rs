@@ -8,9 +8,9 @@
 //! result equals `Reciprocal::new_unchecked(x).value()` bit for bit for every ring element
 //! `x`; range and error are the reference's (accurate on [2^-30, 2^16]).
 //!
-//! Cost per value: normalisation (A2B 8 rounds, one-hot 6, conversion 3) then 8 truncations
+//! Cost per value: normalisation (one-hot MSB 9 rounds, conversion 3) then 8 truncations
 //! in 6 layers (1 round each: `m`, `e`, three Goldschmidt factors with `e^2` beside the first
-//! two, the scale-back): 23 rounds. Measured bytes in
+//! two, the scale-back): 18 rounds. Measured bytes in
 //! `protocols/mpc-reciprocal.md`.
 
 use vtwin_fixed::reciprocal::{RECIP_ITERATIONS, RECIP_WINDOW_BITS, RECIP_Y0_RAW};
@@ -45,7 +45,7 @@ fn tables() -> (Vec<u128>, Vec<u128>) {
 }
 
 /// Normalisation and Goldschmidt mantissa for each element of `x` (positive, below 2^32).
-/// 22 rounds; 7 truncations per value.
+/// 17 rounds; 7 truncations per value.
 pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedReciprocal, MpcError> {
     let me = ctx.id();
     let h = msb_one_hot(ctx, x, RECIP_WINDOW_BITS).await?;
@@ -98,7 +98,7 @@ impl SharedReciprocal {
     }
 }
 
-/// `1/x` element-wise (twin of `vtwin_fixed::reciprocal`). 23 rounds.
+/// `1/x` element-wise (twin of `vtwin_fixed::reciprocal`). 18 rounds.
 pub async fn reciprocal(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     reciprocal_normalised(ctx, x).await?.value(ctx).await
 }

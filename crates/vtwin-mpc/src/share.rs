@@ -193,6 +193,11 @@ impl BitShared {
         }
     }
 
+    /// `x ^ c` for a public word `c` (folded into share index 0). Local.
+    pub(crate) fn xor_public(&self, me: NodeId, c: u128) -> BitShared {
+        self.xor(&BitShared::known_at(me, 0, &vec![c; self.len()]))
+    }
+
     /// The sharing whose share index `j` is `values` (see [`Shared::known_at`]).
     pub(crate) fn known_at(me: NodeId, j: usize, values: &[u128]) -> BitShared {
         let s = Shared::known_at(me, j, values);

@@ -109,27 +109,23 @@ fn measured_costs_match_the_analysis() {
 
     let c = measure(protocol!(|ctx, v| reciprocal::reciprocal(&ctx, &v[0])));
     row("reciprocal", &c);
-    // Per node: A2B (64-bit window, 6 levels) 1 + 1 + 5 x 2 + 1 = 13 words; one-hot 6
-    // words; injection of 16 bits 32 elements; selection 2 outputs; the untruncated half of
-    // the scale-back 1. Plus 5 elements in all per truncation, 8 truncations.
-    // Rounds: 8 + 6 + 3 + 6 truncation layers of 1 round (m, e, three Goldschmidt
-    // factors with e^2 beside the first two, the scale-back).
-    assert_eq!(c.rounds, 8 + 6 + 3 + 6);
-    assert_eq!(
-        c.elements,
-        N as u64 * (3 * (13 + 6 + 32 + 2 + 1) + TRUNC * 8)
-    );
+    // Per node: the one-hot MSB (64-bit window, 6 levels): carry-save 1 + generate 1 +
+    // 5 levels x (2 adder + 1 suffix-AND) + the last level 2 + the final AND 1 = 20 words;
+    // injection of 16 bits 32 elements; selection 2 outputs; the untruncated half of the
+    // scale-back 1. Plus 5 elements in all per truncation, 8 truncations.
+    // Rounds: one-hot 2 + 6 + 1, selection 3, then 6 truncation layers of 1 round (m, e,
+    // three Goldschmidt factors with e^2 beside the first two, the scale-back).
+    assert_eq!(c.rounds, 9 + 3 + 6);
+    assert_eq!(c.elements, N as u64 * (3 * (20 + 32 + 2 + 1) + TRUNC * 8));
 
     let c = measure(protocol!(|ctx, v| inv_sqrt::inv_sqrt(&ctx, &v[0])));
     row("inv_sqrt", &c);
-    // Per node: A2B 15 words; one-hot 7; 18 injections 36; selection 3 outputs; scale-back
-    // 1. Plus 15 truncations of 5 elements (each Newton-Raphson step truncates y^2, h y,
-    // 1.5 y, then (h y) y^2). Rounds: 9 + 7 + 3 + 9 (h, the line, 3 x 2 steps, the scale-back).
-    assert_eq!(c.rounds, 9 + 7 + 3 + 9);
-    assert_eq!(
-        c.elements,
-        N as u64 * (3 * (15 + 7 + 36 + 3 + 1) + TRUNC * 15)
-    );
+    // Per node: one-hot MSB (80-bit window, 7 levels) 1 + 1 + 6 x 3 + 2 + 1 = 23 words; 18
+    // injections 36; selection 3 outputs; scale-back 1. Plus 15 truncations of 5 elements
+    // (each Newton-Raphson step truncates y^2, h y, 1.5 y, then (h y) y^2). Rounds: 10 + 3 + 9
+    // (h, the line, 3 x 2 steps, the scale-back).
+    assert_eq!(c.rounds, 10 + 3 + 9);
+    assert_eq!(c.elements, N as u64 * (3 * (23 + 36 + 3 + 1) + TRUNC * 15));
 
     let c = measure(protocol!(|ctx, v| inv_sqrt::clip_factor(
         &ctx,
@@ -137,13 +133,14 @@ fn measured_costs_match_the_analysis() {
         Fx::from_f64(1.0).expect("C")
     )));
     row("clip_factor", &c);
-    // inv_sqrt with a second A2B (15 words) and injection (2) batched in, one more
-    // truncation (C y), and the final select product (1 round, 1 element).
-    // Per node: 2 x 15 + 7 + 19 x 2 + 3 + 1 + 1; 16 truncations in 10 layers.
-    assert_eq!(c.rounds, 9 + 7 + 3 + 10 + 1);
+    // inv_sqrt with the adder of the sign of C^2 - x batched in (15 words: it rides the same
+    // 7 levels) and its injection (2), one more truncation (C y), and the final select
+    // product (1 round, 1 element).
+    // Per node: 23 + 15 + 19 x 2 + 3 + 1 + 1; 16 truncations in 10 layers.
+    assert_eq!(c.rounds, 10 + 3 + 10 + 1);
     assert_eq!(
         c.elements,
-        N as u64 * (3 * (2 * 15 + 7 + 38 + 3 + 1 + 1) + TRUNC * 16)
+        N as u64 * (3 * (23 + 15 + 38 + 3 + 1 + 1) + TRUNC * 16)
     );
 
     let c = measure(protocol!(|ctx, v| exp::exp(

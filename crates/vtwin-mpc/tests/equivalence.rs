@@ -82,6 +82,34 @@ proptest! {
     }
 
     #[test]
+    fn msb_one_hot_and_signs_give_the_msb_and_the_sign(
+        xs in prop::collection::vec(any::<u128>(), 1..24),
+        shifts in prop::collection::vec(0u32..128, 24),
+        signed in prop::collection::vec(any::<u128>(), 0..8),
+        window in prop::sample::select(vec![8u32, 40, 64, 80, 127, 128]),
+    ) {
+        // Random words, the same shifted down to every magnitude, and the edges of the window.
+        let mask = if window == 128 { u128::MAX } else { (1u128 << window) - 1 };
+        let mut xs: Vec<u128> = xs.iter().zip(&shifts).map(|(&x, &s)| x >> s).chain(xs.clone()).collect();
+        xs.extend([0, 1, mask, mask.wrapping_add(1), 1u128 << (window - 1), u128::MAX]);
+        let rep = run_on(vec![xs.clone(), signed.clone()], Delivery::Fifo, move |ctx, v| async move {
+            binary::msb_one_hot_and_signs(&ctx, &v[0], window, &v[1]).await
+        }).expect("run");
+        let word = |k: usize, sign: bool| {
+            let o = |i: usize| if sign { rep.outputs[i].1.own()[k] } else { rep.outputs[i].0.own()[k] };
+            o(0) ^ o(1) ^ o(2)
+        };
+        for (k, x) in xs.iter().enumerate() {
+            let w = x & mask;
+            let want = if w == 0 { 0 } else { 1u128 << (127 - w.leading_zeros()) };
+            prop_assert_eq!(word(k, false), want, "x {:#x} window {}", x, window);
+        }
+        for (k, x) in signed.iter().enumerate() {
+            prop_assert_eq!(word(k, true), x >> 127);
+        }
+    }
+
+    #[test]
     fn less_than_equals_reference(
         a in prop::collection::vec(fx_in(40), 1..32),
         b in prop::collection::vec(fx_in(40), 32),
