@@ -11,8 +11,9 @@
 //! Comparison: `x > floor(C_raw^2 / 2^32)` on integers is exactly `x > C^2` on the encoded
 //! reals, so the factor is exactly 1 whenever |g| <= C.
 //!
-//! Why `gamma`: `s` is `C y 2^(-s/2)` with the mantissa `y` (relative error below 2^-22) and
-//! two roundings of one ulp each, the first one scaled by `2^(j)` with `2^j <= 1/C` when
+//! Why `gamma`: `s` is `C y 2^(-s/2)` with the mantissa `y` (above `1/sqrt(m)` by less than
+//! a relative 2^-22, rounding only: with [`CLIP_RSQRT_ITERATIONS`] = 2 Newton-Raphson steps
+//! the approximation error, up to 2^-12.4, is all below) and two roundings of one ulp each, the first one scaled by `2^(j)` with `2^j <= 1/C` when
 //! `x > C^2`. So `s <= (C/sqrt(x)) (1 + 2^-22) + (1 + 1/C) 2^-32`; subtracting
 //! `gamma >= (1 + 1/C) 2^-32` leaves only the relative excess. For a tiny factor (x near
 //! 2^48, C/sqrt(x) ~ 2^-24) the absolute rounding is a large relative error, and without
@@ -21,15 +22,21 @@
 //! `clip_bound`: `factor <= max(1 [x <= C^2], (1 + 2^-21) C / sqrt(x))`, tested over every
 //! exponent branch of the inverse square root (`tests/clip.rs`).
 //!
-//! MPC cost ([`crate::cost::CLIP_FACTOR`]): the 80-bit normalisation, 13 multiplications
-//! (normalise 1, Newton-Raphson 9, scale-back 2, select 1; `C * y` is local because C is
-//! public), 16 truncations, 1 comparison in parallel; 11 arithmetic rounds. `gamma` is a
+//! MPC cost ([`crate::cost::CLIP_FACTOR`]): the 80-bit normalisation, 10 multiplications
+//! (normalise 1, Newton-Raphson 6, scale-back 2, select 1; `C * y` is local because C is
+//! public), 12 truncations, 1 comparison in parallel; 9 arithmetic rounds. `gamma` is a
 //! local public subtraction.
 
 use crate::domain::{check, DomainError};
 use crate::inv_sqrt::InvSqrt;
 use crate::trunc::Truncator;
 use crate::value::{Fx, FRAC_BITS, ONE_RAW};
+
+/// Newton-Raphson steps of the clip factor's inverse square root: 2, one fewer than
+/// [`crate::inv_sqrt::RSQRT_ITERATIONS`] (2 MPC rounds fewer). After the first step the
+/// mantissa approaches `1/sqrt(m)` from below, so the missing step lowers the factor by up to
+/// a relative 2^-12.4 (over-clipping, never more) and leaves the upper bound as it was.
+pub const CLIP_RSQRT_ITERATIONS: u32 = 2;
 
 /// Largest accepted x (exclusive): 2^48.
 pub const CLIP_X_LIMIT: f64 = 281_474_976_710_656.0;
@@ -72,7 +79,7 @@ pub fn clip_factor<T: Truncator + ?Sized>(x: Fx, c: Fx, t: &mut T) -> Result<Fx,
 pub fn clip_factor_unchecked<T: Truncator + ?Sized>(x: Fx, c: Fx, t: &mut T) -> Fx {
     let threshold = Fx((c.0.wrapping_mul(c.0) as i128 >> FRAC_BITS) as u128);
     let over = (threshold - x).is_negative();
-    let s = InvSqrt::new_unchecked(x, t).mul(c, t);
+    let s = InvSqrt::new_unchecked_steps(x, CLIP_RSQRT_ITERATIONS, t).mul(c, t);
     let slack = Fx(clip_rounding_slack(c));
     Fx::ONE + (s - slack - Fx::ONE).mul_int(i128::from(over))
 }

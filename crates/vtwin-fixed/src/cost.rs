@@ -127,14 +127,15 @@ pub const INV_SQRT: Cost = Cost {
     arithmetic_rounds: 1 + 1 + 6 + 1,
 };
 
-/// [`crate::clip_factor`]: inverse square root times the public C (a local product, then a
-/// truncation), one comparison (parallel), one select.
+/// [`crate::clip_factor`]: inverse square root with [`crate::clip::CLIP_RSQRT_ITERATIONS`]
+/// steps times the public C (a local product, then a truncation), one comparison
+/// (parallel), one select.
 pub const CLIP_FACTOR: Cost = Cost {
-    mults: 1 + 9 + 2 + 1,
-    truncations: 1 + 1 + 12 + 2,
+    mults: 1 + 3 * crate::clip::CLIP_RSQRT_ITERATIONS + 2 + 1,
+    truncations: 1 + 1 + 4 * crate::clip::CLIP_RSQRT_ITERATIONS + 2,
     comparisons: 1,
     normalisation_bits: crate::RSQRT_WINDOW_BITS,
-    arithmetic_rounds: 1 + 1 + 6 + 2 + 1,
+    arithmetic_rounds: 1 + 1 + 2 * crate::clip::CLIP_RSQRT_ITERATIONS + 2 + 1,
 };
 
 /// [`crate::exp()`]: the public log2(e) product (local), 7 Horner products, the final scale

@@ -48,9 +48,10 @@ impl Truncator for Adversarial {
     fn trunc(&mut self, x: u128, d: u32) -> u128 {
         let i = self.0;
         self.0 += 1;
+        let steps = 4 * vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
         let up = match i {
             0 | 1 => false,
-            2..=13 => (i - 2) % 4 == 2,
+            i if i < 2 + steps => (i - 2) % 4 == 2,
             _ => true,
         };
         let floor = vtwin_fixed::trunc_floor(x, d);

@@ -20,7 +20,7 @@
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
-//! 4. clip factor c (10 truncation layers, of B or, in the Newton-Raphson steps, 3 B); in
+//! 4. clip factor c (8 truncation layers, of B or, in the 2 Newton-Raphson steps, 3 B); in
 //!    one layer `w = trunc(c r)` (B K) and the integer product of c with party 0's
 //!    secret-shared 0/1 flag per record (padding rows have `r = 0` exactly, so `w = 0`, and
 //!    the flag keeps their c out of `sc`: they add exactly nothing, so the public batch size
@@ -31,9 +31,10 @@
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 21, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 17 + 2 + 1 + 1 + 24 + 1 + 1 + 1 = P + 47.
+//! Truncation layers: P + 19, 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 17 + 2 + 1 + 1 + 22 + 1 + 1 + 1 = P + 45.
 
+use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS};
 
@@ -153,7 +154,7 @@ impl CircuitPublic {
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
-    /// by 1.5 per step), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and
+    /// by 1.5 per step; `CLIP_RSQRT_ITERATIONS` = 2 steps), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and
     /// G_p |A| 1.5 B T + |b| 1.5 B per coordinate (the maps' actual values). Cost O(d).
     pub fn truncation_failure_bound(&self, bounds: &InputBounds) -> f64 {
         let (b, k) = (self.batch as f64, self.components as f64);
@@ -195,7 +196,8 @@ impl CircuitPublic {
             + 1.5; // w
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r + r * r * roots2 // the two norm sums
-            + 2f64.powi(16) + 1.22 + 3.0 * (24.0 + 1.0 + 8.0 + 4.0) + 10.0 * clip // clip factor
+            + 2f64.powi(16) + 1.22 + f64::from(CLIP_RSQRT_ITERATIONS) * (24.0 + 1.0 + 8.0 + 4.0)
+            + 10.0 * clip // clip factor
             + r * roots1; // score-root products, sum_(p,k) R u_pk
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
         let total = b * k * per_record_component + b * per_record + batch;
@@ -510,11 +512,11 @@ pub async fn receive_inputs(
 /// part), the two divide truncations per component, the score-root products y (P K,
 /// party-major), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then M and G_p per coordinate. Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
-/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 21
+/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 19
 /// vectors of the layer lengths `public` implies. Cost O(total mask count).
 pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
     let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
-    assert_eq!(layers.len(), parties + 21, "truncation layers");
+    assert_eq!(layers.len(), parties + 19, "truncation layers");
     let mut it = layers.iter();
     let mut take =
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
@@ -525,10 +527,10 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     let div = take(2);
     let y = take(1)[0];
     let acc = take(1)[0];
-    let clip = take(10);
+    let clip = take(8);
     assert_eq!(
         lens(&clip),
-        [b, b, 3 * b, b, 3 * b, b, 3 * b, b, b, b],
+        [b, b, 3 * b, b, 3 * b, b, b, b],
         "clip factor layers"
     );
     let w = take(1)[0];

@@ -12,6 +12,7 @@
 //! the same adder levels as the normalisation of x, injected with the one-hot bits, and
 //! applied as `1 + over (s - 1)` (one product, no truncation).
 
+use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
 use vtwin_fixed::inv_sqrt::{RSQRT_ITERATIONS, RSQRT_WINDOW_BITS, RSQRT_Y0_A_RAW, RSQRT_Y0_B_RAW};
 use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
@@ -54,12 +55,13 @@ fn tables() -> [Vec<u128>; 3] {
     [p, int, frac]
 }
 
-/// Normalisation of `x` and the Newton-Raphson mantissa. The adder of `x` is batched with
+/// Normalisation of `x` and the Newton-Raphson mantissa (`steps` steps). The adder of `x` is batched with
 /// that of `extra_a2b`, whose sign bits are injected with the one-hot bits and returned.
 async fn normalised(
     ctx: &Ctx,
     x: &Shared,
     extra_a2b: Option<&Shared>,
+    steps: u32,
 ) -> Result<(SharedInvSqrt, Shared), MpcError> {
     let me = ctx.id();
     let w = RSQRT_WINDOW_BITS;
@@ -77,7 +79,7 @@ async fn normalised(
     let bh = truncate(ctx, &hh.mul_public(RSQRT_Y0_B_RAW), FRAC_BITS).await?;
     let mut y = bh.public_minus(me, RSQRT_Y0_A_RAW);
     // Each step y (1.5 - h y^2) as 1.5 y - (h y) y^2: two layers instead of three.
-    for _ in 0..RSQRT_ITERATIONS {
+    for _ in 0..steps {
         let parts = [
             local_products(&y, &y),
             local_products(&hh, &y),
@@ -100,7 +102,7 @@ async fn normalised(
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
 /// 21 rounds; 14 truncations per value.
 pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
-    Ok(normalised(ctx, x, None).await?.0)
+    Ok(normalised(ctx, x, None, RSQRT_ITERATIONS).await?.0)
 }
 
 impl SharedInvSqrt {
@@ -129,12 +131,13 @@ pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
 
 /// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22), rounded
 /// down by the public slack of `vtwin_fixed::clip::clip_rounding_slack` (twin of
-/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 24 rounds.
+/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 22 rounds (2 Newton-Raphson steps,
+/// `vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS`).
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;
     let diff = x.public_minus(me, threshold);
-    let (r, over) = normalised(ctx, x, Some(&diff)).await?;
+    let (r, over) = normalised(ctx, x, Some(&diff), CLIP_RSQRT_ITERATIONS).await?;
     let s = r.mul_public(ctx, c).await?;
     // s - gamma - 1: the public slack is a local subtraction.
     let slack = vtwin_fixed::clip::clip_rounding_slack(c);

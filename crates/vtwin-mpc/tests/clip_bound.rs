@@ -427,7 +427,7 @@ fn clip_factor_truncation_sites_stay_within_the_charged_maxima() {
     let c = Fx::from_f64(0.999).expect("C");
     let step = [24.0, 1.0, 8.0, 4.0];
     let mut max: Vec<f64> = vec![2f64.powi(16), 1.22];
-    for _ in 0..3 {
+    for _ in 0..vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS {
         max.extend(step);
     }
     max.extend([8.0 * 0.999, 2.0 * 0.999]);

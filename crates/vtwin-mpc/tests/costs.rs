@@ -135,12 +135,12 @@ fn measured_costs_match_the_analysis() {
     row("clip_factor", &c);
     // inv_sqrt with the adder of the sign of C^2 - x batched in (15 words: it rides the same
     // 7 levels) and its injection (2), one more truncation (C y), and the final select
-    // product (1 round, 1 element).
-    // Per node: 23 + 15 + 19 x 2 + 3 + 1 + 1; 16 truncations in 10 layers.
-    assert_eq!(c.rounds, 10 + 3 + 10 + 1);
+    // product (1 round, 1 element); 2 Newton-Raphson steps, not 3.
+    // Per node: 23 + 15 + 19 x 2 + 3 + 1 + 1; 12 truncations in 8 layers.
+    assert_eq!(c.rounds, 10 + 3 + 8 + 1);
     assert_eq!(
         c.elements,
-        N as u64 * (3 * (23 + 15 + 38 + 3 + 1 + 1) + TRUNC * 16)
+        N as u64 * (3 * (23 + 15 + 38 + 3 + 1 + 1) + TRUNC * 12)
     );
 
     let c = measure(protocol!(|ctx, v| exp::exp(

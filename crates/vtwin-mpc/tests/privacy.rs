@@ -30,7 +30,7 @@ fn circuit(x: &[u128], y: &[u128], seed: u64) -> SimReport<Vec<u128>> {
         },
     )
     .expect("run");
-    assert_eq!(rep.masks.len(), 1 + 6 + 10);
+    assert_eq!(rep.masks.len(), 1 + 6 + 8);
     rep
 }
 
@@ -215,7 +215,7 @@ fn no_message_carries_a_cleartext_value() {
         let rv = r.value(&mut t2);
         secrets.extend([r.mantissa, r.scale_int, r.scale_frac]);
         let mut t3 = Recording {
-            inner: replay(&rep.masks[7..17], k),
+            inner: replay(&rep.masks[7..15], k),
             seen: Vec::new(),
         };
         let cf = vtwin_fixed::clip_factor_unchecked(Fx(x[k]), c, &mut t3);
