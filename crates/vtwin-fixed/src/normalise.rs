@@ -1,10 +1,11 @@
 //! Range normalisation by the most significant bit, shared by reciprocal and inverse square
 //! root.
 //!
-//! Under MPC, the nodes bit-decompose the low `window` bits of a positive shared value (an
-//! arithmetic-to-binary conversion: a carry-save layer then a `window`-bit parallel-prefix
-//! adder), compute the one-hot vector of its most significant set bit by a prefix-OR from
-//! the top, and convert the one-hot bits back to arithmetic shares. Every power of two the
+//! Under MPC, the nodes add the summands of the low `window` bits of a positive shared value
+//! (a carry-save layer then a `window`-bit parallel-prefix adder), obtain the one-hot vector
+//! of its most significant set bit from the adder (a zero-detection suffix-AND riding in its
+//! levels, then one AND layer: vtwin-mpc `binary::msb_one_hot_and_signs`), and convert the
+//! one-hot bits back to arithmetic shares. Every power of two the
 //! algorithms need is then a public linear combination of those bits, computed locally.
 //! [`msb_in_window`] is the plaintext counterpart: the index of that one-hot bit.
 //! [`scale_back`] undoes the normalisation once the mantissa is computed.
