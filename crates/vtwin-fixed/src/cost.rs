@@ -116,6 +116,16 @@ pub const DIVIDE_EXTRA: Cost = Cost {
     arithmetic_rounds: 2,
 };
 
+/// [`crate::Reciprocal::divide_fraction`] for one fraction `0 <= a <= x`, given the
+/// normalised reciprocal: `t(a p)` rides in the layer of `m`, then `t(a' y)`.
+pub const DIVIDE_FRACTION: Cost = Cost {
+    mults: 2,
+    truncations: 2,
+    comparisons: 0,
+    normalisation_bits: 0,
+    arithmetic_rounds: 1,
+};
+
 /// [`crate::InvSqrt::new`] + [`crate::InvSqrt::value`]. The initial line and each step's
 /// `1.5 y` multiply by a public constant: a truncation but no secret product. Each
 /// Newton-Raphson step is 2 layers (`y^2`, `h y`, `1.5 y`; then `(h y) y^2`).

@@ -122,6 +122,19 @@ impl Reciprocal {
         let z = t.trunc(a.0.wrapping_mul(self.mantissa), FRAC_BITS);
         scale_back(z, self.scale_int, self.scale_frac, t)
     }
+
+    /// `a/x` for a fraction `0 <= a <= x` of the denominator (a responsibility): `a` is
+    /// normalised like `x`, `a' = t(a p)` with `p = 2^(63-e) = 2^32 scale_int + scale_frac`
+    /// (so `a' <= m + 2^-32 < 1`), then `t(a' y)`. Both truncated values stay below 2^64
+    /// raw (`a p < 2^64` since `a <= x < 2^(e+1)`; `a' y < 2^65`); the result is within
+    /// 2^-27 of `a/x` absolute (the mantissa's 2^-28.05 relative and two roundings; not
+    /// relative: a tiny fraction loses relative precision), so at most `1 + 2^-27`. MPC: 2 multiplications, 2 truncations, and 1 round after the mantissa,
+    /// because `t(a p)` rides in the layer of `m = t(x p)`.
+    pub fn divide_fraction<T: Truncator + ?Sized>(&self, a: Fx, t: &mut T) -> Fx {
+        let p = (self.scale_int << FRAC_BITS).wrapping_add(self.scale_frac);
+        let scaled = t.trunc(a.0.wrapping_mul(p), FRAC_BITS);
+        Fx(t.trunc(scaled.wrapping_mul(self.mantissa), FRAC_BITS))
+    }
 }
 
 /// `1/x` for x in (0, 2^32); accuracy as in the module docs.

@@ -28,6 +28,10 @@ fn truncation_counts_match_the_cost_model() {
     let r = Reciprocal::new(x, &mut Floor).unwrap();
     assert_eq!(count(|t| r.divide(c, t)), cost::DIVIDE_EXTRA.truncations);
     assert_eq!(
+        count(|t| r.divide_fraction(c, t)),
+        cost::DIVIDE_FRACTION.truncations
+    );
+    assert_eq!(
         count(|t| inv_sqrt(x, t).unwrap()),
         cost::INV_SQRT.truncations
     );

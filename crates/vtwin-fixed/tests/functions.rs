@@ -168,6 +168,30 @@ fn divide_relative_error() {
 }
 
 #[test]
+fn divide_fraction_absolute_error() {
+    // A fraction 0 <= a <= b of the denominator (b over the reciprocal's whole accurate range
+    // and beyond, down to one ulp): the quotient in [0, 1] within 2^-27 absolute (the
+    // mantissa's 2^-28.05 relative and two roundings), never above 1 + 2^-27.
+    let strategy = (log_uniform(-32.0, 16.0), 0.0f64..=1.0, rule());
+    measure(
+        "divide_fraction abs (0 <= a <= b, b in [2^-32, 2^16])",
+        file!(),
+        CASES,
+        strategy,
+        |(b, frac, r)| {
+            let a = Fx(((b.raw() as f64 * frac) as u128).min(b.raw()));
+            let got =
+                with_rule(r, |t| Reciprocal::new_unchecked(b, t).divide_fraction(a, t)).to_f64();
+            let want = a.to_f64() / b.to_f64();
+            let err = (got - want).abs();
+            prop_assert!(err <= p2(-27.0), "a={a:?} b={b:?} got={got} want={want}");
+            prop_assert!(got <= 1.0 + p2(-27.0));
+            Ok(err)
+        },
+    );
+}
+
+#[test]
 fn inv_sqrt_relative_error_up_to_2_pow_22() {
     relative_error(
         "inv_sqrt rel [2^-30,2^22]",

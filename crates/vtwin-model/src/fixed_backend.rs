@@ -435,7 +435,7 @@ pub fn fixed_gradient<T: Truncator>(
         }
         let recip = Reciprocal::new_unchecked(den, t);
         for k in 0..k_n {
-            r[k] = recip.divide(pm[k], t);
+            r[k] = recip.divide_fraction(pm[k], t);
         }
         // |g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2).
         let mut acc_b = 0u128;

@@ -64,8 +64,8 @@ async fn carry_save_generate(ctx: &Ctx, x: &Shared) -> Result<(BitShared, BitSha
 
 /// `levels` Kogge-Stone prefix levels from `(p, g)`: the carry words (bit j = the carry into
 /// bit j) of every value, exact below position `2^levels + 1`. Riding in the same AND layers,
-/// a suffix-AND from the top on `q` (bit j becomes the AND of bits `j..j + 2^levels`, with
-/// ones beyond bit 127). Per level: 1 round; 2 AND words per value (1 on the last) plus 1
+/// a suffix-AND from the top on `q` (bit j becomes the AND of the `2^levels` bits from j
+/// up, with ones beyond bit 127). Per level: 1 round; 2 AND words per value (1 on the last) plus 1
 /// per word of `q`.
 async fn prefix_levels(
     ctx: &Ctx,
@@ -125,8 +125,8 @@ pub async fn sign_bit(ctx: &Ctx, x: &Shared) -> Result<BitShared, MpcError> {
     Ok(a2b(ctx, x, 7).await?.map(|w| w >> 127))
 }
 
-/// The one-hot word of the most significant set bit of `x mod 2^window` for each value of
-/// `x` (zero when `x mod 2^window = 0`), and, in the same rounds, the sign bit (bit 0) of
+/// The one-hot word of the most significant set bit of `x mod 2^window` (window in
+/// `1..=128`) for each value of `x` (zero when `x mod 2^window = 0`), and, in the same rounds, the sign bit (bit 0) of
 /// each value of `signed` (two's complement, exact).
 ///
 /// No prefix-OR after the adder: with `s + c = x` from the carry-save layer, `p = s ^ c`,
@@ -144,6 +144,10 @@ pub async fn msb_one_hot_and_signs(
     window: u32,
     signed: &Shared,
 ) -> Result<(BitShared, BitShared), MpcError> {
+    assert!(
+        (1..=128).contains(&window),
+        "window {window} not in 1..=128"
+    );
     let me = ctx.id();
     let n = x.len();
     let mask = low_mask(window);

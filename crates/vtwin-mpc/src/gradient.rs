@@ -13,8 +13,9 @@
 //! 1. `pm = prod_p mat_p` (P - 1 layers of B K; party 0's factor already holds
 //!    `floor(pi_k mat_0)` and is 0 on padding rows, `vtwin_model::fixed_backend::fold_weights`);
 //!    `den[n] = sum_k pm` (local);
-//! 2. normalised reciprocal of den (5 truncation layers of B, B, 2 B, 2 B and B values, part
-//!    after part), `r = pm / den` (2 layers of B K);
+//! 2. normalised reciprocal of den (5 truncation layers of B + B K, B, 2 B, 2 B and B values,
+//!    part after part: the first layer holds `m = trunc(den p)` and `pm' = trunc(pm p)`),
+//!    `r = trunc(pm' y)` (1 layer of B K; `vtwin_fixed::Reciprocal::divide_fraction`);
 //! 3. `y = trunc(r_k u_pk)` (P B K, record-major `[n][p][k]`);
 //!    `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
@@ -31,8 +32,8 @@
 //!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
 //!    map, sum_p K w_p), plus Z.
 //!
-//! Truncation layers: P + 19, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 17 + 2 + 1 + 1 + 22 + 1 + 1 + 1 = P + 45.
+//! Truncation layers: P + 18, 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 17 + 1 + 1 + 1 + 22 + 1 + 1 + 1 = P + 44.
 
 use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
@@ -43,9 +44,9 @@ use crate::input::{accept_client, input_many, InputClient, InputError};
 use crate::inv_sqrt::clip_factor;
 use crate::message::Message;
 use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc, truncate};
-use crate::reciprocal::{reciprocal_normalised, SharedReciprocal};
+use crate::reciprocal::reciprocal_and_fractions;
 use crate::runtime::Ctx;
-use crate::share::Shared;
+use crate::share::{repeat_each, Shared};
 
 /// The public side of one iteration.
 #[derive(Clone, Debug)]
@@ -150,7 +151,7 @@ impl CircuitPublic {
     /// the reciprocal's normalisation 1 and its six later truncations (`e`, three Goldschmidt
     /// factors, two squarings of `e`) 24 each (4 when den > 0; a padding row's den = 0 gives
     /// m = 0, e = 1, and y doubles from
-    /// 2.91 to 23.3), the divide 2 M^P, the score-root products R u_pk (R = 1.5 + 2^-20
+    /// 2.91 to 23.3), the divide `pm p` 1 and `pm' y` 3 (pm <= den), the score-root products R u_pk (R = 1.5 + 2^-20
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
@@ -192,7 +193,7 @@ impl CircuitPublic {
         }
         let coords = (self.dim() - self.components) as f64;
         let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
-            + 2.0 * 2.0 * m.powi(p_n) // divide
+            + 1.0 + 3.0 // divide_fraction: pm p < 2^64 raw (pm <= den), pm' y < 3
             + 1.5; // w
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r + r * r * roots2 // the two norm sums
@@ -204,16 +205,6 @@ impl CircuitPublic {
         // Values are in units of 2^64 raw (a 2^32-scale product), failure |X| / 2^128.
         total * 2f64.powi(-64) * (1.0 + 2f64.powi(-20))
     }
-}
-
-/// Repeats each element of `x` `times` times (local).
-fn broadcast(x: &Shared, times: usize) -> Shared {
-    let rep = |v: &[u128]| {
-        v.iter()
-            .flat_map(|&e| std::iter::repeat_n(e, times))
-            .collect()
-    };
-    x.map_linear(rep)
 }
 
 /// Sums groups of `len` consecutive elements (local).
@@ -271,14 +262,9 @@ pub async fn gradient(
     }
     let den = group_sums(&pm, k_n);
 
-    // 2. r = pm / den.
-    let recip = reciprocal_normalised(ctx, &den).await?;
-    let wide = SharedReciprocal {
-        mantissa: broadcast(&recip.mantissa, k_n),
-        scale_int: broadcast(&recip.scale_int, k_n),
-        scale_frac: broadcast(&recip.scale_frac, k_n),
-    };
-    let r = wide.divide(ctx, &pm).await?;
+    // 2. r = pm / den: pm normalised beside den (pm <= den), then one product by the
+    //    mantissa.
+    let (_, r) = reciprocal_and_fractions(ctx, &den, &pm, k_n).await?;
 
     // 3. |g|^2, with every truncated value small (vtwin_fixed::clip_bound): y = trunc(r u)
     //    per (record, party, component) from the parties' score roots u (scaled by 2^-L),
@@ -316,7 +302,7 @@ pub async fn gradient(
     let (c, w) = mul_and_mul_trunc(
         ctx,
         (&c, &uploads[0].flags),
-        (&broadcast(&c, k_n), &r),
+        (&repeat_each(&c, k_n), &r),
         FRAC_BITS,
     )
     .await?;
@@ -326,7 +312,7 @@ pub async fn gradient(
     let sc_k = if b == 0 {
         Shared::public(me, &vec![0; k_n])
     } else {
-        broadcast(&group_sums(&c, b), k_n)
+        repeat_each(&group_sums(&c, b), k_n)
     };
     let pi_k: Vec<u128> = public.pi.iter().map(|p| p.0).collect();
     // trunc(pi sc) is truncated in the same layer as M_p (below).
@@ -509,22 +495,27 @@ pub async fn receive_inputs(
 /// [`gradient`] (one vector per truncation layer, in the layer order of the module docs),
 /// rearranged into the order in which `vtwin_model::fixed_backend::fixed_gradient` calls its
 /// truncator: per record the mat products, the reciprocal (its multi-part layers part by
-/// part), the two divide truncations per component, the score-root products y (P K,
+/// part), the two truncations of `divide_fraction` per component (`pm'`, from the
+/// reciprocal's first layer, then `r`), the score-root products y (P K,
 /// party-major), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then M and G_p per coordinate. Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
-/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 19
+/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 18
 /// vectors of the layer lengths `public` implies. Cost O(total mask count).
 pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
     let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
-    assert_eq!(layers.len(), parties + 19, "truncation layers");
+    assert_eq!(layers.len(), parties + 18, "truncation layers");
     let mut it = layers.iter();
     let mut take =
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
     let mat = take(parties - 1);
     let recip = take(5);
     let lens = |ls: &[&Vec<u128>]| ls.iter().map(|l| l.len()).collect::<Vec<_>>();
-    assert_eq!(lens(&recip), [b, b, 2 * b, 2 * b, b], "reciprocal layers");
-    let div = take(2);
+    assert_eq!(
+        lens(&recip),
+        [b + b * k_n, b, 2 * b, 2 * b, b],
+        "reciprocal layers"
+    );
+    let quotient = take(1)[0];
     let y = take(1)[0];
     let acc = take(1)[0];
     let clip = take(8);
@@ -543,15 +534,17 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
             let i = n * k_n + k;
             out.extend(mat.iter().map(|l| l[i]));
         }
-        // Layers of several parts (Goldschmidt, Newton-Raphson): part by part.
+        // Layers of several parts (Goldschmidt, Newton-Raphson): part by part; the first
+        // layer's second part is pm' (B K), taken with the quotients.
+        out.push(recip[0][n]);
         out.extend(
-            recip
+            recip[1..]
                 .iter()
                 .flat_map(|l| l.iter().skip(n).step_by(b).copied()),
         );
         for k in 0..k_n {
-            out.push(div[0][n * k_n + k]);
-            out.push(div[1][n * k_n + k]);
+            out.push(recip[0][b + n * k_n + k]);
+            out.push(quotient[n * k_n + k]);
         }
         let pk = parties * k_n;
         out.extend((0..pk).map(|i| y[n * pk + i]));

@@ -5,7 +5,7 @@
 //! `inv_sqrt.rs`, `clip.rs`): an 80-bit normalisation gives `p = 2^(s+48)`,
 //! `scale_int = 2^(s/2)` (s >= 0) and `scale_frac = 2^(32+s/2)` (s < 0) with
 //! `s = 31 - e` rounded down to even; `h = trunc(x p, 49)`, `y = A - trunc(B h)`, three
-//! Newton-Raphson steps (2 layers each), scale-back. Given the same masks, equal to the
+//! Newton-Raphson steps (2 layers each; two in the clip factor), scale-back. Given the same masks, equal to the
 //! reference bit for bit for every ring element; range and error are the reference's.
 //!
 //! Clip factor `min(1, C/sqrt(x))` for public C: the sign of `floor(C^2) - x` is computed in

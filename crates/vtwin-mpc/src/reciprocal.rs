@@ -20,7 +20,7 @@ use crate::error::MpcError;
 use crate::multiply::{local_products, mul_trunc, truncate_many};
 use crate::normalise::{msb_one_hot, scale_back, select_from_one_hot};
 use crate::runtime::Ctx;
-use crate::share::{BitShared, Shared};
+use crate::share::{check_len, repeat_each, BitShared, Shared};
 
 /// The shared normalised reciprocal of a vector (see `vtwin_fixed::Reciprocal`).
 #[derive(Clone, Debug)]
@@ -47,6 +47,22 @@ fn tables() -> (Vec<u128>, Vec<u128>) {
 /// Normalisation and Goldschmidt mantissa for each element of `x` (positive, below 2^32).
 /// 17 rounds; 7 truncations per value.
 pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedReciprocal, MpcError> {
+    Ok(reciprocal_and_fractions(ctx, x, &Shared::default(), 0)
+        .await?
+        .0)
+}
+
+/// [`reciprocal_normalised`] of `x`, and the quotients `a/x` of `per` fractions
+/// `0 <= a <= x` for each value (`a` value-major): `a' = trunc(a p)` in the layer of
+/// `m = trunc(x p)`, then `trunc(a' y)` (twin of `vtwin_fixed::Reciprocal::divide_fraction`).
+/// 18 rounds; 2 truncations per fraction.
+pub async fn reciprocal_and_fractions(
+    ctx: &Ctx,
+    x: &Shared,
+    a: &Shared,
+    per: usize,
+) -> Result<(SharedReciprocal, Shared), MpcError> {
+    check_len("reciprocal fractions", x.len() * per, a.len())?;
     let me = ctx.id();
     let h = msb_one_hot(ctx, x, RECIP_WINDOW_BITS).await?;
     let (t_int, t_frac) = tables();
@@ -61,7 +77,16 @@ pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedRecipr
     let scale_int = scales[0].clone();
     let scale_frac = scales[1].clone();
     let p = scale_int.mul_public(1u128 << 32).add(&scale_frac)?;
-    let m = mul_trunc(ctx, x, &p, FRAC_BITS).await?;
+    let [m, scaled] = truncate_many(
+        ctx,
+        [
+            local_products(x, &p),
+            local_products(a, &repeat_each(&p, per)),
+        ],
+        FRAC_BITS,
+    )
+    .await?;
+    ctx.count(|c| c.mults += (x.len() + a.len()) as u64);
     let mut y = m.mul_public(2).public_minus(me, RECIP_Y0_RAW);
     let mut e = mul_trunc(ctx, &m, &y, FRAC_BITS)
         .await?
@@ -77,11 +102,19 @@ pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedRecipr
         [y, e] = truncate_many(ctx, parts, FRAC_BITS).await?;
     }
     y = mul_trunc(ctx, &y, &e.add_public(me, ONE_RAW), FRAC_BITS).await?;
-    Ok(SharedReciprocal {
-        mantissa: y,
-        scale_int,
-        scale_frac,
-    })
+    let quotients = if per == 0 {
+        Shared::default()
+    } else {
+        mul_trunc(ctx, &scaled, &repeat_each(&y, per), FRAC_BITS).await?
+    };
+    Ok((
+        SharedReciprocal {
+            mantissa: y,
+            scale_int,
+            scale_frac,
+        },
+        quotients,
+    ))
 }
 
 impl SharedReciprocal {

@@ -224,6 +224,16 @@ impl BitShared {
     }
 }
 
+/// Repeats each element of `x` `times` times (local).
+pub(crate) fn repeat_each(x: &Shared, times: usize) -> Shared {
+    let rep = |v: &[u128]| {
+        v.iter()
+            .flat_map(|&e| std::iter::repeat_n(e, times))
+            .collect()
+    };
+    x.map_linear(rep)
+}
+
 pub(crate) fn zip(a: &[u128], b: &[u128], f: impl Fn(u128, u128) -> u128) -> Vec<u128> {
     a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
 }

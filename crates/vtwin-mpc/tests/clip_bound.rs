@@ -404,8 +404,18 @@ fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {
     dens.extend((0..64).map(|e| Fx(1u128 << e)));
     for den in dens {
         let mut t = Sites(Vec::new());
-        let _ = vtwin_fixed::Reciprocal::new_unchecked(den, &mut t);
+        let recip = vtwin_fixed::Reciprocal::new_unchecked(den, &mut t);
         assert!(t.0[0] <= 1.0, "{den:?}: normalisation {}", t.0[0]);
+        // divide_fraction of every 0 <= pm <= den: pm p below 1, pm' y below 3.
+        for pm in [0, 1, den.raw() / 3, den.raw() / 2, den.raw()] {
+            let mut d = Sites(Vec::new());
+            let r = recip.divide_fraction(Fx(pm.min(den.raw())), &mut d);
+            assert!(d.0[0] <= 1.0 && d.0[1] <= 3.0, "{den:?} / {pm}: {:?}", d.0);
+            assert!(
+                r.to_f64() <= 1.0 + 2f64.powi(-27),
+                "{den:?} / {pm}: r {r:?}"
+            );
+        }
         for (i, &x) in t.0.iter().enumerate().skip(1) {
             assert!(x <= 24.0, "{den:?}: site {i}: {x}");
             if den != Fx::ZERO {

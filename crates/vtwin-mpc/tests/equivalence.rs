@@ -86,12 +86,13 @@ proptest! {
         xs in prop::collection::vec(any::<u128>(), 1..24),
         shifts in prop::collection::vec(0u32..128, 24),
         signed in prop::collection::vec(any::<u128>(), 0..8),
-        window in prop::sample::select(vec![8u32, 40, 64, 80, 127, 128]),
+        window in prop::sample::select(vec![8u32, 9, 17, 33, 40, 64, 65, 80, 127, 128]),
     ) {
         // Random words, the same shifted down to every magnitude, and the edges of the window.
         let mask = if window == 128 { u128::MAX } else { (1u128 << window) - 1 };
         let mut xs: Vec<u128> = xs.iter().zip(&shifts).map(|(&x, &s)| x >> s).chain(xs.clone()).collect();
         xs.extend([0, 1, mask, mask.wrapping_add(1), 1u128 << (window - 1), u128::MAX]);
+        let signed: Vec<u128> = signed.into_iter().chain([0, 1 << 127, (1 << 127) - 1, u128::MAX]).collect();
         let rep = run_on(vec![xs.clone(), signed.clone()], Delivery::Fifo, move |ctx, v| async move {
             binary::msb_one_hot_and_signs(&ctx, &v[0], window, &v[1]).await
         }).expect("run");
@@ -159,6 +160,48 @@ proptest! {
             let mut t = replay(&rep.masks, k);
             let want = Reciprocal::new_unchecked(Fx(xs[k]), &mut t).divide(Fx(a[k]), &mut t);
             prop_assert_eq!(got[k], want.0);
+        }
+    }
+
+    #[test]
+    fn divide_fraction_equals_reference(
+        xs in prop::collection::vec(1u128..(1u128 << 64), 1..12),
+        parts in prop::collection::vec(0u128..=1000, 36),
+        wild in prop::collection::vec(any::<u128>(), 0..4),
+    ) {
+        // Fractions 0 <= a <= x (per 3 for each x, as pm for den), then arbitrary ring elements.
+        const PER: usize = 3;
+        let n = xs.len() + wild.len() / 2;
+        let xs: Vec<u128> = xs.iter().copied().chain(wild.iter().take(wild.len() / 2).copied()).collect();
+        let a: Vec<u128> = (0..n * PER)
+            .map(|i| {
+                let x = xs[i / PER];
+                match wild.get(wild.len() / 2 + i / PER) {
+                    Some(&w) if i % PER == 0 => w,
+                    _ => if x < 1 << 64 { x / 1000 * parts[i % 36] } else { x },
+                }
+            })
+            .collect();
+        let rep = run_on(vec![xs.clone(), a.clone()], Delivery::Fifo, |ctx, v| async move {
+            Ok(reciprocal::reciprocal_and_fractions(&ctx, &v[0], &v[1], PER).await?.1)
+        }).expect("run");
+        let got = open(&rep);
+        // Layers: [m | a'] (n + n PER), e, [y | e], [y | e], y, the quotients (n PER); the
+        // reference takes m, the Goldschmidt masks part by part, then (a', r) per fraction.
+        prop_assert_eq!(rep.masks.len(), 6, "truncation layers");
+        let m = &rep.masks;
+        for k in 0..n {
+            let mut seq = vec![m[0][k], m[1][k], m[2][k], m[2][n + k], m[3][k], m[3][n + k], m[4][k]];
+            for j in 0..PER {
+                seq.extend([m[0][n + k * PER + j], m[5][k * PER + j]]);
+            }
+            let mut it = seq.into_iter();
+            let mut t = vtwin_fixed::Probabilistic::new(move || it.next().expect("mask"));
+            let recip = Reciprocal::new_unchecked(Fx(xs[k]), &mut t);
+            for j in 0..PER {
+                let want = recip.divide_fraction(Fx(a[k * PER + j]), &mut t);
+                prop_assert_eq!(got[k * PER + j], want.0, "x {:#x} a {:#x}", xs[k], a[k * PER + j]);
+            }
         }
     }
 

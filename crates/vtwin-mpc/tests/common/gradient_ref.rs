@@ -54,7 +54,7 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
         }
         let recip = Reciprocal::new_unchecked(den, t);
         for k in 0..k_n {
-            r[k] = recip.divide(pm[k], t);
+            r[k] = recip.divide_fraction(pm[k], t);
         }
         let mut acc_b = 0u128;
         for root in &inst.root {
