@@ -458,8 +458,10 @@ pub fn fixed_gradient<T: Truncator>(
         }
         // An integer product (flag raw 0 or 1): padding rows stay out of sum_n c_n.
         sc += Fx(c.0.wrapping_mul(flag.0));
+        // w = trunc(c r) as the circuit forms it, with the exact part r outside the
+        // truncation (its clip selection rides in w's layer: c - 1 = over (s - gamma - 1)).
         for k in 0..k_n {
-            let wk = mul(c, r[k], t);
+            let wk = r[k] + mul(c - Fx::ONE, r[k], t);
             w[n * k_n + k] = wk;
             sw[k] += wk;
         }

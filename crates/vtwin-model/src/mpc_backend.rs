@@ -35,7 +35,7 @@
 //! ([`MpcBackend::seeded`]; voids privacy), so that a retried iteration and a network run
 //! with the same seeds redraw exactly the same keys, seeds and session.
 //!
-//! Cost: per iteration P + 45 rounds and (10 + 10 P) B K + 513 B + 5 K + 10 (d - K) ring
+//! Cost: per iteration P + 44 rounds and (13 + 10 P) B K + 513 B + 5 K + 10 (d - K) ring
 //! elements of circuit traffic plus 12 elements of the input check between the nodes
 //! (`protocols/mpc-gradient.md`).
 

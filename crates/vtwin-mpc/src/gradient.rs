@@ -37,11 +37,11 @@
 
 use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
-use vtwin_fixed::{Fx, FRAC_BITS};
+use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
 use crate::input::{accept_client, input_many, InputClient, InputError};
-use crate::inv_sqrt::clip_factor;
+use crate::inv_sqrt::clip_parts;
 use crate::message::Message;
 use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc, truncate};
 use crate::reciprocal::reciprocal_and_fractions;
@@ -294,18 +294,35 @@ pub async fn gradient(
             .mul_public(1u128 << (2 * NORM_SCALE_BITS)),
     )?;
 
-    // 4. clip factor, w.
-    let c = clip_factor(ctx, &norm2, public.clip).await?;
-    // Padding rows have r = 0 exactly (party 0's zero mat), so w = 0; their flag (raw 0)
-    // keeps them out of sc (an integer product, no truncation, in w's layer). They add
-    // nothing and the nodes never learn the real batch size.
-    let (c, w) = mul_and_mul_trunc(
+    // 4. clip factor c = 1 + over (s - gamma - 1), folded into w's layer: over r and
+    //    over flag ride in the clip's first layer after its normalisation, then
+    //    w = r + trunc((s - gamma - 1) over r) = trunc(c r) and c flag = flag +
+    //    (s - gamma - 1) over flag (exact: over is 0 or 1). Padding rows have r = 0 exactly
+    //    (party 0's zero mat), so w = 0; their flag (raw 0) keeps them out of sc. They add
+    //    nothing and the nodes never learn the real batch size.
+    let flags = &uploads[0].flags;
+    let owner: Vec<usize> = (0..b * k_n).map(|i| i / k_n).chain(0..b).collect();
+    let (_, s_minus_one, ridden) = clip_parts(
         ctx,
-        (&c, &uploads[0].flags),
-        (&repeat_each(&c, k_n), &r),
+        &norm2,
+        public.clip,
+        &Shared::concat(&[&r, flags]),
+        &owner,
+    )
+    .await?;
+    let (over_r, over_flag) = (
+        ridden.slice(0..b * k_n),
+        ridden.slice(b * k_n..ridden.len()),
+    );
+    let (flag_part, w_part) = mul_and_mul_trunc(
+        ctx,
+        (&s_minus_one, &over_flag),
+        (&repeat_each(&s_minus_one, k_n), &over_r),
         FRAC_BITS,
     )
     .await?;
+    // The flag is a raw 0/1 integer: flag c = flag ONE + (s - gamma - 1) over flag.
+    let (c, w) = (flags.mul_public(ONE_RAW).add(&flag_part)?, r.add(&w_part)?);
 
     // 5. weight gradient.
     let sw = column_sums(&w, k_n);

@@ -18,10 +18,10 @@ use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::binary::msb_one_hot_and_signs;
 use crate::error::MpcError;
-use crate::multiply::{local_products, mul, mul_trunc, truncate, truncate_many};
+use crate::multiply::{local_products, mul, mul_and_mul_trunc, mul_trunc, truncate, truncate_many};
 use crate::normalise::{scale_back, select_from_one_hot};
 use crate::runtime::Ctx;
-use crate::share::Shared;
+use crate::share::{check_len, Shared};
 
 const THREE_HALVES_RAW: u128 = 3 * ONE_RAW / 2;
 const NORM_SHIFT: u32 = 49;
@@ -55,14 +55,24 @@ fn tables() -> [Vec<u128>; 3] {
     [p, int, frac]
 }
 
-/// Normalisation of `x` and the Newton-Raphson mantissa (`steps` steps). The adder of `x` is batched with
-/// that of `extra_a2b`, whose sign bits are injected with the one-hot bits and returned.
+/// Products of each value's injected sign bit with further sharings, computed without
+/// truncation in the first layer after the normalisation (no round of their own):
+/// `values[i]` is multiplied by the bit of value `owner[i]`.
+struct Riders<'a> {
+    values: &'a Shared,
+    owner: &'a [usize],
+}
+
+/// Normalisation of `x` and the Newton-Raphson mantissa (`steps` steps). The adder of `x` is
+/// batched with that of `extra_a2b`, whose sign bits are injected with the one-hot bits and
+/// returned, with their products with the `riders`.
 async fn normalised(
     ctx: &Ctx,
     x: &Shared,
     extra_a2b: Option<&Shared>,
     steps: u32,
-) -> Result<(SharedInvSqrt, Shared), MpcError> {
+    riders: Riders<'_>,
+) -> Result<(SharedInvSqrt, Shared, Shared), MpcError> {
     let me = ctx.id();
     let w = RSQRT_WINDOW_BITS;
     let no_signs = Shared::default();
@@ -75,7 +85,9 @@ async fn normalised(
             left: 3,
             right: 0,
         })?;
-    let hh = mul_trunc(ctx, x, &p, NORM_SHIFT).await?;
+    let rider_bits = extra_arith.map_linear(|v| riders.owner.iter().map(|&i| v[i]).collect());
+    let (ridden, hh) =
+        mul_and_mul_trunc(ctx, (&rider_bits, riders.values), (x, &p), NORM_SHIFT).await?;
     let bh = truncate(ctx, &hh.mul_public(RSQRT_Y0_B_RAW), FRAC_BITS).await?;
     let mut y = bh.public_minus(me, RSQRT_Y0_A_RAW);
     // Each step y (1.5 - h y^2) as 1.5 y - (h y) y^2: two layers instead of three.
@@ -96,13 +108,18 @@ async fn normalised(
             scale_frac,
         },
         extra_arith,
+        ridden,
     ))
 }
 
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
 /// 21 rounds; 14 truncations per value.
 pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
-    Ok(normalised(ctx, x, None, RSQRT_ITERATIONS).await?.0)
+    let none = Riders {
+        values: &Shared::default(),
+        owner: &[],
+    };
+    Ok(normalised(ctx, x, None, RSQRT_ITERATIONS, none).await?.0)
 }
 
 impl SharedInvSqrt {
@@ -135,12 +152,38 @@ pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
 /// `vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS`).
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
+    let (over, s_minus_one, _) = clip_parts(ctx, x, c, &Shared::default(), &[]).await?;
+    Ok(mul(ctx, &over, &s_minus_one).await?.add_public(me, ONE_RAW))
+}
+
+/// The clip factor's two parts, `c = 1 + over (s - gamma - 1)`: the arithmetic 0/1
+/// `over = [x > floor(c^2)]` and `s - gamma - 1`, plus the untruncated products
+/// `over[owner[i]] values[i]`, which ride in the first layer after the normalisation. Lets a
+/// caller fold the selection into its own next layer: `a c = a + (s - gamma - 1) (over a)`
+/// exactly (over is 0 or 1). 21 rounds.
+pub async fn clip_parts(
+    ctx: &Ctx,
+    x: &Shared,
+    c: Fx,
+    values: &Shared,
+    owner: &[usize],
+) -> Result<(Shared, Shared, Shared), MpcError> {
+    check_len("clip riders", values.len(), owner.len())?;
+    if let Some(&bad) = owner.iter().find(|&&i| i >= x.len()) {
+        return Err(MpcError::LengthMismatch {
+            protocol: "clip rider owner",
+            left: bad,
+            right: x.len(),
+        });
+    }
+    let me = ctx.id();
     let threshold = ((c.raw().wrapping_mul(c.raw()) as i128) >> FRAC_BITS) as u128;
     let diff = x.public_minus(me, threshold);
-    let (r, over) = normalised(ctx, x, Some(&diff), CLIP_RSQRT_ITERATIONS).await?;
+    let riders = Riders { values, owner };
+    let (r, over, ridden) = normalised(ctx, x, Some(&diff), CLIP_RSQRT_ITERATIONS, riders).await?;
     let s = r.mul_public(ctx, c).await?;
     // s - gamma - 1: the public slack is a local subtraction.
     let slack = vtwin_fixed::clip::clip_rounding_slack(c);
     let s_minus_one = s.add_public(me, ONE_RAW.wrapping_add(slack).wrapping_neg());
-    Ok(mul(ctx, &over, &s_minus_one).await?.add_public(me, ONE_RAW))
+    Ok((over, s_minus_one, ridden))
 }

@@ -74,7 +74,7 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
         let c = clip_factor_unchecked(norm2, p.clip, t);
         sc += Fx(c.0.wrapping_mul(inst.flags[n].0));
         for k in 0..k_n {
-            let wk = mul(c, r[k], t);
+            let wk = r[k] + mul(c - Fx::ONE, r[k], t);
             w[n * k_n + k] = wk;
             sw[k] += wk;
         }
