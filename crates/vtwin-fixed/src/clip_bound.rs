@@ -38,7 +38,7 @@ pub const STAT_ABS_MAX: f64 = 14.0;
 
 /// Largest responsibility `r_k` the divide can return for numerators `0 <= pm_k <= den`
 /// (1.5 + 2^-20: with the earlier divide a denominator of one ulp rounded the scaled
-/// numerator by up to half; `Reciprocal::divide_fraction` stays below 1 + 2^-27, so this
+/// numerator by up to half; `Reciprocal::divide_fraction` stays below 1 + 2^-27 + 2^-31, so this
 /// bound is loose and safe).
 pub const RESPONSIBILITY_MAX: f64 = 1.5 + 1.0 / 1_048_576.0;
 

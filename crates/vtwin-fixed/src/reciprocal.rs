@@ -127,8 +127,9 @@ impl Reciprocal {
     /// normalised like `x`, `a' = t(a p)` with `p = 2^(63-e) = 2^32 scale_int + scale_frac`
     /// (so `a' <= m + 2^-32 < 1`), then `t(a' y)`. Both truncated values stay below 2^64
     /// raw (`a p < 2^64` since `a <= x < 2^(e+1)`; `a' y < 2^65`); the result is within
-    /// 2^-27 of `a/x` absolute (the mantissa's 2^-28.05 relative and two roundings; not
-    /// relative: a tiny fraction loses relative precision), so at most `1 + 2^-27`. MPC: 2 multiplications, 2 truncations, and 1 round after the mantissa,
+    /// `2^-27 + 2^-31` of `a/x` absolute (the mantissa's relative error, below 2^-27 and
+    /// measured at 2^-28.05, and two roundings; not relative: a tiny fraction loses relative
+    /// precision), so at most `1 + 2^-27 + 2^-31`. MPC: 2 multiplications, 2 truncations, and 1 round after the mantissa,
     /// because `t(a p)` rides in the layer of `m = t(x p)`.
     pub fn divide_fraction<T: Truncator + ?Sized>(&self, a: Fx, t: &mut T) -> Fx {
         let p = (self.scale_int << FRAC_BITS).wrapping_add(self.scale_frac);

@@ -91,8 +91,10 @@ impl std::str::FromStr for Renormalise {
 }
 
 /// Largest mat_p accepted: 1 with [`Renormalise::ClosedForm`] (the record's largest value is
-/// exactly e^0), else 2^floor(15 / P), so that the product over the P parties, and so den,
-/// stays below 2^15, inside the reciprocal's accurate range, with small truncated values.
+/// exactly e^0), else 2^floor(15 / P), so that the product over the P parties stays below
+/// 2^15, and so does den = sum_k pi_k prod_p mat_p (party 0 folds the weights pi, which sum
+/// to 1, into its factor; plus a few ulps of rounding): inside the reciprocal's accurate
+/// range, with small truncated values.
 pub fn mat_max(renormalise: Renormalise, parties: usize) -> f64 {
     match renormalise {
         Renormalise::ClosedForm => 1.0,

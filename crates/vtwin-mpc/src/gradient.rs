@@ -21,11 +21,13 @@
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
-//! 4. clip factor c (8 truncation layers, of B or, in the 2 Newton-Raphson steps, 3 B); in
-//!    one layer `w = trunc(c r)` (B K) and the integer product of c with party 0's
-//!    secret-shared 0/1 flag per record (padding rows have `r = 0` exactly, so `w = 0`, and
-//!    the flag keeps their c out of `sc`: they add exactly nothing, so the public batch size
-//!    B hides the real one);
+//! 4. the clip factor's parts `over` and `s - gamma - 1` (`c = 1 + over (s - gamma - 1)`;
+//!    8 truncation layers, of B or, in the 2 Newton-Raphson steps, 3 B), with `over r` and
+//!    `over flag` (untruncated) riding in its first layer after the normalisation; then in
+//!    one layer `w = r + trunc((s - gamma - 1) over r) = trunc(c r)` (B K) and
+//!    `flag c = flag + (s - gamma - 1) over flag` with party 0's secret-shared 0/1 flag per
+//!    record (padding rows have `r = 0` exactly, so `w = 0`, and the flag keeps their c out of
+//!    `sc`: they add exactly nothing, so the public batch size B hides the real one);
 //! 5. `sw = sum_n w`, `sc = sum_n flag_n c_n` (local);
 //! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
 //!    all parties in order, sum_p K w_p) followed by `trunc(pi sc)` (K), giving
@@ -33,7 +35,7 @@
 //!    map, sum_p K w_p), plus Z.
 //!
 //! Truncation layers: P + 18, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 17 + 1 + 1 + 1 + 22 + 1 + 1 + 1 = P + 44.
+//! (P - 1) + 17 + 1 + 1 + 1 + 21 + 1 + 1 + 1 = P + 43.
 
 use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
 use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
@@ -192,8 +194,17 @@ impl CircuitPublic {
             }
         }
         let coords = (self.dim() - self.components) as f64;
+        // divide_fraction: pm p < 2^64 raw because pm <= den < 2^32, pm' y < 3. den =
+        // sum_k pi_k prod_p mat_p <= M^P (party 0 folds pi in) plus a few ulps of rounding;
+        // should the public ranges allow more, the reciprocal's window no longer holds den
+        // and no finite charge is claimed.
+        let divide = if m.powi(p_n) < 2f64.powi(31) {
+            1.0 + 3.0
+        } else {
+            f64::INFINITY
+        };
         let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
-            + 1.0 + 3.0 // divide_fraction: pm p < 2^64 raw (pm <= den), pm' y < 3
+            + divide
             + 1.5; // w
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r + r * r * roots2 // the two norm sums

@@ -85,6 +85,7 @@ async fn normalised(
             left: 3,
             right: 0,
         })?;
+    debug_assert!(riders.owner.is_empty() || extra_a2b.is_some());
     let rider_bits = extra_arith.map_linear(|v| riders.owner.iter().map(|&i| v[i]).collect());
     let (ridden, hh) =
         mul_and_mul_trunc(ctx, (&rider_bits, riders.values), (x, &p), NORM_SHIFT).await?;

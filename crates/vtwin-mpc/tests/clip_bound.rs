@@ -412,7 +412,7 @@ fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {
             let r = recip.divide_fraction(Fx(pm.min(den.raw())), &mut d);
             assert!(d.0[0] <= 1.0 && d.0[1] <= 3.0, "{den:?} / {pm}: {:?}", d.0);
             assert!(
-                r.to_f64() <= 1.0 + 2f64.powi(-27),
+                r.to_f64() <= 1.0 + 2f64.powi(-27) + 2f64.powi(-31),
                 "{den:?} / {pm}: r {r:?}"
             );
         }
@@ -525,4 +525,17 @@ fn padding_rows_add_exactly_nothing() {
             "seed {seed}: padding released {got:?}"
         );
     }
+}
+
+/// The divide's sites are charged only while den provably fits the reciprocal's window
+/// (M^P below 2^31): public ranges beyond it get no finite bound.
+#[test]
+fn truncation_failure_bound_refuses_ranges_beyond_the_reciprocal_window() {
+    let inst = gradient_ref::instance(3, 4, 3, &[2, 3]);
+    let mut b = gradient_ref::bounds();
+    assert!(inst.public.truncation_failure_bound(&b).is_finite());
+    b.mat.1 = Fx::from_f64(2f64.powi(15)).expect("M");
+    assert!(inst.public.truncation_failure_bound(&b).is_finite());
+    b.mat.1 = Fx::from_f64(2f64.powi(16)).expect("M");
+    assert_eq!(inst.public.truncation_failure_bound(&b), f64::INFINITY);
 }

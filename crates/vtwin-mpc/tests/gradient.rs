@@ -30,6 +30,35 @@ fn gradient_matches_the_fixed_backend_order_bit_for_bit() {
     check(&instance(2, 4, 2, &[1, 2, 2])).expect("P = 3");
 }
 
+/// A batch where some records clip (over = 1) and some do not (over = 0), with padding rows
+/// (flag 0, party 0's factor 0, den = 0) among them: the clip's selection, folded into w's
+/// layer through `over r` and `over flag`, must pick each record's own bit.
+#[test]
+fn gradient_matches_with_clipped_unclipped_and_padding_rows_mixed() {
+    use gradient_ref::enc;
+    use vtwin_fixed::Fx;
+    for seed in 0..4u64 {
+        let (b, k_n) = (8usize, 3usize);
+        let mut inst = instance(seed + 40, b, k_n, &[2, 3]);
+        // C' = 10: a record whose score roots are 0.1 has |g|^2 ~ 2^22 (0.1 r)^2 K P >> 100;
+        // one whose roots are 1e-5 has |g|^2 <= 2 + 2^22 1e-10 K P << 100.
+        inst.public.clip = enc(10.0);
+        for root in inst.root.iter_mut() {
+            for (i, v) in root.iter_mut().enumerate() {
+                let n = i / k_n;
+                *v = enc(if n % 2 == 0 { 0.1 } else { 1e-5 } * (1.0 + (i % 5) as f64 / 5.0));
+            }
+        }
+        for n in [1usize, 4] {
+            inst.flags[n] = Fx::ZERO;
+            for v in &mut inst.mat[0][n * k_n..(n + 1) * k_n] {
+                *v = Fx::ZERO;
+            }
+        }
+        check(&inst).expect("mixed batch");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 6,
