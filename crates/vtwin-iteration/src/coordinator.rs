@@ -24,6 +24,20 @@ pub enum PublicError {
     /// The nominal clip is outside the supported range.
     #[error(transparent)]
     Clip(#[from] ClipBoundError),
+    /// A shape whose squared norm could leave the clip factor's 80-bit window
+    /// (`vtwin_fixed::clip_bound::norm2_max` at least 2^48).
+    #[error(
+        "{parties} parties x {components} components: the squared norm could reach {max:.3e}, \
+         beyond the clip factor's window of 2^48 (P K at most about 1800)"
+    )]
+    NormWindow {
+        /// P.
+        parties: usize,
+        /// K.
+        components: usize,
+        /// `norm2_max(P, K)`.
+        max: f64,
+    },
     /// A score map whose scale or offset is not K x width.
     #[error("score map of {got} values, K x width is {want}")]
     MapShape {
@@ -101,6 +115,14 @@ pub fn circuit_public(
         parties: maps.len(),
         dim: k + maps.iter().map(|m| k * m.width).sum::<usize>(),
     };
+    let max = vtwin_fixed::clip_bound::norm2_max(maps.len(), k);
+    if max >= vtwin_fixed::clip_bound::NORM2_WINDOW {
+        return Err(PublicError::NormWindow {
+            parties: maps.len(),
+            components: k,
+            max,
+        });
+    }
     let pi = encode_weights(pi)?;
     let clip = circuit_clip(clip, shape)?.circuit;
     let parties = maps

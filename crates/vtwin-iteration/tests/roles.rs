@@ -108,3 +108,37 @@ fn nodes_agree_under_any_delivery_order() {
     let err = run_nodes([node(n1), node(n0), node(n2)], msgs, Delivery::Fifo).unwrap_err();
     assert!(matches!(err, MpcError::Misrouted { .. }), "{err}");
 }
+
+/// The coordinator refuses a shape whose squared norm could leave the clip factor's 80-bit
+/// window (its truncation-failure bound would not hold), and names P and K.
+#[test]
+fn the_coordinator_refuses_shapes_beyond_the_clip_window() {
+    use vtwin_iteration::coordinator::{circuit_public, PublicError, ScoreMap};
+    let shape = |k: usize| {
+        let pi = vec![1.0 / k as f64; k];
+        let (scale, offset) = (vec![0.5; k], vec![0.1; k]);
+        let maps = [
+            ScoreMap {
+                width: 1,
+                scale: &scale,
+                offset: &offset,
+            },
+            ScoreMap {
+                width: 1,
+                scale: &scale,
+                offset: &offset,
+            },
+        ];
+        circuit_public(100, &pi, 1.0, &maps)
+    };
+    assert!(shape(20).is_ok());
+    assert!(shape(880).is_ok());
+    match shape(1000) {
+        Err(e @ PublicError::NormWindow { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("2 parties x 1000 components"), "{text}");
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("P K = 2000 accepted"),
+    }
+}

@@ -206,9 +206,19 @@ impl CircuitPublic {
         let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
             + divide
             + 1.5; // w
+                   // The clip's normalisation reads norm2 mod 2^80 raw: its site's 2^16 holds only while
+                   // the largest norm2 the public ranges allow, K R^2 + 2^(2L) R^2 sum u^2, is below 2^48
+                   // (P K up to about 1800 with every root at its maximum); beyond, no finite charge.
+        let norm2_max = (k * r * r + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r * r * roots2)
+            * (1.0 + 2f64.powi(-20));
+        let clip_norm = if norm2_max < 2f64.powi(48) {
+            2f64.powi(16)
+        } else {
+            f64::INFINITY
+        };
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r + r * r * roots2 // the two norm sums
-            + 2f64.powi(16) + 1.22 + f64::from(CLIP_RSQRT_ITERATIONS) * (24.0 + 1.0 + 8.0 + 4.0)
+            + clip_norm + 1.22 + f64::from(CLIP_RSQRT_ITERATIONS) * (24.0 + 1.0 + 8.0 + 4.0)
             + 10.0 * clip // clip factor
             + r * roots1; // score-root products, sum_(p,k) R u_pk
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;

@@ -539,3 +539,21 @@ fn truncation_failure_bound_refuses_ranges_beyond_the_reciprocal_window() {
     b.mat.1 = Fx::from_f64(2f64.powi(16)).expect("M");
     assert_eq!(inst.public.truncation_failure_bound(&b), f64::INFINITY);
 }
+
+/// The clip's normalisation site is charged only while the largest squared norm the public
+/// maps allow stays inside its 80-bit window (below 2^48): a shape with P K far beyond
+/// Adult's, every score map at the edge of the public check, gets no finite bound.
+#[test]
+fn truncation_failure_bound_refuses_norms_beyond_the_clip_window() {
+    let b = gradient_ref::bounds();
+    let edge = |k_n: usize| {
+        let mut inst = gradient_ref::instance(5, 2, k_n, &[1]);
+        // |A| 14 + |b| = 2^18 (1 - 2^-12): the score map check's edge for one column.
+        let a = (2f64.powi(18) * (1.0 - 2f64.powi(-12)) - 1.0) / 14.0;
+        inst.public.parties[0].scale = vec![enc(a); k_n];
+        inst.public.parties[0].offset = vec![enc(1.0); k_n];
+        inst.public.truncation_failure_bound(&b)
+    };
+    assert!(edge(40).is_finite(), "{}", edge(40));
+    assert_eq!(edge(4000), f64::INFINITY);
+}
