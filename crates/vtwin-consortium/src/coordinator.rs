@@ -256,6 +256,9 @@ pub enum PublicFailure {
     /// Their wire form.
     #[error("their wire form")]
     Wire(#[source] vtwin_net::frame::PublicError),
+    /// No finite truncation-failure bound for them (a value could leave its window).
+    #[error("no finite truncation-failure bound (a value could leave its window)")]
+    Unbounded,
 }
 
 /// The first party whose (rows, id digest) differs from party 0's, as the job's error.
@@ -557,6 +560,18 @@ impl CoordinatorJob {
             vtwin_model::fixed_backend::Renormalise::ClosedForm,
             self.parties,
         ));
+        // No finite charge, no opening (unreachable on the shipped ranges: circuit_public
+        // refuses such shapes first).
+        if !truncation_failure.is_finite() {
+            self.stop(
+                JobError::Public {
+                    iteration: t,
+                    source: PublicFailure::Unbounded,
+                },
+                out,
+            );
+            return;
+        }
         for node in all_nodes() {
             out.send.push(Outgoing {
                 to: node,

@@ -54,16 +54,15 @@ pub fn score_root_max() -> Fx {
 /// Largest squared norm the circuit can form for P parties and K components:
 /// `K R^2 + 2^(2L) R^2 P K u_max^2` (R = [`RESPONSIBILITY_MAX`], u_max = [`score_root_max`]),
 /// inflated by 2^-20. The clip factor reads the norm mod 2^80 raw, so it must stay below 2^48
-/// ([`NORM2_WINDOW`]): P K up to about 1800.
+/// ([`crate::clip::CLIP_X_LIMIT`]): P K up to about 1800. Conservative: it bounds every
+/// responsibility by R separately, while they sum to about 1 (a bound using that would allow
+/// far larger K).
 pub fn norm2_max(parties: usize, components: usize) -> f64 {
     let (r, u) = (RESPONSIBILITY_MAX, score_root_max().to_f64());
     let pk = (parties * components) as f64;
     (components as f64 * r * r + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r * r * pk * u * u)
         * (1.0 + 2f64.powi(-20))
 }
-
-/// The clip factor's window for the squared norm, 2^48 (80 bits raw).
-pub const NORM2_WINDOW: f64 = 281_474_976_710_656.0;
 
 /// The party's score root `u = 2^-L sqrt(S)` for the exact squared norm `S` of the scores
 /// `s_j = A_j T_j + b_j` (raw encoded values, each product at scale 2^64), rounded up so that

@@ -116,7 +116,7 @@ pub fn circuit_public(
         dim: k + maps.iter().map(|m| k * m.width).sum::<usize>(),
     };
     let max = vtwin_fixed::clip_bound::norm2_max(maps.len(), k);
-    if max >= vtwin_fixed::clip_bound::NORM2_WINDOW {
+    if max >= vtwin_fixed::clip::CLIP_X_LIMIT {
         return Err(PublicError::NormWindow {
             parties: maps.len(),
             components: k,

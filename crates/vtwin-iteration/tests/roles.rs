@@ -110,7 +110,9 @@ fn nodes_agree_under_any_delivery_order() {
 }
 
 /// The coordinator refuses a shape whose squared norm could leave the clip factor's 80-bit
-/// window (its truncation-failure bound would not hold), and names P and K.
+/// window (its truncation-failure bound would not hold), and names P and K. The bound is
+/// conservative (every responsibility at R), so P K = 2000 is refused although the
+/// responsibilities' sum of about 1 would keep it inside.
 #[test]
 fn the_coordinator_refuses_shapes_beyond_the_clip_window() {
     use vtwin_iteration::coordinator::{circuit_public, PublicError, ScoreMap};

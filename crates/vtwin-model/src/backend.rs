@@ -167,6 +167,10 @@ pub enum BackendError {
     /// The public values of the circuit (weights, score maps, clip) do not encode.
     #[error("circuit public values: {0}")]
     Public(#[from] vtwin_iteration::coordinator::PublicError),
+    /// The public ranges give no finite truncation-failure bound (den or the squared norm
+    /// could leave its window): refused before anything is opened.
+    #[error("the public ranges give no finite truncation-failure bound (a value could leave its window)")]
+    UnboundedTruncation,
     /// The MPC protocol failed (a node error, or a node that did not finish).
     #[error("mpc: {0}")]
     Mpc(#[from] vtwin_mpc::MpcError),

@@ -164,6 +164,13 @@ impl GradientBackend for MpcBackend {
         let t0 = Instant::now();
         let session = self.randomness.session(t);
         let public = circuit_public_for(layout, input.theta, input.clip, b)?;
+        // Charged to delta; checked before anything is opened (unreachable on the shipped
+        // ranges, which circuit_public_for and mat_max keep inside the windows).
+        let truncation_failure =
+            public.truncation_failure_bound(&input_bounds(self.renormalise, layout.n_parties()));
+        if !truncation_failure.is_finite() {
+            return Err(BackendError::UnboundedTruncation);
+        }
         // Parties: each from its own batch and generators (noise included in local_ms).
         noise.seek(t);
         let mut to_nodes: [Vec<vtwin_mpc::Message>; 3] = Default::default();
@@ -212,7 +219,6 @@ impl GradientBackend for MpcBackend {
             mults: total.mults,
             truncations: total.truncations,
         });
-        let bounds = input_bounds(self.renormalise, layout.n_parties());
         Ok(GradientOutput {
             gradient,
             diagnostics: Diagnostics {
@@ -221,7 +227,7 @@ impl GradientBackend for MpcBackend {
                 combine_ms,
                 ..Diagnostics::default()
             },
-            truncation_failure: public.truncation_failure_bound(&bounds),
+            truncation_failure,
         })
     }
 }
