@@ -58,9 +58,16 @@ pub fn score_root_max() -> Fx {
 /// responsibility by R separately, while they sum to about 1 (a bound using that would allow
 /// far larger K).
 pub fn norm2_max(parties: usize, components: usize) -> f64 {
-    let (r, u) = (RESPONSIBILITY_MAX, score_root_max().to_f64());
-    let pk = (parties * components) as f64;
-    (components as f64 * r * r + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r * r * pk * u * u)
+    let u = score_root_max().to_f64();
+    norm2_bound(components, (parties * components) as f64 * u * u)
+}
+
+/// Largest squared norm the circuit can form for K components and score roots whose squares
+/// sum to at most `roots2` over (party, component): `K R^2 + 2^(2L) R^2 roots2`, inflated by
+/// 2^-20 (the truncations of the two sums and of `y = r u` are far inside it).
+pub fn norm2_bound(components: usize, roots2: f64) -> f64 {
+    let r2 = RESPONSIBILITY_MAX * RESPONSIBILITY_MAX;
+    (components as f64 * r2 + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r2 * roots2)
         * (1.0 + 2f64.powi(-20))
 }
 

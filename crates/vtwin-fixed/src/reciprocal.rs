@@ -17,7 +17,8 @@
 //!
 //! Truncation order (masks consumed): normalise 1, `e` 1, then per factor `y` before `e`
 //! (2, 2, 1), then 1 for
-//! [`Reciprocal::value`] or 2 for [`Reciprocal::divide`].
+//! [`Reciprocal::value`] or 2 for [`Reciprocal::divide`] and [`Reciprocal::divide_fraction`]
+//! (per numerator).
 //!
 //! Error: the mantissa `y` has relative error below 2^-27 (measured max in
 //! protocols/arithmetic.md). The result is then rounded to a multiple of 2^-32, so the

@@ -37,8 +37,8 @@
 //! Truncation layers: P + 18, 1 round each like every layer ([`crate::multiply`]). Rounds:
 //! (P - 1) + 17 + 1 + 1 + 1 + 21 + 1 + 1 + 1 = P + 43.
 
-use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
-use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
+use vtwin_fixed::clip::{CLIP_RSQRT_ITERATIONS, CLIP_X_LIMIT};
+use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};
 use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
@@ -206,12 +206,10 @@ impl CircuitPublic {
         let per_record_component = (1..p_n).map(|i| m.powi(i + 1)).sum::<f64>() // mat products
             + divide
             + 1.5; // w
-                   // The clip's normalisation reads norm2 mod 2^80 raw: its site's 2^16 holds only while
-                   // the largest norm2 the public ranges allow, K R^2 + 2^(2L) R^2 sum u^2, is below 2^48
-                   // (P K up to about 1800 with every root at its maximum); beyond, no finite charge.
-        let norm2_max = (k * r * r + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r * r * roots2)
-            * (1.0 + 2f64.powi(-20));
-        let clip_norm = if norm2_max < 2f64.powi(48) {
+
+        // The clip's normalisation reads norm2 mod 2^80 raw: its site's 2^16 holds only while
+        // the largest norm2 these maps allow is inside the window; beyond, no finite charge.
+        let clip_norm = if norm2_bound(self.components, roots2) < CLIP_X_LIMIT {
             2f64.powi(16)
         } else {
             f64::INFINITY

@@ -10,7 +10,8 @@
 //!
 //! Clip factor `min(1, C/sqrt(x))` for public C: the sign of `floor(C^2) - x` is computed in
 //! the same adder levels as the normalisation of x, injected with the one-hot bits, and
-//! applied as `1 + over (s - 1)` (one product, no truncation).
+//! applied as `1 + over (s - gamma - 1)` (one product, no truncation; [`clip_parts`] leaves
+//! that product to the caller's next layer).
 
 use vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS;
 use vtwin_fixed::inv_sqrt::{RSQRT_ITERATIONS, RSQRT_WINDOW_BITS, RSQRT_Y0_A_RAW, RSQRT_Y0_B_RAW};
