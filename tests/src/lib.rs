@@ -21,7 +21,7 @@ pub fn demo(rows: usize, k: usize, seed: u64) -> (Layout, Vec<PartyData>, Table)
     (layout, data, table)
 }
 
-/// A gradient input with clip bound `clip` and noise scale `sigma`.
+/// A gradient input with clip bound `clip` and noise scale `sigma`, untempered (beta 1).
 pub fn input<'a>(
     layout: &'a Layout,
     theta: &'a [f64],
@@ -36,5 +36,6 @@ pub fn input<'a>(
         parties,
         clip,
         noise: NoiseConfig { sigma },
+        beta: 1.0,
     }
 }

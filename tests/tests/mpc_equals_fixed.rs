@@ -106,7 +106,12 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
             .iter()
             .map(|p| p.padded_batch(&rows, b).unwrap())
             .collect();
-        let inp = input(&layout, &theta, &parties, 1.0, 1.0);
+        // Trials 2 and 4 tempered: the parties' uploads change, the circuit does not.
+        let beta = [1.0, 1.0, 0.2, 1.0, 0.5][trial];
+        let inp = GradientInput {
+            beta,
+            ..input(&layout, &theta, &parties, 1.0, 1.0)
+        };
         let ups: Vec<_> = (0..layout.n_parties())
             .map(|p| {
                 party_upload(&candle_core::Device::Cpu, &inp, p, Renormalise::ClosedForm).unwrap()
@@ -236,6 +241,7 @@ fn train(name: &str, layout: &Layout, data: &[PartyData], iters: u64) -> Dpvi {
         sigma: 1.0,
         adam: AdamConfig::default(),
         seed: 17,
+        tempering: vtwin_model::tempering::Tempering::Off,
     };
     let mut d = Dpvi::new(
         cfg,
@@ -337,6 +343,7 @@ fn seeded_config() -> DpviConfig {
         sigma: 1.0,
         adam: AdamConfig::default(),
         seed: 23,
+        tempering: vtwin_model::tempering::Tempering::Off,
     }
 }
 
@@ -431,6 +438,7 @@ fn an_iteration_wired_from_the_role_functions_equals_the_mpc_backend() {
                 theta: &plan.theta,
                 clip: cfg.clip,
                 sigma: cfg.sigma,
+                beta: 1.0,
                 batch: &batch,
                 renormalise: Renormalise::ClosedForm,
             };
@@ -515,6 +523,7 @@ fn party_messages_refuse_out_of_range_values_and_follow_the_documented_layout() 
         theta: &theta,
         clip: 1.0,
         sigma: 1.0,
+        beta: 1.0,
         batch,
         renormalise: Renormalise::ClosedForm,
     };

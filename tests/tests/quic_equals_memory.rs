@@ -12,6 +12,7 @@ use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::PartyData;
+use vtwin_model::tempering::Tempering;
 
 #[test]
 fn loopback_quic_equals_the_in_memory_mpc_backend() {
@@ -24,6 +25,12 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
         sigma: 1.0,
         adam: AdamConfig::default(),
         seed: 3,
+        // beta 0.3, 0.65, 1 over the three iterations: the job terms carry the schedule to
+        // the party processes, which must temper exactly as the in-memory backend does.
+        tempering: Tempering::Linear {
+            start: 0.3,
+            iterations: 2,
+        },
     };
     let parties = ["health", "retail"]
         .iter()
@@ -48,8 +55,10 @@ fn loopback_quic_equals_the_in_memory_mpc_backend() {
             sample_rate: config.sample_rate,
             iterations: iters,
             delta: 1e-5,
-            // A policy does not bound the rows.
+            // A policy bounds neither the rows nor the tempering.
             rows: [0; 32],
+            tempering_start: 1.0,
+            tempering_iterations: 0,
         })
         .unwrap(),
         delta: 1e-5,

@@ -117,6 +117,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sigma: 1.0,
         adam: AdamConfig::default(),
         seed: 0,
+        tempering: vtwin_model::tempering::Tempering::Off,
     };
     let started = chrono_free_utc();
 
@@ -154,8 +155,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sample_rate: config.sample_rate,
                 iterations: (WARMUP + iters) as u64,
                 delta: 1e-5,
-                // A policy does not bound the rows.
+                // A policy bounds neither the rows nor the tempering.
                 rows: [0; 32],
+                tempering_start: 1.0,
+                tempering_iterations: 0,
             })?,
             delta: 1e-5,
             align: false,

@@ -464,6 +464,21 @@ pub struct TrainingSettings {
     /// The EMA's half-life in iterations (default iters / 10, as `vtwin train`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub average_half_life: Option<f64>,
+    /// The responsibilities' inverse temperature at iteration 0 (as `vtwin train
+    /// --temper-start`; default 0.2; 1: no tempering). Public, sent to the parties in the
+    /// job terms.
+    #[serde(default = "default_temper_start")]
+    pub temper_start: f64,
+    /// The iteration from which beta is 1 (default iters / 2, as `vtwin train
+    /// --temper-until`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temper_until: Option<u64>,
+}
+
+/// `vtwin_model::tempering::DEFAULT_START`, written out for a node-only build (a test keeps
+/// the two equal).
+fn default_temper_start() -> f64 {
+    0.2
 }
 
 fn align_default() -> bool {
@@ -498,6 +513,8 @@ impl Default for TrainingSettings {
             align: true,
             average: default_average(),
             average_half_life: None,
+            temper_start: default_temper_start(),
+            temper_until: None,
         }
     }
 }

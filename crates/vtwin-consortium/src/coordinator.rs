@@ -521,6 +521,7 @@ impl CoordinatorJob {
         };
         let clip = trainer.config().clip;
         let layout = trainer.layout();
+        let (tempering_start, tempering_iterations) = trainer.config().tempering.to_terms();
         let terms = JobTerms {
             sigma: trainer.config().sigma,
             clip,
@@ -529,6 +530,8 @@ impl CoordinatorJob {
             iterations: self.iters,
             delta: self.delta,
             rows: self.rows_digest,
+            tempering_start,
+            tempering_iterations,
         };
         // The public side, checked and in its wire form; a failure stops the job.
         let prepared = circuit_public_for(layout, &plan.theta, clip, plan.padded)

@@ -52,6 +52,7 @@ use rand::{SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed_backend::Renormalise;
+use vtwin_model::tempering::Tempering;
 
 use crate::config::PartyPolicy;
 use vtwin_data::Schema;
@@ -214,6 +215,9 @@ pub enum RequestFault {
     /// Batch indices not strictly increasing.
     #[error("batch indices not strictly increasing at {0}")]
     NotIncreasing(usize),
+    /// The terms' tempering schedule is out of range.
+    #[error("job terms: {0}")]
+    Tempering(#[from] vtwin_model::tempering::TemperingError),
     /// The batch does not fit its public padded size.
     #[error(transparent)]
     Batch(#[from] vtwin_model::party_data::BatchOverflow),
@@ -841,6 +845,8 @@ impl PartyResponder {
         if let Err(refusal) = self.check_terms(t, terms) {
             return Ok(Err(refusal));
         }
+        let tempering = Tempering::from_terms(terms.tempering_start, terms.tempering_iterations)
+            .map_err(|e| bad(RequestFault::Tempering(e)))?;
         let layout = &self.layout;
         if theta.len() != layout.dim() {
             return Err(bad(RequestFault::ThetaLength {
@@ -902,6 +908,7 @@ impl PartyResponder {
             theta,
             clip: terms.clip,
             sigma: terms.sigma,
+            beta: tempering.beta(t),
             batch: &part,
             renormalise: self.setup.renormalise,
         };

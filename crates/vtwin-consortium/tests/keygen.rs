@@ -39,6 +39,8 @@ fn training() -> TrainingSettings {
         align: true,
         average: "ema".into(),
         average_half_life: None,
+        temper_start: 0.2,
+        temper_until: None,
     }
 }
 
@@ -649,9 +651,19 @@ fn mismatched_keys_name_both_files() {
     assert!(e.contains("coordinator.key") && e.contains("ca.pem"), "{e}");
 }
 
-/// The default job keygen writes trains as long as `vtwin train` does by default.
+/// The default job keygen writes trains as long as, and tempers as, `vtwin train` does by
+/// default.
 #[test]
 fn the_default_job_follows_the_iteration_rule() {
     let d = TrainingSettings::default();
     assert_eq!(d.iters, vtwin_model::adam::default_iterations(d.lr));
+    assert_eq!(d.temper_start, vtwin_model::tempering::DEFAULT_START);
+    assert_eq!(d.temper_until, None);
+    // A config file written before tempering existed reads with the default.
+    let old = toml::to_string(&d)
+        .unwrap()
+        .replace("temper_start = 0.2\n", "");
+    assert!(!old.contains("temper_start"));
+    let back: TrainingSettings = toml::from_str(&old).unwrap();
+    assert_eq!(back, d);
 }

@@ -46,6 +46,8 @@ fn terms(w: &World, iters: u64) -> JobTerms {
         sample_rate: w.config.sample_rate,
         iterations: iters,
         delta: DELTA,
+        tempering_start: 1.0,
+        tempering_iterations: 0,
     }
 }
 
@@ -96,6 +98,7 @@ fn world() -> World {
         sigma: 1.0,
         adam: AdamConfig::default(),
         seed: 5,
+        tempering: vtwin_model::tempering::Tempering::Off,
     };
     World {
         layout,

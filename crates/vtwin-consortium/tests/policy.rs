@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_consortium::config::{NodePolicy, PartyPolicy};
 use vtwin_consortium::outgoing::{frame, Attempt, Outgoing};
-use vtwin_consortium::party::policy_for_plan;
+use vtwin_consortium::party::{policy_for_plan, PartyError, RequestFault};
 use vtwin_consortium::{NodeSession, PartyLedger, PartyResponder, PartySetup};
 use vtwin_data::table::Column;
 use vtwin_data::Table;
@@ -31,6 +31,8 @@ fn plan() -> JobTerms {
         iterations: 4,
         delta: 1e-5,
         rows: vtwin_model::party_data::ids_digest(&table().ids),
+        tempering_start: 1.0,
+        tempering_iterations: 0,
     }
 }
 
@@ -213,10 +215,45 @@ fn a_party_refuses_every_term_outside_its_policy_and_uploads_within_it() {
             }
         }
     );
-    // Within the policy: an upload, recorded.
+    // A tempering schedule out of range is a malformed request: an error naming it, nothing
+    // shared or recorded.
+    for start in [0.0, -1.0, 1.5, f64::NAN] {
+        let bad = JobTerms {
+            tempering_start: start,
+            tempering_iterations: 3,
+            ..plan()
+        };
+        let e = p
+            .handle(Role::Coordinator, &request(0, vec![1, 2], bad))
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PartyError::BadRequest {
+                    fault: RequestFault::Tempering(_),
+                    ..
+                }
+            ),
+            "{start}: {e:?}"
+        );
+        let cause = std::error::Error::source(&e).map(ToString::to_string);
+        assert!(
+            cause.as_deref().is_some_and(|c| c.contains("tempering")),
+            "{e}: {cause:?}"
+        );
+    }
+    assert_eq!(p.uploads(), 0);
+    // Within the policy, untempered and tempered: uploads, recorded.
     let body = reply(&mut p, &request(0, vec![1, 2], plan()));
     assert!(matches!(body, Body::Upload { .. }), "{body:?}");
-    assert_eq!(p.uploads(), 1);
+    let tempered = JobTerms {
+        tempering_start: 0.3,
+        tempering_iterations: 3,
+        ..plan()
+    };
+    let body = reply(&mut p, &request(1, vec![3, 4], tempered));
+    assert!(matches!(body, Body::Upload { .. }), "{body:?}");
+    assert_eq!(p.uploads(), 2);
 }
 
 fn spend(p: &mut PartyResponder, from: u64, to: u64) {

@@ -83,6 +83,8 @@ fn start_frame() -> vtwin_net::Frame {
                 iterations: 10,
                 delta: 1e-5,
                 rows: [0; 32],
+                tempering_start: 1.0,
+                tempering_iterations: 0,
             },
         },
     )

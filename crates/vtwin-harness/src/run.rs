@@ -203,6 +203,8 @@ pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport,
             ..AdamConfig::default()
         },
         seed: settings.seed,
+        // As `vtwin train` runs by default (the same circuit and cost whatever beta is).
+        tempering: vtwin_model::tempering::Tempering::default_for(settings.warmup + settings.iters),
     };
     let run = Run {
         settings,
@@ -419,8 +421,10 @@ impl Run<'_> {
             sample_rate: self.config.sample_rate,
             iterations: iters,
             delta: BENCH_DELTA,
-            // A policy does not bound the rows.
+            // A policy bounds neither the rows nor the tempering.
             rows: [0; 32],
+            tempering_start: 1.0,
+            tempering_iterations: 0,
         })
         .map_err(NotMeasuredError::Policy)?;
         let report = run(LoopbackSettings {

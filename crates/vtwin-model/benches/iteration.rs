@@ -49,6 +49,7 @@ fn bench_workload(c: &mut Criterion, name: &str, schema: &Schema, table: &Table)
             sigma: 2.042,
             adam: AdamConfig::default(),
             seed: 1,
+            tempering: vtwin_model::tempering::Tempering::Off,
         };
         let mut dpvi = Dpvi::new(
             cfg,

@@ -48,6 +48,9 @@ pub struct GradientInput<'a> {
     pub clip: f64,
     /// Noise.
     pub noise: NoiseConfig,
+    /// The responsibilities' inverse temperature at this iteration, in (0, 1]
+    /// ([`crate::tempering`]): 1 is the model's own posterior over components. Public.
+    pub beta: f64,
 }
 
 /// What a backend observed; simulation diagnostics only (see module docs).
@@ -158,6 +161,9 @@ pub enum BackendError {
     /// The noise multiplier sigma is negative or not finite.
     #[error("noise multiplier sigma = {0} must be non-negative and finite")]
     Sigma(f64),
+    /// The responsibilities' inverse temperature is not in (0, 1] ([`crate::tempering`]).
+    #[error("tempering beta = {0} must be in (0, 1]")]
+    Beta(f64),
     /// The exact discrete Gaussian noise law could not be built.
     #[error("noise: {0}")]
     NoiseLaw(#[from] vtwin_dp::SamplerError),
@@ -214,6 +220,9 @@ impl GradientInput<'_> {
         }
         if !(self.noise.sigma.is_finite() && self.noise.sigma >= 0.0) {
             return Err(BackendError::Sigma(self.noise.sigma));
+        }
+        if !(self.beta > 0.0 && self.beta <= 1.0) {
+            return Err(BackendError::Beta(self.beta));
         }
         Ok(b)
     }

@@ -236,6 +236,7 @@ impl Dpvi {
             noise: NoiseConfig {
                 sigma: config.sigma,
             },
+            beta: config.tempering.beta(plan.iteration),
         };
         self.noise.seek(plan.iteration);
         let out = self.backend.gradient(&input, &mut self.noise)?;

@@ -228,19 +228,23 @@ pub fn party_upload(
         device,
         input.layout,
         input.theta,
+        input.beta,
         &input.parties[party],
         renormalise,
     )
 }
 
-/// Party side (steps 1-3) from the party's own batch only: local kernels, renormalisation,
-/// exp and encoding, with the range checks (a violation is [`BackendError::Range`] naming
-/// the party). The caller has checked `batch` against the layout (width, party index).
-/// Cost O(B K |T_p|) on `device`.
+/// Party side (steps 1-3) from the party's own batch only: local kernels, tempering by
+/// `beta` (the log-densities times beta before renormalising, and party 0's folded weights
+/// `softmax(beta theta_w)`, [`crate::tempering`]; beta = 1 leaves both as they are),
+/// renormalisation, exp and encoding, with the range checks (a violation is
+/// [`BackendError::Range`] naming the party). The caller has checked `batch` against the
+/// layout (width, party index) and beta (in (0, 1]). Cost O(B K |T_p|) on `device`.
 pub fn party_upload_batch(
     device: &Device,
     layout: &Layout,
     theta: &[f64],
+    beta: f64,
     batch: &PartyBatch,
     renormalise: Renormalise,
 ) -> Result<PartyUpload, BackendError> {
@@ -259,7 +263,12 @@ pub fn party_upload_batch(
     };
     let mat_limit = mat_max(renormalise, layout.n_parties());
     let mut mat = Vec::with_capacity(t.log_density.len());
+    let mut tempered = Vec::with_capacity(k_n);
     for row in t.log_density.chunks_exact(k_n).take(batch.real) {
+        // beta = 1 multiplies exactly, so an untempered upload is bit for bit the same.
+        tempered.clear();
+        tempered.extend(row.iter().map(|&l| beta * l));
+        let row = &tempered[..];
         let c = shift(renormalise, row, layout.n_parties()).map_err(|e| BackendError::Range {
             party: name.clone(),
             what: "log-density (paper renormalisation)",
@@ -282,7 +291,7 @@ pub fn party_upload_batch(
     // exactly 0 whatever the other parties send, and its flag keeps it out of sum_n c_n.
     mat.resize(batch.rows * k_n, Fx::ONE);
     if party == 0 {
-        fold_weights(&mut mat, &weights_encoded(theta, k_n)?, batch.real);
+        fold_weights(&mut mat, &weights_encoded(theta, beta, k_n)?, batch.real);
     }
     let stats = batch
         .stats
@@ -317,14 +326,20 @@ pub fn party_upload_batch(
     })
 }
 
-/// The mixture weights pi = softmax(theta[..K]) encoded as the circuit's public side encodes
-/// them (`vtwin_iteration::coordinator::encode_weights`, from the same softmax as
+/// The tempered mixture weights softmax(beta theta[..K]) (proportional to pi^beta, summing
+/// to 1; at beta = 1 exactly pi = softmax(theta[..K])) encoded as the circuit's public side
+/// encodes pi (`vtwin_iteration::coordinator::encode_weights`, from the same softmax as
 /// `iteration_inputs::circuit_public_for`). On another host a different libm could round a
 /// weight 1 ulp apart; that changes accuracy only (the circuit's norm and G_w use its own
 /// pi, and 0 <= pm <= den whatever party 0 folds in).
-fn weights_encoded(theta: &[f64], k_n: usize) -> Result<Vec<Fx>, BackendError> {
+fn weights_encoded(theta: &[f64], beta: f64, k_n: usize) -> Result<Vec<Fx>, BackendError> {
+    let logits: Vec<f64> = if beta == 1.0 {
+        theta[..k_n].to_vec()
+    } else {
+        theta[..k_n].iter().map(|&z| beta * z).collect()
+    };
     Ok(vtwin_iteration::coordinator::encode_weights(
-        &crate::backend::softmax(&theta[..k_n]),
+        &crate::backend::softmax(&logits),
     )?)
 }
 

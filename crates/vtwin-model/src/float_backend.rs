@@ -1,7 +1,8 @@
 //! The `float` backend: the non-partitioned f64 baseline (the paper's DPVI on joined data).
 //!
-//! Per record, in log space: j[n][k] = ln pi_k + sum_p l_p[n][k], r = softmax_k(j), and the
-//! per-example gradient of ln p(x_n | theta) = logsumexp_k j[n][k] is formed explicitly as a
+//! Per record, in log space: j[n][k] = ln pi_k + sum_p l_p[n][k], r = softmax_k(beta j) (beta
+//! the iteration's inverse temperature, [`crate::tempering`]; 1 untempered), and the
+//! per-example gradient of (1 / beta) ln sum_k exp(beta j[n][k]) is formed explicitly as a
 //! d-vector: r[n][k] - pi_k for the weight logits and r[n][k] s_p[n][k][j] for component k's
 //! parameters (the score s from [`crate::kernels`]). Each is clipped to L2 norm C, summed,
 //! and N(0, (sigma C)^2) is added per coordinate from party 0's noise generator (continuous
@@ -92,7 +93,9 @@ pub fn log_likelihood(
         .collect())
 }
 
-/// The unclipped per-example gradients d ln p(x_n | theta) / d theta, B x d row-major.
+/// The unclipped per-example gradients d ln p(x_n | theta) / d theta, B x d row-major, with
+/// the responsibilities tempered by `input.beta` (the gradient of
+/// (1 / beta) ln sum_k (pi_k p(x_n | k))^beta; exactly d ln p(x_n | theta) at beta = 1).
 /// Cost O(B d).
 pub fn per_example_gradients(
     device: &Device,
@@ -102,7 +105,10 @@ pub fn per_example_gradients(
     let layout = input.layout;
     let (k_n, d) = (layout.components, layout.dim());
     let pi = input.weights();
-    let (joint, scores) = joint_terms(device, layout, input.theta, input.parties, true)?;
+    let (mut joint, scores) = joint_terms(device, layout, input.theta, input.parties, true)?;
+    if input.beta != 1.0 {
+        joint.iter_mut().for_each(|j| *j *= input.beta);
+    }
     let idx = param_indices(layout);
     let mut g = vec![0.0; b * d];
     for n in 0..b {

@@ -5,7 +5,7 @@
 //! `mpc` backend).
 
 // Modules: parameter layout, prior, local kernels, sufficient statistics, gradient
-// backends, Adam, iterate averaging, the DPVI loop, checkpoints and model files. The roles of a consortium
+// backends, Adam, iterate averaging, the responsibilities' tempering schedule, the DPVI loop, checkpoints and model files. The roles of a consortium
 // iteration: the coordinator's public `trainer`, a party's `party_upload` (its upload from its
 // own batch, sharded by vtwin-iteration's party role), and `iteration_inputs` (the model's
 // values as the protocol's public parameters).
@@ -26,5 +26,6 @@ pub mod party_data;
 pub mod party_upload;
 pub mod prior;
 pub mod rng_state;
+pub mod tempering;
 pub mod trainer;
 pub mod training_state;

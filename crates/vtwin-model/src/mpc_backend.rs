@@ -184,6 +184,7 @@ impl GradientBackend for MpcBackend {
                 theta: input.theta,
                 clip: input.clip,
                 sigma: input.noise.sigma,
+                beta: input.beta,
                 batch,
                 renormalise: self.renormalise,
             };

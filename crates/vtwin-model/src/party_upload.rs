@@ -48,6 +48,9 @@ pub struct PartyTask<'a> {
     pub clip: f64,
     /// Noise multiplier sigma >= 0 (0: no noise, tests only).
     pub sigma: f64,
+    /// The responsibilities' inverse temperature at this iteration, in (0, 1]
+    /// ([`crate::tempering`]; 1: untempered).
+    pub beta: f64,
     /// This party's own rows of the batch (B x |T_p|).
     pub batch: &'a PartyBatch,
     /// Renormalisation of the log-densities before exp.
@@ -56,7 +59,8 @@ pub struct PartyTask<'a> {
 
 impl PartyTask<'_> {
     /// Checks the task's shapes and public parameters: party < P, the batch is this party's
-    /// with the layout's width, theta has d finite values, C > 0 finite, sigma >= 0 finite.
+    /// with the layout's width, theta has d finite values, C > 0 finite, sigma >= 0 finite,
+    /// beta in (0, 1].
     pub fn validate(&self) -> Result<(), BackendError> {
         let layout = self.layout;
         if self.party >= layout.n_parties() {
@@ -88,6 +92,9 @@ impl PartyTask<'_> {
         }
         if !(self.sigma.is_finite() && self.sigma >= 0.0) {
             return Err(BackendError::Sigma(self.sigma));
+        }
+        if !(self.beta > 0.0 && self.beta <= 1.0) {
+            return Err(BackendError::Beta(self.beta));
         }
         Ok(())
     }
@@ -145,7 +152,14 @@ pub fn party_messages_with_noise(
     }
     // 2. Local kernels, encoding, range checks.
     let upload = plain_upload(
-        &party_upload_batch(device, layout, task.theta, task.batch, task.renormalise)?,
+        &party_upload_batch(
+            device,
+            layout,
+            task.theta,
+            task.beta,
+            task.batch,
+            task.renormalise,
+        )?,
         p,
     );
     let party = Party {

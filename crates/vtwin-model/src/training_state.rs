@@ -10,6 +10,7 @@ use crate::adam::{Adam, AdamConfig};
 use crate::averaging::IterateAverage;
 use crate::backend::BackendError;
 use crate::rng_state::RngState;
+use crate::tempering::Tempering;
 use vtwin_iteration::randomness::BatchKey;
 
 /// Initial standard deviation of mu around 0 (symmetry breaking).
@@ -31,6 +32,10 @@ pub struct DpviConfig {
     /// Seed of the public randomness (initialisation and eta; synthesis uses it too). The
     /// batches come from the secret [`BatchKey`], never from this seed.
     pub seed: u64,
+    /// The responsibilities' inverse-temperature schedule ([`Tempering`]; absent in model
+    /// files written before it existed: off).
+    #[serde(default)]
+    pub tempering: Tempering,
 }
 
 /// Errors of the loop.

@@ -29,6 +29,7 @@ fn config(sample_rate: f64, sigma: f64) -> DpviConfig {
         sigma,
         adam: AdamConfig::default(),
         seed: 17,
+        tempering: vtwin_model::tempering::Tempering::Off,
     }
 }
 

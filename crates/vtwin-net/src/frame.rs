@@ -198,6 +198,13 @@ pub struct JobTerms {
     /// of the ids). A party refuses a job whose digest is not its own, so a coordinator
     /// cannot make parties train on rows that are not the same people.
     pub rows: [u8; 32],
+    /// The responsibilities' inverse temperature at iteration 0, in (0, 1] (1: no
+    /// tempering). The party's local computation of iteration t uses beta rising linearly
+    /// from it to 1 at `tempering_iterations` (vtwin-model `tempering`); public, and
+    /// outside the privacy analysis (every record's gradient is clipped whatever beta is).
+    pub tempering_start: f64,
+    /// The iteration from which beta is 1.
+    pub tempering_iterations: u64,
 }
 
 /// A request term a party's policy bounds ([`Refusal::Policy`]).

@@ -103,9 +103,11 @@ fn terms() -> impl Strategy<Value = JobTerms> {
         any::<u64>(),
         number(),
         any::<[u8; 32]>(),
+        number(),
+        any::<u64>(),
     )
         .prop_map(
-            |(sigma, clip, components, sample_rate, iterations, delta, rows)| JobTerms {
+            |(
                 sigma,
                 clip,
                 components,
@@ -113,6 +115,18 @@ fn terms() -> impl Strategy<Value = JobTerms> {
                 iterations,
                 delta,
                 rows,
+                tempering_start,
+                tempering_iterations,
+            )| JobTerms {
+                sigma,
+                clip,
+                components,
+                sample_rate,
+                iterations,
+                delta,
+                rows,
+                tempering_start,
+                tempering_iterations,
             },
         )
 }
@@ -454,6 +468,8 @@ fn circuit_public_round_trips_through_the_wire() {
         iterations: 1000,
         delta: 1e-5,
         rows: [7; 32],
+        tempering_start: 0.2,
+        tempering_iterations: 500,
     };
     let f = Frame::new(
         [1; 16],

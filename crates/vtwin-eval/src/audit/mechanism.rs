@@ -66,6 +66,7 @@ use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::{PartyBatch, PartyData, StatsError};
+use vtwin_model::tempering::Tempering;
 use vtwin_model::trainer::Trainer;
 
 use super::canary::{canary, with_canaries, CanaryKind};
@@ -337,6 +338,8 @@ fn run_once(
             ..AdamConfig::default()
         },
         seed: s.seed,
+        // The shipped default, so the audit runs the mechanism `vtwin train` runs.
+        tempering: Tempering::default_for(s.iterations),
     };
     let (batch_seed, noise_seed, mpc_seed) = run_seeds(s.seed, world, run);
     let mut audited = audited_backend(s, mpc_seed)?;
@@ -382,6 +385,7 @@ fn run_once(
             noise: NoiseConfig {
                 sigma: s.sigma / inflation,
             },
+            beta: trainer.config().tempering.beta(plan.iteration),
         };
         let released = audited.gradient(&input, &mut noise)?;
         out.truncation_failure += released.truncation_failure;

@@ -18,6 +18,7 @@ use vtwin_model::kernels::KernelError;
 use vtwin_model::layout::{Layout, LayoutError};
 use vtwin_model::model_file::natural_params;
 use vtwin_model::party_data::{PartyData, StatsError};
+use vtwin_model::tempering::Tempering;
 
 /// Which gradient backend trains an audit model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -90,6 +91,8 @@ pub fn fit_mixture(table: &Table, s: &FitSettings) -> Result<MixtureParams, FitE
             ..AdamConfig::default()
         },
         seed: s.seed,
+        // Trained as `vtwin train` trains by default.
+        tempering: Tempering::default_for(s.iterations),
     };
     let noise = NoiseRngs::seeded(s.noise_seed, layout.n_parties());
     // The auditor's own shadow models: reproducible from the noise seed by design.

@@ -39,6 +39,7 @@ use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
 use vtwin_model::opening_log::{OpeningLog, OpeningRecord};
+use vtwin_model::tempering::Tempering;
 use vtwin_model::trainer::Trainer;
 use vtwin_net::Role;
 
@@ -131,6 +132,8 @@ impl Driver {
                 ..AdamConfig::default()
             },
             seed: t.seed,
+            tempering: Tempering::from_settings(t.temper_start, t.temper_until, t.iters)
+                .context("coordinator config [training] temper_start")?,
         };
         let settings = RunSettings {
             backend: "mpc".into(),

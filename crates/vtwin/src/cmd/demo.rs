@@ -30,6 +30,7 @@ use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
 use vtwin_model::party_data::PartyData;
+use vtwin_model::tempering::Tempering;
 
 use super::coordinator::Driver;
 use super::node::{init_logging, runtime};
@@ -100,6 +101,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
                 ..AdamConfig::default()
             },
             seed: training.seed,
+            tempering: Tempering::Off,
         },
         iters: a.iters,
         renormalise: Renormalise::ClosedForm,

@@ -84,8 +84,10 @@ pub(crate) fn policy_for_job(
         sample_rate: q,
         iterations: training.iters,
         delta,
-        // A policy does not bound the rows.
+        // A policy bounds neither the rows nor the tempering.
         rows: [0; 32],
+        tempering_start: 1.0,
+        tempering_iterations: 0,
     })
     .context("the job's party policy")?;
     if let Some(e) = training.epsilon {

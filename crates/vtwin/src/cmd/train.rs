@@ -38,6 +38,7 @@ use vtwin_model::mpc_backend::{CostLog, MpcBackend};
 use vtwin_model::opening_log::OpeningLog;
 use vtwin_model::party_data::PartyData;
 use vtwin_model::rng_state::RngState;
+use vtwin_model::tempering::Tempering;
 use vtwin_model::trainer::Trainer;
 
 use super::training_data::{parse_party_files, sample_rate, TrainingData};
@@ -129,6 +130,14 @@ pub(crate) struct Args {
     /// Step-size schedule over the run (public: no privacy cost).
     #[arg(long, value_enum, default_value = "constant")]
     lr_schedule: ScheduleKind,
+    /// Inverse temperature of the responsibilities at iteration 0 (deterministic annealing,
+    /// docs/utility-levers.md): beta rises linearly to 1 at --temper-until; 1 turns tempering
+    /// off. Public: no privacy cost, the same MPC circuit and cost.
+    #[arg(long, default_value_t = vtwin_model::tempering::DEFAULT_START)]
+    temper_start: f64,
+    /// The iteration from which beta is 1 [default: iters / 2].
+    #[arg(long)]
+    temper_until: Option<u64>,
     /// Renormalisation (fixed and mpc backends): closed-form, paper or off.
     #[arg(long, default_value = "closed-form")]
     renormalise: Renormalise,
@@ -590,6 +599,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             ..AdamConfig::default()
         },
         seed: a.seed,
+        tempering: Tempering::from_settings(a.temper_start, a.temper_until, iters)
+            .context("--temper-start")?,
     };
     let renorm_name = match a.renormalise {
         Renormalise::ClosedForm => "closed-form",
