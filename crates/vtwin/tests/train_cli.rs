@@ -125,8 +125,8 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
         "--noise-seed",
         "8",
     ];
-    // The default half-life follows --iters; the interruption is simulated by a shorter
-    // --iters, so the half-life is given (a resumed run keeps its own in any case).
+    // The default half-life and tempering follow --iters; the interruption is simulated by a
+    // shorter --iters, so both are given (a resumed run keeps its own in any case).
     let base = [
         &settings[..],
         &[
@@ -136,6 +136,8 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
             "7",
             "--average-half-life",
             "6",
+            "--temper-until",
+            "30",
         ],
     ]
     .concat();
@@ -174,6 +176,32 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    // So is changing the tempering of a started run.
+    let out = vtwin(
+        &[
+            &base[..],
+            &[
+                "--iters",
+                "70",
+                "--resume",
+                "--temper-start",
+                "0.5",
+                "--out",
+                parts.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tempering"));
+    // A resumed run given neither tempering flag keeps its own schedule (the default
+    // follows --iters, which a resume may raise).
+    let fresh = tmp.path().join("fresh");
+    let mut a: Vec<&str> = settings.to_vec();
+    a.extend(["--seed", "2", "--average-half-life", "6"]);
+    a.extend(["--out", fresh.to_str().unwrap()]);
+    ok(&[&a[..], &["--iters", "10"]].concat());
+    ok(&[&a[..], &["--iters", "20", "--resume"]].concat());
     // So is changing the averaging of a started run.
     for change in [&["--average", "none"][..], &["--average-half-life", "9"]] {
         let out = vtwin(
@@ -433,6 +461,21 @@ fn bad_flags_give_one_line_errors_naming_the_flag() {
         (
             &["--backend", "float", "--sigma", "1", "--resume"],
             "--resume",
+        ),
+        (
+            &["--backend", "float", "--sigma", "1", "--temper-start", "0"],
+            "--temper-start",
+        ),
+        (
+            &[
+                "--backend",
+                "fixed",
+                "--sigma",
+                "1",
+                "--temper-start",
+                "1.5",
+            ],
+            "--temper-start",
         ),
     ];
     for (extra, want) in cases {

@@ -132,9 +132,10 @@ pub(crate) struct Args {
     lr_schedule: ScheduleKind,
     /// Inverse temperature of the responsibilities at iteration 0 (deterministic annealing,
     /// docs/utility-levers.md): beta rises linearly to 1 at --temper-until; 1 turns tempering
-    /// off. Public: no privacy cost, the same MPC circuit and cost.
-    #[arg(long, default_value_t = vtwin_model::tempering::DEFAULT_START)]
-    temper_start: f64,
+    /// off. Public: no privacy cost, the same MPC circuit and cost. [default: 0.2; a resumed
+    /// run without --temper-start or --temper-until keeps its own schedule]
+    #[arg(long)]
+    temper_start: Option<f64>,
     /// The iteration from which beta is 1 [default: iters / 2].
     #[arg(long)]
     temper_until: Option<u64>,
@@ -492,7 +493,7 @@ pub(crate) fn check_resume(
     want.iters = ck.settings.iters;
     if ck.settings != want {
         bail!(
-            "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, seed, delta or insecure seeds)",
+            "--resume: {} was written by a run with different settings (backend, data, schema, K, rate, clip, sigma, lr, tempering, seed, delta or insecure seeds)",
             path.display()
         );
     }
@@ -589,7 +590,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     };
     let layout = Layout::from_schema(&schema, a.components)?;
     let data = PartyData::from_table(&train, &layout)?;
-    let config = DpviConfig {
+    let mut config = DpviConfig {
         sample_rate: q,
         clip: a.clip,
         sigma,
@@ -599,8 +600,13 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             ..AdamConfig::default()
         },
         seed: a.seed,
-        tempering: Tempering::from_settings(a.temper_start, a.temper_until, iters)
-            .context("--temper-start")?,
+        tempering: Tempering::from_settings(
+            a.temper_start
+                .unwrap_or(vtwin_model::tempering::DEFAULT_START),
+            a.temper_until,
+            iters,
+        )
+        .context("--temper-start")?,
     };
     let renorm_name = match a.renormalise {
         Renormalise::ClosedForm => "closed-form",
@@ -621,7 +627,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         }
         BackendKind::Fixed => Box::new(FixedBackend::new(a.renormalise)?),
     };
-    let settings = RunSettings {
+    let mut settings = RunSettings {
         backend: backend.name().into(),
         renormalise: renorm_name.into(),
         layout: layout.clone(),
@@ -636,6 +642,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let p_n = layout.n_parties();
     let (mut dpvi, mut history) = if a.resume {
         let ck = Checkpoint::load(&ck_path).context("--resume")?;
+        if a.temper_start.is_none() && a.temper_until.is_none() {
+            // The default schedule follows --iters; a resumed run keeps the one it started
+            // with (so --iters can grow, as with --sigma).
+            config.tempering = ck.settings.config.tempering;
+            settings.config.tempering = config.tempering;
+        }
         check_resume(&ck, &settings, &ck_path)?;
         let noise = match a.noise_seed {
             Some(s) => NoiseRngs::seeded(s, p_n),
