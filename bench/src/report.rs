@@ -227,7 +227,9 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
                  reproducible measurement, not a private release). One run per cell: the \
                  run-to-run spread over seeds is not measured. T is far below the 20000 of \
                  docs/training-adult.md to fit the time box, so these NLLs are higher than a \
-                 full run's.\n",
+                 full run's. Every other setting is `vtwin train`'s default in the source build \
+                 (since 2026-11-25: the released model the EMA of the iterates, and tempered \
+                 responsibilities, beta from 0.2 to 1 over T / 2; docs/utility-levers.md).\n",
                 u.components, u.batch, u.iters, u.delta, u.seed, u.noise_seed
             );
             let keys: Vec<&str> = [

@@ -464,21 +464,15 @@ pub struct TrainingSettings {
     /// The EMA's half-life in iterations (default iters / 10, as `vtwin train`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub average_half_life: Option<f64>,
-    /// The responsibilities' inverse temperature at iteration 0 (as `vtwin train
-    /// --temper-start`; default 0.2; 1: no tempering). Public, sent to the parties in the
-    /// job terms.
-    #[serde(default = "default_temper_start")]
-    pub temper_start: f64,
-    /// The iteration from which beta is 1 (default iters / 2, as `vtwin train
+    /// The responsibilities' inverse temperature at iteration 0, in (0, 1] (as `vtwin train
+    /// --temper-start`; default 0.2; 1: no tempering). Public, sent to the parties in the job
+    /// terms. A resumed job with neither tempering field keeps its checkpoint's schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temper_start: Option<f64>,
+    /// The iteration from which beta is 1, at most iters (default iters / 2, as `vtwin train
     /// --temper-until`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temper_until: Option<u64>,
-}
-
-/// `vtwin_model::tempering::DEFAULT_START`, written out for a node-only build (a test keeps
-/// the two equal).
-fn default_temper_start() -> f64 {
-    0.2
 }
 
 fn align_default() -> bool {
@@ -513,7 +507,7 @@ impl Default for TrainingSettings {
             align: true,
             average: default_average(),
             average_half_life: None,
-            temper_start: default_temper_start(),
+            temper_start: None,
             temper_until: None,
         }
     }
@@ -622,6 +616,9 @@ pub enum FieldProblem {
     /// Outside (0, 1].
     #[error("must be in (0, 1]")]
     HalfOpenUnit,
+    /// Beyond the job's iterations.
+    #[error("must be at most training.iters")]
+    AtMostIters,
     /// Not a node id.
     #[error("must be 0, 1 or 2")]
     NodeId,
@@ -776,7 +773,8 @@ impl PartyConfig {
 impl CoordinatorConfig {
     /// Reads and validates a coordinator configuration (>= 1 party with unique non-empty
     /// names; K, iters, batch, checkpoint_every >= 1; clip, lr > 0 and finite; delta in
-    /// (0, 1); epsilon > 0 or sigma >= 0, finite; renormalise known; timeouts >= 1);
+    /// (0, 1); epsilon > 0 or sigma >= 0, finite; temper_start in (0, 1] and temper_until
+    /// at most iters where given; renormalise known; timeouts >= 1);
     /// relative paths become relative to the file's directory.
     pub fn load(file: &Path) -> Result<CoordinatorConfig, ConfigError> {
         let mut c: CoordinatorConfig = parse(file, &read(file)?)?;
@@ -850,6 +848,22 @@ impl CoordinatorConfig {
                     FieldProblem::NonNegativeFinite,
                 ))
             }
+        }
+        if let Some(s) = t.temper_start {
+            if !(s > 0.0 && s <= 1.0) {
+                return Err(ConfigError::field(
+                    file,
+                    "training.temper_start",
+                    FieldProblem::HalfOpenUnit,
+                ));
+            }
+        }
+        if t.temper_until.is_some_and(|u| u > t.iters) {
+            return Err(ConfigError::field(
+                file,
+                "training.temper_until",
+                FieldProblem::AtMostIters,
+            ));
         }
         if !["closed-form", "paper", "off"].contains(&t.renormalise.as_str()) {
             return Err(ConfigError::field(

@@ -39,7 +39,7 @@ fn training() -> TrainingSettings {
         align: true,
         average: "ema".into(),
         average_half_life: None,
-        temper_start: 0.2,
+        temper_start: None,
         temper_until: None,
     }
 }
@@ -382,6 +382,19 @@ fn config_errors_name_file_and_field() {
         CoordinatorConfig::load,
     );
     assert!(e.contains("training.renormalise"), "{e}");
+    for (extra, field) in [
+        ("temper_start = 0.0", "training.temper_start"),
+        ("temper_start = 1.5", "training.temper_start"),
+        ("temper_until = 11", "training.temper_until"),
+    ] {
+        let to = format!("renormalise = \"closed-form\"\n{extra}");
+        let e = edited(
+            "coordinator.toml",
+            move |t: String| t.replacen("renormalise = \"closed-form\"", &to, 1),
+            CoordinatorConfig::load,
+        );
+        assert!(e.contains(field), "{extra}: {e}");
+    }
     let e = edited(
         "coordinator.toml",
         replace("epsilon = 1.0", "sigma = 1.0\nepsilon = 1.0"),
@@ -657,13 +670,11 @@ fn mismatched_keys_name_both_files() {
 fn the_default_job_follows_the_iteration_rule() {
     let d = TrainingSettings::default();
     assert_eq!(d.iters, vtwin_model::adam::default_iterations(d.lr));
-    assert_eq!(d.temper_start, vtwin_model::tempering::DEFAULT_START);
-    assert_eq!(d.temper_until, None);
-    // A config file written before tempering existed reads with the default.
-    let old = toml::to_string(&d)
-        .unwrap()
-        .replace("temper_start = 0.2\n", "");
-    assert!(!old.contains("temper_start"));
-    let back: TrainingSettings = toml::from_str(&old).unwrap();
+    // Unset: the coordinator uses vtwin_model::tempering::DEFAULT_START and iters / 2, as
+    // `vtwin train` does, and a config file written before tempering existed reads the same.
+    assert_eq!((d.temper_start, d.temper_until), (None, None));
+    let text = toml::to_string(&d).unwrap();
+    assert!(!text.contains("temper"), "{text}");
+    let back: TrainingSettings = toml::from_str(&text).unwrap();
     assert_eq!(back, d);
 }

@@ -5,14 +5,15 @@
 //! [`fixed_gradient`]).
 //!
 //! Party p (plaintext, its own data, f64 then encoded at 2^32):
-//! 1. l_p[n][k] from the local kernels ([`crate::kernels`]);
+//! 1. l_p[n][k] from the local kernels ([`crate::kernels`]), times the iteration's public
+//!    inverse temperature beta ([`crate::tempering`]; beta = 1 untempered);
 //! 2. renormalise each record ([`Renormalise`]): add a per-record constant c_n^p to
-//!    l_p[n][.], which cancels in r;
-//! 3. mat_p[n][k] = encode(exp(l_p[n][k] + c_n^p)); encode T_p; the score root
+//!    beta l_p[n][.], which cancels in r;
+//! 3. mat_p[n][k] = encode(exp(beta l_p[n][k] + c_n^p)); encode T_p; the score root
 //!    u_p[n][k] >= 2^-L |s_p[n][k]| from the encoded maps and T_p, rounded up
 //!    ([`vtwin_fixed::clip_bound::score_root_raw`]); party 0 then replaces mat_0[n][k] by
-//!    floor(pi_k mat_0[n][k]) with the public weights pi, and by 0 on the padding rows
-//!    ([`fold_weights`]).
+//!    floor(w_k mat_0[n][k]) with the public weights w = softmax(beta theta_w) (pi at
+//!    beta = 1), and by 0 on the padding rows ([`fold_weights`]).
 //!
 //! Noise: before the data phase every party samples its share of Z, d exact discrete
 //! Gaussians N_Z(0, (sigma C 2^32)^2 / P) ([`vtwin_dp::DiscreteGaussian::share_of`]).
@@ -60,7 +61,7 @@ use crate::party_data::PartyBatch;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Renormalise {
-    /// c_n = -max_k l_p[n][k]: the record's largest mat_p is exactly 1. The closed form of
+    /// c_n = -max_k beta l_p[n][k]: the record's largest mat_p is exactly 1. The closed form of
     /// Algorithm 4 with threshold 0, applied in both directions (so mat_p <= 1 and den <= 1,
     /// inside the reciprocal's accurate range).
     #[default]
@@ -105,8 +106,8 @@ pub fn mat_max(renormalise: Renormalise, parties: usize) -> f64 {
 /// One party's encoded upload for one batch: mat_p (B x K), q_p (B x K), T_p (B x |T_p|).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartyUpload {
-    /// exp(l_p + c_n), B x K; for party 0 floor(pi_k exp(l_0 + c_n)), and 0 on padding rows
-    /// ([`fold_weights`]).
+    /// exp(beta l_p + c_n), B x K; for party 0 floor(w_k exp(beta l_0 + c_n)) with
+    /// w = softmax(beta theta_w), and 0 on padding rows ([`fold_weights`]).
     pub mat: Vec<Fx>,
     /// Score roots u = 2^-L |s| rounded up, B x K.
     pub root: Vec<Fx>,
@@ -344,7 +345,8 @@ fn weights_encoded(theta: &[f64], beta: f64, k_n: usize) -> Result<Vec<Fx>, Back
 }
 
 /// Party 0's step 3b: `mat_0[n][k] = floor(pi_k mat_0[n][k])` for the `real` rows and 0 for
-/// the padding rows after them. pi is public, so this is a local integer operation (a floor:
+/// the padding rows after them (`pi` here: the tempered weights softmax(beta theta_w), which
+/// are the mixture weights at beta = 1). pi is public, so this is a local integer operation (a floor:
 /// at most 1 ulp below pi_k mat_0, never above, so the factor stays below M) that spares
 /// the nodes a truncated layer (`pm = pi mat`); a zero row gives den = 0, r = 0 and w = 0
 /// exactly in the circuit. Cost O(B K).
@@ -439,7 +441,7 @@ pub fn fixed_gradient<T: Truncator>(
         let mut den = Fx::ZERO;
         for (k, pmk) in pm.iter_mut().enumerate() {
             let i = n * k_n + k;
-            // Party 0's mat already holds pi_k mat_0 (fold_weights).
+            // Party 0's mat already holds w_k mat_0 (fold_weights; w = pi untempered).
             let mut m = uploads[0].mat[i];
             for up in &uploads[1..] {
                 m = mul(m, up.mat[i], t);

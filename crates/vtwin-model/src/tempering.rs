@@ -50,6 +50,14 @@ pub enum TemperingError {
     /// The starting inverse temperature is not in (0, 1].
     #[error("tempering start beta = {0} must be in (0, 1]")]
     Start(f64),
+    /// beta would still be below 1 at the end of the run.
+    #[error("tempering until iteration {until} is beyond the run's {iters} iterations")]
+    Until {
+        /// The iteration from which beta would be 1.
+        until: u64,
+        /// The run's iterations.
+        iters: u64,
+    },
 }
 
 impl Tempering {
@@ -62,6 +70,11 @@ impl Tempering {
     /// docs/utility-levers.md measures 0.1 to 0.3 and a quarter to three quarters of the
     /// run. Cost O(1).
     pub fn default_for(iters: u64) -> Tempering {
+        if iters / 2 == 0 {
+            // beta would be 1 from iteration 0: the same schedule, in the form
+            // `from_terms` gives it.
+            return Tempering::Off;
+        }
         Tempering::Linear {
             start: DEFAULT_START,
             iterations: iters / 2,
@@ -70,13 +83,19 @@ impl Tempering {
 
     /// The schedule of a run of `iters` iterations from its two settings: beta `start` at
     /// iteration 0, rising to 1 at `until` (default `iters / 2`, as [`Tempering::default_for`]);
-    /// `start = 1` is off. Checked as [`Tempering::from_terms`]. Cost O(1).
+    /// `start = 1` is off. Checked as [`Tempering::from_terms`], and `until` at most `iters`
+    /// (beta must reach 1: the released model is trained on its own objective at the end).
+    /// Cost O(1).
     pub fn from_settings(
         start: f64,
         until: Option<u64>,
         iters: u64,
     ) -> Result<Tempering, TemperingError> {
-        Tempering::from_terms(start, until.unwrap_or(iters / 2))
+        let until = until.unwrap_or(iters / 2);
+        if until > iters {
+            return Err(TemperingError::Until { until, iters });
+        }
+        Tempering::from_terms(start, until)
     }
 
     /// Checks the range (module docs). Cost O(1).
@@ -169,8 +188,22 @@ mod tests {
                 iterations: 5_000
             }
         );
-        // A one-iteration run is untempered from the start.
-        assert_eq!(Tempering::default_for(1).beta(0), 1.0);
+        // A one-iteration run is untempered from the start, in the form the terms give.
+        assert_eq!(Tempering::default_for(1), Tempering::Off);
+        let (a, b) = Tempering::default_for(1).to_terms();
+        assert_eq!(Tempering::from_terms(a, b), Ok(Tempering::default_for(1)));
+        // The settings' default is the same schedule; beta must reach 1 within the run.
+        assert_eq!(
+            Tempering::from_settings(DEFAULT_START, None, 10_000),
+            Ok(Tempering::default_for(10_000))
+        );
+        assert_eq!(
+            Tempering::from_settings(0.2, Some(11), 10),
+            Err(TemperingError::Until {
+                until: 11,
+                iters: 10
+            })
+        );
     }
 
     #[test]
@@ -182,8 +215,8 @@ mod tests {
                     iterations: 10
                 }
                 .validate()
-                .map_err(|TemperingError::Start(_)| ()),
-                Err(()),
+                .map_err(|e| matches!(e, TemperingError::Start(_))),
+                Err(true),
                 "{bad}"
             );
             assert!(Tempering::from_terms(bad, 10).is_err(), "{bad}");

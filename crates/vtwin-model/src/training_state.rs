@@ -32,9 +32,8 @@ pub struct DpviConfig {
     /// Seed of the public randomness (initialisation and eta; synthesis uses it too). The
     /// batches come from the secret [`BatchKey`], never from this seed.
     pub seed: u64,
-    /// The responsibilities' inverse-temperature schedule ([`Tempering`]; absent in model
-    /// files written before it existed: off).
-    #[serde(default)]
+    /// The responsibilities' inverse-temperature schedule ([`Tempering`]). Checkpoints written
+    /// before it existed (format 5) are refused by their version, not read as off.
     pub tempering: Tempering,
 }
 

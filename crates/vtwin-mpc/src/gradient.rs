@@ -11,7 +11,9 @@
 //! Layers (each truncated layer is one mask vector, in this order, which a replay of the
 //! reference must follow):
 //! 1. `pm = prod_p mat_p` (P - 1 layers of B K; party 0's factor already holds
-//!    `floor(pi_k mat_0)` and is 0 on padding rows, `vtwin_model::fixed_backend::fold_weights`);
+//!    `floor(pi_k mat_0)` and is 0 on padding rows, `vtwin_model::fixed_backend::fold_weights`;
+//!    with tempering the weights party 0 folds are softmax(beta theta_w), which also sum to 1
+//!    within K / 2 ulps: the circuit cannot tell and need not);
 //!    `den[n] = sum_k pm` (local);
 //! 2. normalised reciprocal of den (5 truncation layers of B + B K, B, 2 B, 2 B and B values,
 //!    part after part: the first layer holds `m = trunc(den p)` and `pm' = trunc(pm p)`),

@@ -39,7 +39,7 @@ use vtwin_model::dpvi::DpviConfig;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::ModelFile;
 use vtwin_model::opening_log::{OpeningLog, OpeningRecord};
-use vtwin_model::tempering::Tempering;
+use vtwin_model::tempering::{Tempering, DEFAULT_START};
 use vtwin_model::trainer::Trainer;
 use vtwin_net::Role;
 
@@ -123,7 +123,7 @@ impl Driver {
         let q = t.batch as f64 / n as f64;
         let (sigma, delta) = noise_multiplier(t.epsilon, Some(t.delta), t.sigma, q, t.iters)
             .context("coordinator config [training]")?;
-        let config = DpviConfig {
+        let mut config = DpviConfig {
             sample_rate: q,
             clip: t.clip,
             sigma,
@@ -132,10 +132,14 @@ impl Driver {
                 ..AdamConfig::default()
             },
             seed: t.seed,
-            tempering: Tempering::from_settings(t.temper_start, t.temper_until, t.iters)
-                .context("coordinator config [training] temper_start")?,
+            tempering: Tempering::from_settings(
+                t.temper_start.unwrap_or(DEFAULT_START),
+                t.temper_until,
+                t.iters,
+            )
+            .context("coordinator config [training] temper_start")?,
         };
-        let settings = RunSettings {
+        let mut settings = RunSettings {
             backend: "mpc".into(),
             renormalise: t.renormalise.clone(),
             layout: self.layout.clone(),
@@ -153,6 +157,12 @@ impl Driver {
         let ck_path = self.out.join("checkpoint.bin");
         let mut trainer = if self.resume {
             let ck = Checkpoint::load(&ck_path).context("--resume")?;
+            if t.temper_start.is_none() && t.temper_until.is_none() {
+                // The default schedule follows iters; a resumed job keeps the one it
+                // started with, as `vtwin train --resume` does.
+                config.tempering = ck.settings.config.tempering;
+                settings.config.tempering = config.tempering;
+            }
             check_resume(&ck, &settings, &ck_path)?;
             if self.randomness.is_insecure() && ck.state.batch_key != self.randomness.batch_key() {
                 bail!(
