@@ -24,6 +24,33 @@ fn batches(data: &[PartyData], rows: &[usize]) -> Vec<PartyBatch> {
     data.iter().map(|p| p.batch(rows)).collect()
 }
 
+/// Checks the per-example gradients `g` (records x d, row-major) of `records` records against
+/// central finite differences of `objective` (per-record values) at `theta`.
+fn assert_finite_differences(
+    g: &[f64],
+    theta: &[f64],
+    records: usize,
+    what: &str,
+    objective: impl Fn(&[f64]) -> Vec<f64>,
+) {
+    let d = theta.len();
+    for i in 0..d {
+        let h = 1e-6;
+        let (mut a, mut b) = (theta.to_vec(), theta.to_vec());
+        a[i] += h;
+        b[i] -= h;
+        let (la, lb) = (objective(&a), objective(&b));
+        for n in 0..records {
+            let fd = (la[n] - lb[n]) / (2.0 * h);
+            let an = g[n * d + i];
+            assert!(
+                (fd - an).abs() < 1e-6 * (1.0 + an.abs()),
+                "{what}, record {n}, theta[{i}]: finite difference {fd}, analytic {an}"
+            );
+        }
+    }
+}
+
 #[test]
 fn per_example_gradient_is_finite_difference_of_log_likelihood() {
     let (layout, data, _) = demo(40, 4, 11);
@@ -34,23 +61,9 @@ fn per_example_gradient_is_finite_difference_of_log_likelihood() {
         let parties = batches(&data, &rows);
         let g = per_example_gradients(&Device::Cpu, &input(&layout, &theta, &parties, 1.0, 0.0))
             .unwrap();
-        let d = layout.dim();
-        for i in 0..d {
-            let h = 1e-6;
-            let (mut a, mut b) = (theta.clone(), theta.clone());
-            a[i] += h;
-            b[i] -= h;
-            let la = log_likelihood(&Device::Cpu, &layout, &a, &parties).unwrap();
-            let lb = log_likelihood(&Device::Cpu, &layout, &b, &parties).unwrap();
-            for n in 0..rows.len() {
-                let fd = (la[n] - lb[n]) / (2.0 * h);
-                let an = g[n * d + i];
-                assert!(
-                    (fd - an).abs() < 1e-6 * (1.0 + an.abs()),
-                    "record {n}, theta[{i}]: finite difference {fd}, analytic {an}"
-                );
-            }
-        }
+        assert_finite_differences(&g, &theta, rows.len(), "untempered", |t| {
+            log_likelihood(&Device::Cpu, &layout, t, &parties).unwrap()
+        });
     }
 }
 
@@ -106,23 +119,9 @@ fn tempered_gradient_is_finite_difference_of_the_tempered_objective() {
                 assert!((a - b).abs() < 1e-9 * (1.0 + b.abs()), "{a} vs {b}");
             }
         }
-        let d = layout.dim();
-        for i in 0..d {
-            let h = 1e-6;
-            let (mut a, mut b) = (theta.clone(), theta.clone());
-            a[i] += h;
-            b[i] -= h;
-            let la = tempered_objective(&layout, &a, &parties, beta);
-            let lb = tempered_objective(&layout, &b, &parties, beta);
-            for n in 0..rows.len() {
-                let fd = (la[n] - lb[n]) / (2.0 * h);
-                let an = g[n * d + i];
-                assert!(
-                    (fd - an).abs() < 1e-6 * (1.0 + an.abs()),
-                    "beta {beta}, record {n}, theta[{i}]: finite difference {fd}, analytic {an}"
-                );
-            }
-        }
+        assert_finite_differences(&g, &theta, rows.len(), &format!("beta {beta}"), |t| {
+            tempered_objective(&layout, t, &parties, beta)
+        });
     }
 }
 

@@ -106,29 +106,17 @@ fn terms() -> impl Strategy<Value = JobTerms> {
         number(),
         any::<u64>(),
     )
-        .prop_map(
-            |(
-                sigma,
-                clip,
-                components,
-                sample_rate,
-                iterations,
-                delta,
-                rows,
-                tempering_start,
-                tempering_iterations,
-            )| JobTerms {
-                sigma,
-                clip,
-                components,
-                sample_rate,
-                iterations,
-                delta,
-                rows,
-                tempering_start,
-                tempering_iterations,
-            },
-        )
+        .prop_map(|t| JobTerms {
+            sigma: t.0,
+            clip: t.1,
+            components: t.2,
+            sample_rate: t.3,
+            iterations: t.4,
+            delta: t.5,
+            rows: t.6,
+            tempering_start: t.7,
+            tempering_iterations: t.8,
+        })
 }
 
 fn refusal() -> impl Strategy<Value = Refusal> {
