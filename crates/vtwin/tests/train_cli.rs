@@ -137,7 +137,7 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
             "--average-half-life",
             "6",
             "--temper-until",
-            "30",
+            "20",
         ],
     ]
     .concat();
@@ -465,6 +465,10 @@ fn bad_flags_give_one_line_errors_naming_the_flag() {
         (
             &["--backend", "float", "--sigma", "1", "--temper-start", "0"],
             "--temper-start",
+        ),
+        (
+            &["--backend", "float", "--sigma", "1", "--temper-until", "5"],
+            "--temper-until",
         ),
         (
             &[

@@ -108,6 +108,10 @@ fn seeded_mpc_runs_repeat_and_resume_bit_for_bit() {
         "1.0",
         "--seed",
         "2",
+        // The default tempering follows --iters, and the interruption below is simulated
+        // by a shorter --iters: the schedule is given.
+        "--temper-until",
+        "3",
         "--noise-seed",
         "4",
         "--checkpoint-every",

@@ -42,6 +42,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_data::Table;
 use vtwin_model::model_file::ModelFile;
+use vtwin_model::tempering::Tempering;
 
 use crate::features::{FeatureError, FeatureMap};
 use epsilon_bound::Labelled;
@@ -326,6 +327,7 @@ pub fn run_audit(
                     backend: TrainBackend::Float,
                     seed: config.seed,
                     noise_seed: config.seed,
+                    tempering: Tempering::default_for(config.reference_iterations),
                 };
                 let p_ref = fit_mixture(&reference, &fit)
                     .map_err(|e| AuditError::Reference(Box::new(e)))?;
@@ -363,6 +365,7 @@ pub fn run_audit(
                         backend: config.shadow_backend,
                         seed: 0,
                         noise_seed: 0,
+                        tempering: Tempering::default_for(config.shadow_iterations),
                     },
                     seed: config.seed,
                 };
@@ -431,6 +434,7 @@ pub fn run_audit(
                         backend: config.shadow_backend,
                         seed: config.seed,
                         noise_seed: config.seed.wrapping_add(1),
+                        tempering: Tempering::default_for(config.canary_iterations),
                     },
                     seed: config.seed,
                     delta: data.privacy.delta,

@@ -53,6 +53,9 @@ pub struct FitSettings {
     pub seed: u64,
     /// Seed of the noise generators.
     pub noise_seed: u64,
+    /// The responsibilities' tempering ([`Tempering::default_for`] the iterations trains
+    /// as `vtwin train` does by default).
+    pub tempering: Tempering,
 }
 
 /// Training an audit model failed.
@@ -91,8 +94,7 @@ pub fn fit_mixture(table: &Table, s: &FitSettings) -> Result<MixtureParams, FitE
             ..AdamConfig::default()
         },
         seed: s.seed,
-        // Trained as `vtwin train` trains by default.
-        tempering: Tempering::default_for(s.iterations),
+        tempering: s.tempering,
     };
     let noise = NoiseRngs::seeded(s.noise_seed, layout.n_parties());
     // The auditor's own shadow models: reproducible from the noise seed by design.

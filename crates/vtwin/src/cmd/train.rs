@@ -606,7 +606,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             a.temper_until,
             iters,
         )
-        .context("--temper-start")?,
+        .context("--temper-start, --temper-until")?,
     };
     let renorm_name = match a.renormalise {
         Renormalise::ClosedForm => "closed-form",
