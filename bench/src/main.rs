@@ -27,7 +27,7 @@ mod timing;
 mod utility;
 mod vtwin_cli;
 
-use results::{LoadSample, Results, ScalingConfig};
+use results::{LoadSample, Results, ScalingConfig, UtilityBefore};
 use scaling::ScalingPlan;
 use timing::TimingPlan;
 use utility::UtilityPlan;
@@ -92,6 +92,11 @@ struct Args {
     /// Utility runs at a time (they are seeded, so this changes only wall-clock seconds).
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    /// Compare section (a) with an earlier run's: `FILE.json=LABEL` takes the utility section
+    /// of that results.json (e.g. `git show OLD:docs/results.json`), labelled with what its
+    /// settings were; kept in results.json until given again.
+    #[arg(long, value_name = "FILE.json=LABEL")]
+    utility_before: Option<String>,
     /// Draw OUT_DIR/img/audit_scores.png from these `vtwin audit-mechanism` reports (one
     /// panel each) and run nothing else.
     #[arg(long = "audit-report", value_name = "FILE.json")]
@@ -168,6 +173,29 @@ fn render(r: &Results, out: &Path) -> anyhow::Result<()> {
         report::with_kept_sections(report::markdown(r, &made), &kept).as_bytes(),
     )?;
     Ok(())
+}
+
+/// `FILE.json=LABEL` of `--utility-before`: that run's section (a).
+fn utility_before(spec: &str) -> anyhow::Result<UtilityBefore> {
+    let (file, label) = spec
+        .split_once('=')
+        .context("--utility-before: expected FILE.json=LABEL")?;
+    let text = std::fs::read_to_string(file).with_context(|| format!("--utility-before {file}"))?;
+    let old: Results =
+        serde_json::from_str(&text).with_context(|| format!("--utility-before {file}"))?;
+    let utility = old
+        .utility
+        .with_context(|| format!("--utility-before {file}: no utility section"))?;
+    Ok(UtilityBefore {
+        label: label.to_owned(),
+        // The first start time only (reruns append theirs).
+        source: format!(
+            "{}, {}",
+            old.source,
+            old.date_utc.split(" (").next().unwrap_or_default()
+        ),
+        utility,
+    })
 }
 
 fn plans(
@@ -274,10 +302,13 @@ fn run(a: Args) -> anyhow::Result<()> {
     }
     let existing = out.join("results.json");
     if a.render_only {
-        let r: Results = serde_json::from_str(
+        let mut r: Results = serde_json::from_str(
             &std::fs::read_to_string(&existing).with_context(|| existing.display().to_string())?,
         )
         .with_context(|| existing.display().to_string())?;
+        if let Some(spec) = &a.utility_before {
+            r.utility_before = Some(utility_before(spec)?);
+        }
         render(&r, &out)?;
         println!("redrew {} from {}", out.display(), existing.display());
         return Ok(());
@@ -322,6 +353,9 @@ fn run(a: Args) -> anyhow::Result<()> {
     }
     let data_dir = data_dir.canonicalize().unwrap_or(data_dir);
     let vtwin = Vtwin::locate(a.vtwin.as_deref())?;
+    if let Some(spec) = &a.utility_before {
+        r.utility_before = Some(utility_before(spec)?);
+    }
     let (up, tp, sp) = plans(a.quick, a.utility_iters, a.utility_minutes, a.jobs);
     for s in &sections {
         let prefix = format!("{}: ", s.name());

@@ -487,6 +487,25 @@ pub(crate) fn utility(r: &Results, path: &Path) -> anyhow::Result<bool> {
                 whiskers: vec![],
             })
             .collect();
+        // The earlier run's fixed backend, for comparison (its float and mpc lie close by).
+        if let Some(b) = &r.utility_before {
+            let points: Vec<(f64, f64)> = b
+                .utility
+                .rows
+                .iter()
+                .filter(|row| row.backend == "fixed")
+                .filter_map(|row| Some((row.epsilon, metric(row, key)?)))
+                .collect();
+            if !points.is_empty() {
+                series.push(Series {
+                    label: format!("fixed, before ({})", b.label),
+                    colour: RGBColor(150, 150, 150),
+                    dashed: true,
+                    points,
+                    whiskers: vec![],
+                });
+            }
+        }
         if key == auc_key {
             let real = u
                 .real_baseline

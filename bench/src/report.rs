@@ -6,7 +6,7 @@ use vtwin_harness::BenchReport;
 use vtwin_host::machine::Machine;
 
 use crate::plot::si;
-use crate::results::Results;
+use crate::results::{Results, Utility};
 
 fn f(v: Option<f64>, digits: usize) -> String {
     v.filter(|x| x.is_finite())
@@ -232,42 +232,15 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
                  responsibilities, beta from 0.2 to 1 over T / 2; docs/utility-levers.md).\n",
                 u.components, u.batch, u.iters, u.delta, u.seed, u.noise_seed
             );
-            let keys: Vec<&str> = [
-                "tvd_1way",
-                "tvd_2way",
-                "tvd_3way",
-                "corr_diff_within",
-                "corr_diff_across",
-                "frechet",
-                "tstr.auc_synth",
-                "tstr.f1_synth",
-                "tstr.random_forest.auc_synth",
-            ]
-            .into_iter()
-            .filter(|k| u.rows.iter().any(|row| eval_value(row, k).is_some()))
-            .collect();
-            out.push_str("| epsilon | backend | sigma | test NLL |");
-            for k in &keys {
-                let _ = write!(out, " {k} |");
-            }
-            out.push_str(" train s |\n|---:|---|---:|---:|");
-            for _ in &keys {
-                out.push_str("---:|");
-            }
-            out.push_str("---:|\n");
-            for row in &u.rows {
-                let _ = write!(
+            utility_table(&mut out, u);
+            if let Some(b) = &r.utility_before {
+                let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} |",
-                    row.epsilon,
-                    row.backend,
-                    f(row.sigma, 4),
-                    f(row.nll_test, 4)
+                    "\nThe same table from an earlier run ({}; source {}), T = {}, for comparison \
+                     (dashed grey in the figure):\n",
+                    b.label, b.source, b.utility.iters
                 );
-                for k in &keys {
-                    let _ = write!(out, " {} |", f(eval_value(row, k), 4));
-                }
-                let _ = writeln!(out, " {:.0} |", row.train_seconds);
+                utility_table(&mut out, &b.utility);
             }
             out.push('\n');
             if let Some(t) = &u.real_baseline {
@@ -384,6 +357,47 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
          cargo run --release -p vtwin-bench -- --render-only   # redraw results.md and the figures from docs/results.json\n```\n",
     );
     out
+}
+
+/// Section (a)'s table of one run: a row per (epsilon, backend), the metrics any row has.
+fn utility_table(out: &mut String, u: &Utility) {
+    let keys: Vec<&str> = [
+        "tvd_1way",
+        "tvd_2way",
+        "tvd_3way",
+        "corr_diff_within",
+        "corr_diff_across",
+        "frechet",
+        "tstr.auc_synth",
+        "tstr.f1_synth",
+        "tstr.random_forest.auc_synth",
+    ]
+    .into_iter()
+    .filter(|k| u.rows.iter().any(|row| eval_value(row, k).is_some()))
+    .collect();
+    out.push_str("| epsilon | backend | sigma | test NLL |");
+    for k in &keys {
+        let _ = write!(out, " {k} |");
+    }
+    out.push_str(" train s |\n|---:|---|---:|---:|");
+    for _ in &keys {
+        out.push_str("---:|");
+    }
+    out.push_str("---:|\n");
+    for row in &u.rows {
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {} |",
+            row.epsilon,
+            row.backend,
+            f(row.sigma, 4),
+            f(row.nll_test, 4)
+        );
+        for k in &keys {
+            let _ = write!(out, " {} |", f(eval_value(row, k), 4));
+        }
+        let _ = writeln!(out, " {:.0} |", row.train_seconds);
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,10 @@ pub(crate) struct Results {
     pub(crate) quick: bool,
     /// Plot (a): utility against epsilon.
     pub(crate) utility: Option<Utility>,
+    /// Plot (a)'s comparison: the utility section of an earlier run (`--utility-before`),
+    /// drawn and tabulated beside this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) utility_before: Option<UtilityBefore>,
     /// Plot (b): the `vtwin bench` JSONs of the Adult and demo workloads.
     pub(crate) timing: Option<Timing>,
     /// Plots (c) and (d): scaling with B, K, P and d.
@@ -65,6 +69,17 @@ pub(crate) struct Utility {
     /// `f1_real` (logistic) and `random_forest.*_real` are the train-on-real baseline.
     #[serde(default)]
     pub(crate) real_baseline: Option<Value>,
+}
+
+/// An earlier run's section (a), with what differed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct UtilityBefore {
+    /// What the earlier run's settings were, e.g. "T 5000, last iterate, untempered".
+    pub(crate) label: String,
+    /// The earlier run's `source` (commit) and `date_utc`.
+    pub(crate) source: String,
+    /// Its numbers.
+    pub(crate) utility: Utility,
 }
 
 /// One trained model and its evaluation.
