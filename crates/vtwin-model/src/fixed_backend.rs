@@ -334,11 +334,8 @@ pub fn party_upload_batch(
 /// weight 1 ulp apart; that changes accuracy only (the circuit's norm and G_w use its own
 /// pi, and 0 <= pm <= den whatever party 0 folds in).
 fn weights_encoded(theta: &[f64], beta: f64, k_n: usize) -> Result<Vec<Fx>, BackendError> {
-    let logits: Vec<f64> = if beta == 1.0 {
-        theta[..k_n].to_vec()
-    } else {
-        theta[..k_n].iter().map(|&z| beta * z).collect()
-    };
+    // beta = 1 multiplies exactly: untempered, these are pi's logits bit for bit.
+    let logits: Vec<f64> = theta[..k_n].iter().map(|&z| beta * z).collect();
     Ok(vtwin_iteration::coordinator::encode_weights(
         &crate::backend::softmax(&logits),
     )?)

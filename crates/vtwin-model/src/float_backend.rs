@@ -106,9 +106,8 @@ pub fn per_example_gradients(
     let (k_n, d) = (layout.components, layout.dim());
     let pi = input.weights();
     let (mut joint, scores) = joint_terms(device, layout, input.theta, input.parties, true)?;
-    if input.beta != 1.0 {
-        joint.iter_mut().for_each(|j| *j *= input.beta);
-    }
+    // Exact at beta = 1 (the untempered gradient bit for bit); B K multiplications.
+    joint.iter_mut().for_each(|j| *j *= input.beta);
     let idx = param_indices(layout);
     let mut g = vec![0.0; b * d];
     for n in 0..b {

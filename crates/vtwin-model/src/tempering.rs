@@ -70,15 +70,8 @@ impl Tempering {
     /// docs/utility-levers.md measures 0.1 to 0.3 and a quarter to three quarters of the
     /// run. Cost O(1).
     pub fn default_for(iters: u64) -> Tempering {
-        if iters / 2 == 0 {
-            // beta would be 1 from iteration 0: the same schedule, in the form
-            // `from_terms` gives it.
-            return Tempering::Off;
-        }
-        Tempering::Linear {
-            start: DEFAULT_START,
-            iterations: iters / 2,
-        }
+        // Through `from_terms`, so a run too short to temper is `Off` in both forms.
+        Tempering::from_terms(DEFAULT_START, iters / 2).expect("DEFAULT_START is in (0, 1]")
     }
 
     /// The schedule of a run of `iters` iterations from its two settings: beta `start` at
