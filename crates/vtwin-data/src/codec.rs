@@ -94,7 +94,9 @@ impl fmt::Display for Expected {
 /// continuous, O(log m) for binned, O(categories) for categorical.
 pub fn encode(kind: &ColumnKind, field: &str) -> Result<Encoded, ValueError> {
     match kind {
-        ColumnKind::Continuous { min, max, integer } => {
+        ColumnKind::Continuous {
+            min, max, integer, ..
+        } => {
             let x = parse_number(field, *integer)?;
             if x < *min || x > *max {
                 return Err(ValueError::OutOfBounds {
@@ -134,9 +136,12 @@ pub fn encode(kind: &ColumnKind, field: &str) -> Result<Encoded, ValueError> {
 /// is out of range: callers hold tables validated against the same schema.
 pub fn decode(kind: &ColumnKind, value: Encoded) -> String {
     match (kind, value) {
-        (ColumnKind::Continuous { min, max, integer }, Encoded::Unit(u)) => {
-            format_number(value_from_unit(*min, *max, *integer, u))
-        }
+        (
+            ColumnKind::Continuous {
+                min, max, integer, ..
+            },
+            Encoded::Unit(u),
+        ) => format_number(value_from_unit(*min, *max, *integer, u)),
         (ColumnKind::Categorical { categories }, Encoded::Index(i)) => {
             categories[i as usize].clone()
         }
@@ -155,6 +160,13 @@ pub fn unit_from_value(min: f64, max: f64, integer: bool, x: f64) -> f64 {
     } else {
         UNIT_EPS + (1.0 - 2.0 * UNIT_EPS) * (x - min) / (max - min)
     }
+}
+
+/// The cell `j = floor(u W)` (clamped to `0..W`) of an encoded integer value `u` among the
+/// `W` equal cells of (0,1): the value `min + j`, the same integer [`value_from_unit`] decodes.
+/// Exact for cell centres. Cost O(1).
+pub fn unit_cell(u: f64, cells: usize) -> usize {
+    ((u * cells as f64).floor().max(0.0) as usize).min(cells.saturating_sub(1))
 }
 
 /// Maps `u` in [0,1] back to `[min, max]` (inverse of [`unit_from_value`], clamped; integer

@@ -13,7 +13,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use crate::params::{ColumnParams, MixtureParams};
-use crate::schema::{ColumnKind, ColumnSpec, CsvDialect, Missing, Schema};
+use crate::schema::{ColumnKind, ColumnSpec, ContinuousModel, CsvDialect, Missing, Schema};
 use crate::synth::sample_table;
 use crate::table::Table;
 
@@ -46,6 +46,7 @@ pub fn demo_schema() -> Schema {
                 min: 18.0,
                 max: 90.0,
                 integer: true,
+                model: ContinuousModel::Beta,
             },
         ),
         column(
@@ -55,6 +56,7 @@ pub fn demo_schema() -> Schema {
                 min: 15.0,
                 max: 45.0,
                 integer: false,
+                model: ContinuousModel::Beta,
             },
         ),
         column("smoker", "health", categories(&["no", "yes"])),
@@ -78,6 +80,7 @@ pub fn demo_schema() -> Schema {
                 min: 0.0,
                 max: 30.0,
                 integer: true,
+                model: ContinuousModel::Beta,
             },
         ),
         column(

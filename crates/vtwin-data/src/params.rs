@@ -2,14 +2,18 @@
 //! log-likelihood of an encoded table under it.
 //!
 //! The model (paper section 6.1): `p(x) = sum_k pi_k prod_c f_c(x_c | theta_{k,c})` with
-//! `f_c = Beta(a_{k,c}, b_{k,c})` on the encoded (0,1) value of a continuous column, and
-//! `f_c = Categorical(p_{k,c})` on the index of a categorical or binned column. Densities are
-//! of the encoded values (see [`crate::codec`]): the Jacobian of the public affine scaling is a
-//! constant per column and is not included.
+//! `f_c = Beta(a_{k,c}, b_{k,c})` on the encoded (0,1) value of a continuous column,
+//! `f_c = Categorical(p_{k,c})` on the index of a categorical or binned column, and for an
+//! integer column modelled by its W cells ([`ContinuousModel::Cells`]) the piecewise-constant
+//! density `f_c(u) = W p_{k,c,j}` on the encoded value u in cell j = floor(u W), so its
+//! likelihood is a density of the same encoded value as a Beta's and the two compare.
+//! Densities are of the encoded values (see [`crate::codec`]): the Jacobian of the public
+//! affine scaling is a constant per column and is not included.
 
 use statrs::function::gamma::ln_gamma;
 
-use crate::schema::{ColumnKind, Schema};
+use crate::codec::unit_cell;
+use crate::schema::{ColumnKind, ContinuousModel, Schema};
 use crate::table::{Column, Table};
 
 /// Tolerance on `sum = 1` for the weights and for every categorical probability vector.
@@ -25,8 +29,9 @@ pub enum ColumnParams {
         /// `b_k`, length K.
         b: Vec<f64>,
     },
-    /// Category (or bin) probabilities per component: K rows of the column's cardinality,
-    /// each non-negative and summing to 1.
+    /// Category (or bin, or cell) probabilities per component: K rows of the column's
+    /// cardinality (its cells for [`ContinuousModel::Cells`]), each non-negative and summing
+    /// to 1.
     Categorical {
         /// `probs[k][c]`.
         probs: Vec<Vec<f64>>,
@@ -215,7 +220,13 @@ impl MixtureParams {
                 problem,
             };
             match (&spec.kind, cp) {
-                (ColumnKind::Continuous { .. }, ColumnParams::Beta { a, b }) => {
+                (
+                    ColumnKind::Continuous {
+                        model: ContinuousModel::Beta,
+                        ..
+                    },
+                    ColumnParams::Beta { a, b },
+                ) => {
                     if a.len() != k || b.len() != k {
                         return Err(bad(ColumnParamsError::BetaCount {
                             a: a.len(),
@@ -227,11 +238,10 @@ impl MixtureParams {
                         return Err(bad(ColumnParamsError::BetaParameter(*x)));
                     }
                 }
-                (
-                    ColumnKind::Categorical { .. } | ColumnKind::Binned { .. },
-                    ColumnParams::Categorical { probs },
-                ) => {
-                    let card = spec.kind.cardinality().expect("discrete kind");
+                (kind, ColumnParams::Categorical { probs })
+                    if kind.cardinality().or(kind.cells()).is_some() =>
+                {
+                    let card = kind.cardinality().or(kind.cells()).expect("discrete kind");
                     if probs.len() != k {
                         return Err(bad(ColumnParamsError::RowCount {
                             rows: probs.len(),
@@ -272,7 +282,12 @@ impl MixtureParams {
         for row in out.chunks_exact_mut(k) {
             row.copy_from_slice(&ln_w);
         }
-        for (cp, col) in self.columns.iter().zip(&table.columns) {
+        for ((cp, col), spec) in self
+            .columns
+            .iter()
+            .zip(&table.columns)
+            .zip(&table.schema.columns)
+        {
             match (cp, col) {
                 (ColumnParams::Beta { a, b }, Column::Unit(u)) => {
                     let ln_b: Vec<f64> = (0..k).map(|j| ln_beta(a[j], b[j])).collect();
@@ -291,6 +306,23 @@ impl MixtureParams {
                     for (row, &c) in out.chunks_exact_mut(k).zip(idx) {
                         for j in 0..k {
                             row[j] += ln_p[j][c as usize];
+                        }
+                    }
+                }
+                (ColumnParams::Categorical { probs }, Column::Unit(u)) => {
+                    let w = spec
+                        .kind
+                        .cells()
+                        .expect("check() matched cells to Unit columns");
+                    let ln_w = (w as f64).ln();
+                    let ln_p: Vec<Vec<f64>> = probs
+                        .iter()
+                        .map(|r| r.iter().map(|p| p.ln() + ln_w).collect())
+                        .collect();
+                    for (row, &x) in out.chunks_exact_mut(k).zip(u) {
+                        let c = unit_cell(x, w);
+                        for j in 0..k {
+                            row[j] += ln_p[j][c];
                         }
                     }
                 }

@@ -20,6 +20,8 @@
 //! min = 17
 //! max = 90
 //! integer = true             # values are integers; synthesis writes integers
+//! model = "cells"            # optional, integer columns only: a categorical over the
+//!                            # max - min + 1 values (default "beta")
 //!
 //! [[column]]
 //! name = "capital-gain"
@@ -38,8 +40,9 @@
 //! ```
 //!
 //! Validation ([`Schema::new`], run by [`Schema::load`] and by deserialisation) rejects:
-//! duplicate column names, a column named like the id column, an empty or duplicated
-//! category list, a category with surrounding spaces when fields are trimmed or equal to a
+//! duplicate column names, a column named like the id column, `model = "cells"` on a non-integer column
+//! or over more than [`MAX_CELLS`] values, `model` on a categorical or binned column, an
+//! empty or duplicated category list, a category with surrounding spaces when fields are trimmed or equal to a
 //! missing marker, non-finite bounds, `min >= max`, non-integer bounds on an integer column,
 //! fewer than 2 edges or edges not strictly increasing, an integer binned column with a bin
 //! that holds no integer, an empty or undeclared party name, a declared party listed twice or
@@ -66,6 +69,8 @@ pub enum ColumnKind {
         max: f64,
         /// Whether the values are integers.
         integer: bool,
+        /// How the column is modelled within a mixture component.
+        model: ContinuousModel,
     },
     /// One of a public list of categories (matched exactly, after trimming and suffix
     /// stripping), modelled as Categorical over the list's indices.
@@ -83,7 +88,40 @@ pub enum ColumnKind {
     },
 }
 
+/// How a continuous column is modelled within one mixture component (`model = "beta"` or
+/// `model = "cells"` in TOML; the default is `beta`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ContinuousModel {
+    /// Beta on the encoded value in (0,1): two parameters, smooth, unimodal or U-shaped.
+    #[default]
+    Beta,
+    /// For an integer column with `W = max - min + 1` values: a categorical over its W unit
+    /// cells (the piecewise-constant density `W p_j` on the encoded value), which can put mass
+    /// on single values (heaped answers such as a 40-hour week) where a Beta cannot. W
+    /// parameters per component; at most [`MAX_CELLS`].
+    Cells,
+}
+
+/// The most values an integer column modelled by its cells may have (its parameters per
+/// component, each one more released coordinate per component).
+pub const MAX_CELLS: usize = 1024;
+
 impl ColumnKind {
+    /// The number of unit cells of a continuous integer column modelled by them
+    /// ([`ContinuousModel::Cells`]); `None` for every other column. Cost O(1).
+    pub fn cells(&self) -> Option<usize> {
+        match self {
+            ColumnKind::Continuous {
+                min,
+                max,
+                integer: true,
+                model: ContinuousModel::Cells,
+            } => Some((max - min) as usize + 1),
+            _ => None,
+        }
+    }
+
     /// Number of categories or bins; `None` for a continuous column. Cost O(1).
     pub fn cardinality(&self) -> Option<usize> {
         match self {
@@ -250,6 +288,15 @@ pub enum SchemaProblem {
     /// An integer range too wide for exact f64 arithmetic.
     #[error("integer range wider than 2^52")]
     IntegerRangeTooWide,
+    /// `model = "cells"` on a column that is not integer-valued.
+    #[error("model = \"cells\" needs integer = true: the cells are the column's integers")]
+    CellsNeedIntegers,
+    /// `model = "cells"` on an integer range with more than [`MAX_CELLS`] values.
+    #[error("model = \"cells\" over {cells} values: at most {max} (MAX_CELLS), or use model = \"beta\" or public bins", max = MAX_CELLS)]
+    TooManyCells {
+        /// max - min + 1.
+        cells: f64,
+    },
     /// `categories = []`.
     #[error("empty category list")]
     NoCategories,
@@ -443,7 +490,12 @@ impl Schema {
                 return Err(issue(col, SchemaProblem::EmptyStripSuffix));
             }
             match &c.kind {
-                ColumnKind::Continuous { min, max, integer } => {
+                ColumnKind::Continuous {
+                    min,
+                    max,
+                    integer,
+                    model,
+                } => {
                     if !min.is_finite() || !max.is_finite() {
                         return Err(issue(
                             col,
@@ -474,6 +526,19 @@ impl Schema {
                     // Integer columns are encoded by exact integer arithmetic in f64.
                     if *integer && (max - min) >= 2f64.powi(52) {
                         return Err(issue(col, SchemaProblem::IntegerRangeTooWide));
+                    }
+                    if *model == ContinuousModel::Cells {
+                        if !*integer {
+                            return Err(issue(col, SchemaProblem::CellsNeedIntegers));
+                        }
+                        if max - min >= MAX_CELLS as f64 {
+                            return Err(issue(
+                                col,
+                                SchemaProblem::TooManyCells {
+                                    cells: max - min + 1.0,
+                                },
+                            ));
+                        }
                     }
                 }
                 ColumnKind::Categorical { categories } => {
@@ -593,6 +658,8 @@ struct RawColumn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     integer: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<RawModel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     categories: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edges: Option<Vec<f64>>,
@@ -600,6 +667,13 @@ struct RawColumn {
     missing: Missing,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     strip_suffix: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawModel {
+    Beta,
+    Cells,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -653,9 +727,14 @@ impl TryFrom<RawSchema> for Schema {
                         min,
                         max,
                         integer: c.integer.unwrap_or(false),
+                        model: match c.model {
+                            None | Some(RawModel::Beta) => ContinuousModel::Beta,
+                            Some(RawModel::Cells) => ContinuousModel::Cells,
+                        },
                     }
                 }
                 RawKind::Categorical => {
+                    forbid("model", c.model.is_some())?;
                     forbid("min", c.min.is_some())?;
                     forbid("max", c.max.is_some())?;
                     forbid("edges", c.edges.is_some())?;
@@ -666,6 +745,7 @@ impl TryFrom<RawSchema> for Schema {
                     ColumnKind::Categorical { categories }
                 }
                 RawKind::Binned => {
+                    forbid("model", c.model.is_some())?;
                     forbid("min", c.min.is_some())?;
                     forbid("max", c.max.is_some())?;
                     forbid("categories", c.categories.is_some())?;
@@ -703,16 +783,25 @@ impl From<Schema> for RawSchema {
                     min: None,
                     max: None,
                     integer: None,
+                    model: None,
                     categories: None,
                     edges: None,
                     missing: c.missing,
                     strip_suffix: c.strip_suffix,
                 };
                 match c.kind {
-                    ColumnKind::Continuous { min, max, integer } => {
+                    ColumnKind::Continuous {
+                        min,
+                        max,
+                        integer,
+                        model,
+                    } => {
                         raw.min = Some(min);
                         raw.max = Some(max);
                         raw.integer = Some(integer);
+                        // Written only when not the default, so Beta schemas read and write
+                        // as they did before the field existed.
+                        raw.model = (model == ContinuousModel::Cells).then_some(RawModel::Cells);
                     }
                     ColumnKind::Categorical { categories } => {
                         raw.kind = RawKind::Categorical;

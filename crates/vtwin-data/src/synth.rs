@@ -4,7 +4,8 @@
 //!
 //! Sampled values go through the same public encoding as loaded data ([`crate::codec`]): a
 //! Beta draw `u` is decoded to original units (integer columns to the integer whose cell
-//! holds `u`) and re-encoded, so the returned table is exactly what reading its
+//! holds `u`) and re-encoded, a cell j of a column modelled by its cells is the integer
+//! `min + j` (encoded as its cell's centre), so the returned table is exactly what reading its
 //! [`Table::write_csv`] output gives back, bit for bit.
 
 use rand::distr::weighted::WeightedIndex;
@@ -36,7 +37,12 @@ pub fn sample_table<R: Rng + ?Sized>(
             problem,
         };
         let col = match (&spec.kind, cp) {
-            (&ColumnKind::Continuous { min, max, integer }, ColumnParams::Beta { a, b }) => {
+            (
+                &ColumnKind::Continuous {
+                    min, max, integer, ..
+                },
+                ColumnParams::Beta { a, b },
+            ) => {
                 let dists = a
                     .iter()
                     .zip(b)
@@ -61,7 +67,7 @@ pub fn sample_table<R: Rng + ?Sized>(
                         .collect(),
                 )
             }
-            (_, ColumnParams::Categorical { probs }) => {
+            (kind, ColumnParams::Categorical { probs }) => {
                 let dists = probs
                     .iter()
                     .enumerate()
@@ -71,7 +77,16 @@ pub fn sample_table<R: Rng + ?Sized>(
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                Column::Index(z.iter().map(|&k| dists[k].sample(rng) as u32).collect())
+                let drawn = z.iter().map(|&k| dists[k].sample(rng));
+                match *kind {
+                    // A cell j is the integer min + j, written as its cell's centre.
+                    ColumnKind::Continuous { min, max, .. } => Column::Unit(
+                        drawn
+                            .map(|j| unit_from_value(min, max, true, min + j as f64))
+                            .collect(),
+                    ),
+                    _ => Column::Index(drawn.map(|c| c as u32).collect()),
+                }
             }
             _ => unreachable!("check() matched parameter kinds to column kinds"),
         };

@@ -134,7 +134,7 @@ proptest! {
     fn integer_values_round_trip_exactly(min in -1000i64..1000, width in 1i64..100_000, off in 0.0f64..1.0) {
         let max = min + width;
         let x = min + (off * width as f64).floor() as i64;
-        let kind = ColumnKind::Continuous { min: min as f64, max: max as f64, integer: true };
+        let kind = ColumnKind::Continuous { min: min as f64, max: max as f64, integer: true, model: Default::default() };
         let e = codec::encode(&kind, &x.to_string()).unwrap();
         let Encoded::Unit(u) = e else { panic!() };
         prop_assert!(u > 0.0 && u < 1.0);
@@ -145,7 +145,7 @@ proptest! {
     fn real_values_round_trip_closely(min in -1e6f64..1e6, width in 1e-3f64..1e6, t in 0.0f64..=1.0) {
         let max = min + width;
         let x = (min + t * width).clamp(min, max);
-        let kind = ColumnKind::Continuous { min, max, integer: false };
+        let kind = ColumnKind::Continuous { min, max, integer: false, model: Default::default() };
         let e = codec::encode(&kind, &format!("{x}")).unwrap();
         let Encoded::Unit(u) = e else { panic!() };
         prop_assert!((UNIT_EPS * 0.999..=1.0 - UNIT_EPS * 0.999).contains(&u));
@@ -157,7 +157,7 @@ proptest! {
 
     #[test]
     fn any_unit_decodes_into_bounds(u in 0.0f64..=1.0, integer in any::<bool>()) {
-        let kind = ColumnKind::Continuous { min: 17.0, max: 90.0, integer };
+        let kind = ColumnKind::Continuous { min: 17.0, max: 90.0, integer, model: Default::default() };
         let x: f64 = codec::decode(&kind, Encoded::Unit(u)).parse().unwrap();
         prop_assert!((17.0..=90.0).contains(&x));
     }

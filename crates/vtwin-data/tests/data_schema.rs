@@ -216,6 +216,85 @@ fn field_of_another_kind() {
     assert_column(&msg, "u", "`edges` is not allowed for kind categorical");
 }
 
+/// `model = "cells"` parses, round-trips through TOML and JSON (and is written only when it is
+/// not the default, so Beta schemas keep their old text), and gives the column its W cells.
+#[test]
+fn an_integer_column_modelled_by_its_cells() {
+    let cells = "kind = \"continuous\"\nmin = 1\nmax = 99\ninteger = true\nmodel = \"cells\"";
+    let beta = "kind = \"continuous\"\nmin = 1\nmax = 99\ninteger = true\nmodel = \"beta\"";
+    let s = Schema::from_toml(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", cells)
+    ))
+    .unwrap();
+    assert_eq!(s.columns[1].kind.cells(), Some(99));
+    assert_eq!(s.columns[1].kind.cardinality(), None);
+    assert!(s.columns[1].kind.is_continuous());
+    assert!(s.to_toml().contains("model = \"cells\""));
+    assert_eq!(Schema::from_toml(&s.to_toml()).unwrap(), s);
+    let json = serde_json::to_string(&s).unwrap();
+    assert_eq!(serde_json::from_str::<Schema>(&json).unwrap(), s);
+    let b = Schema::from_toml(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", beta)
+    ))
+    .unwrap();
+    assert_eq!(b.columns[1].kind.cells(), None);
+    assert!(!b.to_toml().contains("model"), "{}", b.to_toml());
+    let plain = format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", &beta.replace("\nmodel = \"beta\"", ""))
+    );
+    assert_eq!(Schema::from_toml(&plain).unwrap(), b);
+}
+
+#[test]
+fn cells_need_an_integer_column_of_at_most_max_cells_values() {
+    let real = "kind = \"continuous\"\nmin = 0\nmax = 10\nmodel = \"cells\"";
+    let msg = load_err(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", real)
+    ));
+    assert_column(&msg, "v", "needs integer = true");
+    let max = vtwin_data::schema::MAX_CELLS;
+    let ok = format!(
+        "kind = \"continuous\"\nmin = 0\nmax = {}\ninteger = true\nmodel = \"cells\"",
+        max - 1
+    );
+    let s = Schema::from_toml(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", &ok)
+    ))
+    .unwrap();
+    assert_eq!(s.columns[1].kind.cells(), Some(max));
+    let wide = ok.replace(&format!("max = {}", max - 1), &format!("max = {max}"));
+    let msg = load_err(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", &wide)
+    ));
+    assert_column(&msg, "v", &format!("over {} values", max + 1));
+    let on_categorical = format!("{CAT}\nmodel = \"cells\"");
+    let msg = load_err(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", &on_categorical),
+        col("v", "q", CONT)
+    ));
+    assert_column(&msg, "u", "`model` is not allowed for kind categorical");
+    let unknown = "kind = \"continuous\"\nmin = 0\nmax = 10\ninteger = true\nmodel = \"spline\"";
+    let msg = load_err(&format!(
+        "{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", unknown)
+    ));
+    assert!(msg.contains("spline"), "{msg}");
+}
+
 #[test]
 fn unknown_field_is_rejected() {
     let msg = load_err(&format!(
@@ -303,14 +382,9 @@ fn adult_schema_is_valid_and_splits_as_the_paper() {
         ]
     );
     let kind = |n: &str| &s.columns[s.column_index(n).unwrap()].kind;
-    assert!(matches!(
-        kind("age"),
-        ColumnKind::Continuous { integer: true, .. }
-    ));
-    assert!(matches!(
-        kind("hours-per-week"),
-        ColumnKind::Continuous { integer: true, .. }
-    ));
+    // Both integer columns are modelled by their cells (docs/utility-levers.md).
+    assert_eq!(kind("age").cells(), Some(74));
+    assert_eq!(kind("hours-per-week").cells(), Some(99));
     for n in ["fnlwgt", "capital-gain", "capital-loss"] {
         assert!(matches!(kind(n), ColumnKind::Binned { .. }), "{n}");
     }

@@ -87,6 +87,7 @@ fn mixture_log_likelihood_matches_mpmath() {
                     min: 0.0,
                     max: 1.0,
                     integer: false,
+                    model: Default::default(),
                 },
             ),
             spec(

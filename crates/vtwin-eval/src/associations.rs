@@ -113,7 +113,12 @@ enum Values {
 
 fn column_values(table: &Table, c: usize) -> Values {
     match (&table.columns[c], &table.schema.columns[c].kind) {
-        (Column::Unit(v), ColumnKind::Continuous { min, max, integer }) => Values::Numeric(
+        (
+            Column::Unit(v),
+            ColumnKind::Continuous {
+                min, max, integer, ..
+            },
+        ) => Values::Numeric(
             v.iter()
                 .map(|&u| value_from_unit(*min, *max, *integer, u))
                 .collect(),

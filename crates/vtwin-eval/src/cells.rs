@@ -27,7 +27,12 @@ pub struct Cells {
 pub fn column_cells(table: &Table, c: usize) -> Cells {
     let kind = &table.schema.columns[c].kind;
     match (&table.columns[c], kind) {
-        (Column::Unit(v), ColumnKind::Continuous { min, max, integer }) => {
+        (
+            Column::Unit(v),
+            ColumnKind::Continuous {
+                min, max, integer, ..
+            },
+        ) => {
             let b = CONTINUOUS_BINS;
             let index = v
                 .iter()

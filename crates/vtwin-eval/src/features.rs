@@ -184,7 +184,9 @@ impl FeatureMap {
             }
             let offset = names.len();
             let encoding = match &spec.kind {
-                ColumnKind::Continuous { min, max, integer } => {
+                ColumnKind::Continuous {
+                    min, max, integer, ..
+                } => {
                     names.push(spec.name.clone());
                     FeatureEncoding::Scaled {
                         min: *min,

@@ -6,7 +6,9 @@
 //! - a Categorical or binned column with C categories: per component, C full logits
 //!   lambda_k, omega_k = softmax(lambda_k);
 //! - a Beta column (values scaled to (0,1) by public bounds): per component
-//!   (log a_k, log b_k).
+//!   (log a_k, log b_k);
+//! - an integer column modelled by its W cells: per component W full logits, as a
+//!   categorical column.
 //!
 //! Every coordinate gets the same prior: z = log g with g ~ Gamma(1, 1) (see
 //! [`crate::prior`]). For the Beta parameters this is the paper's Gamma(1,1) prior in log
@@ -36,6 +38,14 @@ pub enum ColumnModel {
         /// Number of categories, at least 1.
         cardinality: usize,
     },
+    /// An integer column modelled by its `cells` values (`model = "cells"` in the schema):
+    /// a categorical over the cells `j = floor(u W)` of its encoded value u, with the density
+    /// `W omega_j` on u (so its likelihood compares with a Beta's); full softmax logits;
+    /// one-hot statistics; the same scores and ranges as [`ColumnModel::Categorical`].
+    Cells {
+        /// W = max - min + 1, at least 2.
+        cells: usize,
+    },
 }
 
 impl ColumnModel {
@@ -44,6 +54,7 @@ impl ColumnModel {
         match self {
             ColumnModel::Beta => 2,
             ColumnModel::Categorical { cardinality } => *cardinality,
+            ColumnModel::Cells { cells } => *cells,
         }
     }
 }
@@ -172,8 +183,9 @@ impl Layout {
         })
     }
 
-    /// The layout of a schema's model with K components: continuous columns are Beta,
-    /// categorical and binned columns Categorical over their categories or bins.
+    /// The layout of a schema's model with K components: continuous columns are Beta (or
+    /// their cells, with `model = "cells"`), categorical and binned columns Categorical over
+    /// their categories or bins.
     pub fn from_schema(schema: &Schema, components: usize) -> Result<Layout, LayoutError> {
         let parties = schema.parties.clone();
         let columns = schema
@@ -185,7 +197,10 @@ impl Layout {
                     .position(|p| *p == c.party)
                     .unwrap_or(usize::MAX);
                 let model = match &c.kind {
-                    ColumnKind::Continuous { .. } => ColumnModel::Beta,
+                    kind @ ColumnKind::Continuous { .. } => match kind.cells() {
+                        Some(cells) => ColumnModel::Cells { cells },
+                        None => ColumnModel::Beta,
+                    },
                     kind => ColumnModel::Categorical {
                         cardinality: kind.cardinality().unwrap_or(0),
                     },

@@ -109,9 +109,11 @@ pub fn natural_params(layout: &Layout, theta: &[f64]) -> MixtureParams {
                     a: (0..k_n).map(|k| block(k)[0].exp()).collect(),
                     b: (0..k_n).map(|k| block(k)[1].exp()).collect(),
                 },
-                ColumnModel::Categorical { .. } => ColumnParams::Categorical {
-                    probs: (0..k_n).map(|k| softmax(block(k))).collect(),
-                },
+                ColumnModel::Categorical { .. } | ColumnModel::Cells { .. } => {
+                    ColumnParams::Categorical {
+                        probs: (0..k_n).map(|k| softmax(block(k))).collect(),
+                    }
+                }
             }
         })
         .collect();

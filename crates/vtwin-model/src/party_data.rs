@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::layout::{ColumnModel, Layout};
+use vtwin_data::codec::unit_cell;
 use vtwin_data::csv_table::read_party_alone;
 use vtwin_data::schema::Schema;
 use vtwin_data::table::{Column, DataError, Table};
@@ -110,6 +111,11 @@ fn fill_column(
             for (i, &x) in u.iter().enumerate() {
                 stats[i * width + slot.stat_offset] = x.ln();
                 stats[i * width + slot.stat_offset + 1] = (-x).ln_1p();
+            }
+        }
+        (ColumnModel::Cells { cells }, Column::Unit(u)) => {
+            for (i, &x) in u.iter().enumerate() {
+                stats[i * width + slot.stat_offset + unit_cell(x, *cells)] = 1.0;
             }
         }
         (ColumnModel::Categorical { cardinality }, Column::Index(idx)) => {
