@@ -29,7 +29,8 @@ fn adult_schema() -> Schema {
     .unwrap()
 }
 
-/// Random K-component parameters for `schema` (Beta shapes in [0.5, 20], Dirichlet-ish rows).
+/// Random K-component parameters for `schema` (Beta shapes in [0.5, 20], Dirichlet-ish rows
+/// for categorical, binned and cells columns).
 fn random_params(schema: &Schema, k: usize, rng: &mut impl Rng) -> MixtureParams {
     let simplex = |n: usize, rng: &mut dyn rand::RngCore| {
         let v: Vec<f64> = (0..n).map(|_| rng.random_range(0.05..1.0)).collect();
@@ -41,7 +42,7 @@ fn random_params(schema: &Schema, k: usize, rng: &mut impl Rng) -> MixtureParams
         columns: schema
             .columns
             .iter()
-            .map(|c| match c.kind.cardinality() {
+            .map(|c| match c.kind.cardinality().or(c.kind.cells()) {
                 None => ColumnParams::Beta {
                     a: (0..k).map(|_| rng.random_range(0.5..20.0)).collect(),
                     b: (0..k).map(|_| rng.random_range(0.5..20.0)).collect(),

@@ -117,7 +117,11 @@ impl ColumnKind {
                 max,
                 integer: true,
                 model: ContinuousModel::Cells,
-            } => Some((max - min) as usize + 1),
+            } => {
+                // Validation bounds W; checked again here because the fields are public.
+                let w = max - min + 1.0;
+                (w >= 2.0 && w <= MAX_CELLS as f64).then_some(w as usize)
+            }
             _ => None,
         }
     }

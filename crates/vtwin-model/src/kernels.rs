@@ -8,9 +8,9 @@
 //!   k: s[n][k][j] = scale[k][j] * T[n][j] + offset[k][j] (the public affine map A_k T + b_k
 //!   of `protocols/mpc-gradient.md`, diagonal because statistic j pairs with parameter j, see
 //!   [`crate::layout`]):
-//!   - categorical (and an integer column's cells): scale = 1, offset = -omega_{k,c}, so
-//!     s_c = 1[x=c] - omega_{k,c}; a column of W cells adds ln W to log_norm (its density on
-//!     the encoded value is W omega_{k,c});
+//!   - categorical (and an integer column's W cells): scale = 1, offset = -omega_{k,c}, so
+//!     s_c = 1[x=c] - omega_{k,c}. For cells, l omits the density's constant ln W (the same
+//!     for every component, so no responsibility or score depends on it);
 //!   - Beta (log a, log b): scale = (a, b), offset = (a (psi(a+b) - psi(a)), b (psi(a+b) - psi(b))),
 //!     so s_{log a} = a (log u - psi(a) + psi(a+b)).
 //! - squared score norm q[n][k] = |s[n][k]|^2.
@@ -112,12 +112,11 @@ impl PartyMaps {
                         m.offset[k * w + j0] = a * (psi_ab - digamma(a));
                         m.offset[k * w + j0 + 1] = b * (psi_ab - digamma(b));
                     }
+                    // A column's cells are a categorical here: its density's constant ln W
+                    // (vtwin_data::params) is the same for every k, so it changes no
+                    // responsibility, and leaving it out keeps every factor's range as a
+                    // categorical's under each renormalisation.
                     ColumnModel::Categorical { .. } | ColumnModel::Cells { .. } => {
-                        if let ColumnModel::Cells { cells } = col.model {
-                            // The density W omega_j on the encoded value: a constant per
-                            // column, which the parties' renormalisation over k removes.
-                            m.log_norm[k] += (cells as f64).ln();
-                        }
                         let logits = &theta[base..base + cw];
                         let lse = log_sum_exp(logits);
                         for (c, &z) in logits.iter().enumerate() {

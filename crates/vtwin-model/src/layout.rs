@@ -19,8 +19,9 @@
 //!
 //! Order of theta: the K weight logits, then for every column in schema order, for every
 //! component k, the column's `width` parameters. Each party's T_p concatenates its
-//! columns in schema order: one-hot of width C for a categorical column, (log u, log(1-u))
-//! for a Beta column. Statistic j of party p and parameter j of that party's block in
+//! columns in schema order: one-hot of width C for a categorical column (of width W, at the
+//! cell floor(u W), for an integer column modelled by its cells), (log u, log(1-u)) for a
+//! Beta column. Statistic j of party p and parameter j of that party's block in
 //! component k correspond one to one, which is what makes the affine score map diagonal.
 
 use serde::{Deserialize, Serialize};

@@ -15,6 +15,12 @@
 //!   continuous value at its lower bound: its clipped gradient concentrates on that column's
 //!   coordinates (its largest coordinate holds about half of |h|^2 at K = 20).
 //!
+//! An integer column modelled by its cells (`model = "cells"`) gets the same encoded values as
+//! any continuous column: `UNIT_EPS` and `1 - UNIT_EPS` fall in its first and last cells (its
+//! lowest and highest integers), and the upper median in its median cell. Its statistics are
+//! 0/1 like a categorical's, so such a column adds no near-range statistic to a canary; a
+//! schema without Beta columns tests the clip at categorical statistics only.
+//!
 //! The black-box canary attack ([`super::inserted_canaries`]) draws many distinct outliers
 //! instead ([`random_outliers`]): every continuous value at one of its two public bounds,
 //! every categorical or binned value at a uniformly random level.
