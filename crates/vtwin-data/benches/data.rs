@@ -42,7 +42,7 @@ fn random_params(schema: &Schema, k: usize, rng: &mut impl Rng) -> MixtureParams
         columns: schema
             .columns
             .iter()
-            .map(|c| match c.kind.cardinality().or(c.kind.cells()) {
+            .map(|c| match c.kind.levels() {
                 None => ColumnParams::Beta {
                     a: (0..k).map(|_| rng.random_range(0.5..20.0)).collect(),
                     b: (0..k).map(|_| rng.random_range(0.5..20.0)).collect(),

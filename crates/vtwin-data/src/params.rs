@@ -219,12 +219,13 @@ impl MixtureParams {
                 column: spec.name.clone(),
                 problem,
             };
-            match (&spec.kind, cp) {
+            match (&spec.kind, spec.kind.levels(), cp) {
                 (
                     ColumnKind::Continuous {
                         model: ContinuousModel::Beta,
                         ..
                     },
+                    _,
                     ColumnParams::Beta { a, b },
                 ) => {
                     if a.len() != k || b.len() != k {
@@ -238,10 +239,7 @@ impl MixtureParams {
                         return Err(bad(ColumnParamsError::BetaParameter(*x)));
                     }
                 }
-                (kind, ColumnParams::Categorical { probs })
-                    if kind.cardinality().or(kind.cells()).is_some() =>
-                {
-                    let card = kind.cardinality().or(kind.cells()).expect("discrete kind");
+                (_, Some(card), ColumnParams::Categorical { probs }) => {
                     if probs.len() != k {
                         return Err(bad(ColumnParamsError::RowCount {
                             rows: probs.len(),
@@ -298,29 +296,21 @@ impl MixtureParams {
                         }
                     }
                 }
-                (ColumnParams::Categorical { probs }, Column::Index(idx)) => {
-                    let ln_p: Vec<Vec<f64>> = probs
-                        .iter()
-                        .map(|r| r.iter().map(|p| p.ln()).collect())
-                        .collect();
-                    for (row, &c) in out.chunks_exact_mut(k).zip(idx) {
-                        for j in 0..k {
-                            row[j] += ln_p[j][c as usize];
-                        }
-                    }
-                }
-                (ColumnParams::Categorical { probs }, Column::Unit(u)) => {
-                    let w = spec
-                        .kind
-                        .cells()
-                        .expect("check() matched cells to Unit columns");
-                    let ln_w = (w as f64).ln();
+                (ColumnParams::Categorical { probs }, col) => {
+                    // A column's cells: the density W p_j of the encoded value (module docs).
+                    let (level, ln_w): (Vec<usize>, f64) = match (col, spec.kind.cells()) {
+                        (Column::Index(idx), _) => (idx.iter().map(|&c| c as usize).collect(), 0.0),
+                        (Column::Unit(u), Some(w)) => (
+                            u.iter().map(|&x| unit_cell(x, w)).collect(),
+                            (w as f64).ln(),
+                        ),
+                        _ => unreachable!("check() matched cells to Unit columns"),
+                    };
                     let ln_p: Vec<Vec<f64>> = probs
                         .iter()
                         .map(|r| r.iter().map(|p| p.ln() + ln_w).collect())
                         .collect();
-                    for (row, &x) in out.chunks_exact_mut(k).zip(u) {
-                        let c = unit_cell(x, w);
+                    for (row, &c) in out.chunks_exact_mut(k).zip(&level) {
                         for j in 0..k {
                             row[j] += ln_p[j][c];
                         }

@@ -126,6 +126,12 @@ impl ColumnKind {
         }
     }
 
+    /// The number of per-component probabilities of a column modelled as a categorical: its
+    /// categories, bins or cells ([`ColumnKind::cells`]); `None` for a Beta column. Cost O(1).
+    pub fn levels(&self) -> Option<usize> {
+        self.cardinality().or(self.cells())
+    }
+
     /// Number of categories or bins; `None` for a continuous column. Cost O(1).
     pub fn cardinality(&self) -> Option<usize> {
         match self {

@@ -140,7 +140,7 @@ fn kernels_likelihood_and_synthesis_agree_on_the_cells_density() {
         columns: schema
             .columns
             .iter()
-            .map(|c| match c.kind.cells().or(c.kind.cardinality()) {
+            .map(|c| match c.kind.levels() {
                 Some(31) if c.name == "visits" => ColumnParams::Categorical {
                     probs: vec![visits.clone()],
                 },
