@@ -16,6 +16,8 @@
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
 //!    a party a smaller noise than it tells the nodes), and every inner message is checked:
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
+//!    The party's statement of its score map must be the session's map for that party
+//!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms).
 //!    Anything else is an error. A second relay for the same party is an error. The
 //!    plaintext (PRG seeds) is zeroized once decoded.
 //! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
@@ -44,7 +46,7 @@ use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
-use crate::upload::SealedInputs;
+use crate::upload::{map_statement, SealedInputs};
 use vtwin_host::error_chain::Chain;
 
 /// Most frames buffered for sessions not started yet.
@@ -207,6 +209,10 @@ pub enum UploadFault {
     /// The party was asked for another batch than a party before it.
     #[error("it was asked for another batch than the other parties")]
     Batch,
+    /// The party computed its score roots with another score map than the session's circuit
+    /// applies (another theta, or a schema that models a column differently).
+    #[error("its score roots were computed with another score map than this session's (another theta or another schema)")]
+    Maps,
     /// Message `index` of the upload does not decode.
     #[error("message {index}: not an MPC message")]
     MessageDecode {
@@ -616,6 +622,11 @@ impl NodeSession {
                 }
                 if *a.batch.get_or_insert(inputs.batch) != inputs.batch {
                     return Err(bad(UploadFault::Batch));
+                }
+                // The party's score roots bound the norm under its own map: it must be the
+                // map this circuit applies, or the clip does not hold.
+                if inputs.maps != map_statement(&a.public.parties[p]) {
+                    return Err(bad(UploadFault::Maps));
                 }
                 let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
                 let mut msgs = Vec::with_capacity(inputs.messages.len());

@@ -57,6 +57,7 @@ use vtwin_model::tempering::Tempering;
 use crate::config::PartyPolicy;
 use vtwin_data::Schema;
 use vtwin_iteration::randomness::{seeded_noise_rng, SecretRandomness};
+use vtwin_model::iteration_inputs::party_map;
 use vtwin_model::kernels::{compute_device, Device};
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::PartyData;
@@ -926,6 +927,9 @@ impl PartyResponder {
             Err(source) => return Err(compute(source)),
         };
         let statement = crate::upload::batch_statement(&f.session, t, batch);
+        let maps = crate::upload::map_statement(
+            &party_map(&self.layout, theta, usize::from(p)).map_err(compute)?,
+        );
         let mut sealed: [Vec<u8>; 3] = Default::default();
         for (i, msgs) in messages.iter().enumerate() {
             let inputs = SealedInputs {
@@ -933,12 +937,13 @@ impl PartyResponder {
                 clip: terms.clip,
                 rows: terms.rows,
                 batch: statement,
+                maps,
                 messages: msgs.iter().map(|m| m.encode()).collect(),
             };
-            // Preallocated to an upper bound of the encoding (two f64, two digests, then
+            // Preallocated to an upper bound of the encoding (two f64, three digests, then
             // varint lengths of at most 10 bytes), so the buffer holding seeds never
             // reallocates and leaves no unzeroized copy behind.
-            let bound = 90 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
             let mut plain = Zeroizing::new(Vec::with_capacity(bound));
             *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
                 .map_err(|e| bad(RequestFault::Encoding(e)))?;

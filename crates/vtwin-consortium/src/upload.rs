@@ -4,10 +4,12 @@
 //! it told the nodes is caught: the AEAD authenticates the party's statement), together with
 //! the rows and the batch it was asked for, which every node requires to be the same at every
 //! party (a coordinator that gave the parties different rows or batches would join different
-//! people into one record, and one person into two).
+//! people into one record, and one person into two), and the score map its clip inputs were
+//! computed with, which must be the map the nodes apply ([`map_statement`]).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use vtwin_mpc::gradient::PartyMap;
 use zeroize::Zeroize;
 
 /// The party's statement of the batch it was asked for in session `session`, iteration `t`:
@@ -26,6 +28,25 @@ pub fn batch_statement(session: &[u8; 16], t: u64, batch: &[u32]) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The party's statement of the score map it computed its score roots with: SHA-256 over a
+/// domain tag, the width w_p, the number of entries and every raw fixed-point entry of A and
+/// then b (little-endian u128). Why: the clip's proof (`protocols/clip-bound.md`) needs each
+/// root to bound the norm of the scores under the maps the nodes apply; a party derives its
+/// map from theta and its own schema, the nodes take theirs from the coordinator, so the nodes
+/// compare the two (a coordinator that sent a party another theta, or whose schema models a
+/// column differently with the same widths, is caught). Public values only. Cost: one SHA-256
+/// over 32 K w_p bytes.
+pub fn map_statement(map: &PartyMap) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"vtwin score map statement v1\0");
+    h.update((map.width as u64).to_le_bytes());
+    h.update((map.scale.len() as u64).to_le_bytes());
+    for v in map.scale.iter().chain(&map.offset) {
+        h.update(v.raw().to_le_bytes());
+    }
+    h.finalize().into()
+}
+
 /// What is inside one sealed blob: postcard of this struct. The messages carry PRG seeds,
 /// so the whole struct is zeroized on drop.
 #[derive(Serialize, Deserialize)]
@@ -39,6 +60,8 @@ pub struct SealedInputs {
     pub rows: [u8; 32],
     /// [`batch_statement`] of the batch it was asked for.
     pub batch: [u8; 32],
+    /// [`map_statement`] of the score map its score roots were computed with.
+    pub maps: [u8; 32],
     /// `Message::encode()` of each message to this node, in order.
     pub messages: Vec<Vec<u8>>,
 }

@@ -1246,6 +1246,77 @@ fn a_coordinator_telling_the_parties_a_larger_sigma_than_the_nodes_is_caught_by_
 }
 
 #[test]
+fn a_party_sent_another_theta_than_the_nodes_maps_is_caught_by_the_nodes() {
+    // The coordinator gives party 1 a theta whose score maps differ from the ones it sends the
+    // nodes: party 1's score roots would then bound the wrong scores and the clip would not
+    // hold (protocols/clip-bound.md). Party 1 accepts the request; its sealed statement of
+    // the map it used does not match the nodes' map for it.
+    let w = world();
+    let k = w.layout.components;
+    let c = run_tampered(move |_, to, f| {
+        if let (Role::Party(1), Body::Request { theta, .. }) = (to, &mut f.body) {
+            // One of party 1's parameters (past the K weights and party 0's columns).
+            let last = theta.len() - 1;
+            assert!(last >= k);
+            theta[last] += 0.5;
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("another score map"), "{text}");
+}
+
+#[test]
+fn a_party_whose_schema_models_a_column_differently_is_caught_by_the_nodes() {
+    // The parties' schema models "smoker" (2 categories, width 2) as a 0..1 integer Beta
+    // column (also width 2): every width and d agree with the coordinator's layout, so
+    // nothing before the nodes' check tells them apart, but the parties' score roots are
+    // computed under Beta maps while the circuit applies categorical ones.
+    let w = world();
+    let now = Instant::now();
+    let mut schema = vtwin_data::demo::demo_schema();
+    let smoker = schema.column_index("smoker").unwrap();
+    schema.columns[smoker].kind = vtwin_data::schema::ColumnKind::Continuous {
+        min: 0.0,
+        max: 1.0,
+        integer: true,
+        model: vtwin_data::schema::ContinuousModel::Beta,
+    };
+    let theirs = Layout::from_schema(&schema, w.layout.components).unwrap();
+    assert_eq!(theirs.dim(), w.layout.dim());
+    assert_ne!(theirs, w.layout);
+    let data = PartyData::from_table(&w.table, &w.layout).unwrap();
+    let own = data
+        .into_iter()
+        .map(|d| OwnPartyData {
+            data: d,
+            ids: w.table.ids.clone(),
+        })
+        .collect();
+    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
+    let parties = responders(&policy(&w), &schema, own, Duration::from_secs(60));
+    let nodes = node_keys()
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| {
+            NodeSession::new(
+                NodeId::new(i as u8).unwrap(),
+                k,
+                node_policy(&w),
+                randomness,
+            )
+        })
+        .collect();
+    let (job, hello) =
+        CoordinatorJob::new_with_alignment(2, 2, DELTA, timeouts(), randomness, false, now);
+    let mut c = MemoryConsortium::new(job, hello, nodes, parties);
+    begin(&mut c, &w, now);
+    c.run(now);
+    let text = aborted(&c).to_string();
+    assert!(text.contains("another score map"), "{text}");
+}
+
+#[test]
 fn parties_asked_for_different_batches_are_caught_by_the_nodes() {
     // Party 1 is asked for every record one further on: row r of party 0 would be joined
     // with row r + 1 of party 1 (two people in one record, one person in two). Each party
