@@ -1,11 +1,14 @@
 //! The compute node's side of the protocol ([`NodeSession`]), sans-IO.
 //!
 //! Per iteration t (session s_t), driven by frames:
-//! 1. `Start { public, terms }` from the coordinator drops any older session and checks the
-//!    terms against the node's own [`NodePolicy`] (sigma at least its floor, nominal clip C at
-//!    most its cap) and the circuit: the circuit clip (a reduced clip) positive and at most C,
-//!    K as announced, one noise contributor per party. A session outside them is refused
-//!    (`Failed`, nothing started). Then it opens s_t: the node draws an ephemeral X25519 key
+//! 1. `Start { public, terms }` from the coordinator, for a session attempt this node has
+//!    never started (a repeated one is refused: uploads are computed on once), drops any older
+//!    session and checks the terms against the node's own [`NodePolicy`] (sigma at least its
+//!    floor, nominal clip C at most its cap) and the circuit: K as announced, one noise
+//!    contributor per party, and the bounds the clip's proof assumes of the public side
+//!    ([`vtwin_iteration::public_bounds::check`]: the circuit clip is the one derived from C,
+//!    weights in [0, 1], score maps within their public bounds). A session outside them is
+//!    refused (`Failed`, nothing started). Then it opens s_t: the node draws an ephemeral X25519 key
 //!    from `randomness.node(i, t)` ([`vtwin_iteration::node::ephemeral_key`]) and sends
 //!    `NodeKey` to the two other nodes.
 //! 2. With the three ephemeral publics it builds its program of the iteration
@@ -17,7 +20,8 @@
 //!    a party a smaller noise than it tells the nodes), and every inner message is checked:
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
 //!    The party's statement of its score map must be the session's map for that party
-//!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms).
+//!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms),
+//!    and its attempt the session's.
 //!    Anything else is an error. A second relay for the same party is an error. The
 //!    plaintext (PRG seeds) is zeroized once decoded.
 //! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
@@ -35,7 +39,7 @@
 //! Any error in a session drops it and sends `Failed { reason }` to the coordinator (which
 //! aborts the iteration); the error is returned in [`NodeOutput::error`] for the log.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use crate::config::NodePolicy;
 use vtwin_iteration::node::{ephemeral_key, program};
@@ -135,6 +139,9 @@ pub enum StartFault {
     /// The public circuit parameters are inconsistent.
     #[error("its public circuit parameters")]
     Public(#[source] vtwin_net::frame::PublicError),
+    /// The public circuit parameters are outside the bounds the clip's proof assumes.
+    #[error("its public circuit parameters are outside the clip proof's bounds")]
+    Bounds(#[source] vtwin_iteration::public_bounds::BoundsError),
     /// The noise multiplier is below the node's floor (or not finite).
     #[error("sigma {sigma} is below this node's floor {floor}")]
     Sigma {
@@ -159,6 +166,9 @@ pub enum StartFault {
         /// The nominal clip.
         clip: f64,
     },
+    /// A session attempt this node has already started.
+    #[error("it repeats a session attempt this node has already started")]
+    Repeated,
     /// The terms announce another number of components than the circuit has.
     #[error("terms announce {terms} components, the circuit has {circuit}")]
     Components {
@@ -209,6 +219,9 @@ pub enum UploadFault {
     /// The party was asked for another batch than a party before it.
     #[error("it was asked for another batch than the other parties")]
     Batch,
+    /// The upload was made for another attempt at the session.
+    #[error("it was made for another attempt at this session")]
+    Attempt,
     /// The party computed its score roots with another score map than the session's circuit
     /// applies (another theta, or a schema that models a column differently).
     #[error("its score roots were computed with another score map than this session's (another theta or another schema)")]
@@ -311,6 +324,11 @@ pub struct NodeSession {
     early: VecDeque<(Role, Frame)>,
     early_bytes: usize,
     closed: VecDeque<Attempt>,
+    /// Every session attempt this node has started, for its lifetime (24 bytes each): a
+    /// second `Start` of one is refused, so the parties' uploads, which are bound to their
+    /// attempt, are never computed on twice (two openings of the same inputs and noise under
+    /// different public sides would let the noise cancel).
+    started: HashSet<Attempt>,
 }
 
 impl std::fmt::Debug for NodeSession {
@@ -349,6 +367,7 @@ impl NodeSession {
             early: VecDeque::new(),
             early_bytes: 0,
             closed: VecDeque::new(),
+            started: HashSet::new(),
         }
     }
 
@@ -487,15 +506,16 @@ impl NodeSession {
         let Body::Start { public, terms } = f.body else {
             return Ok(());
         };
-        self.close();
-        let t = f.iteration;
-        // Attempts are fresh, so this is only defence against a repeated Start.
-        self.closed.retain(|s| *s != at);
+        let (t, node) = (f.iteration, self.id);
         let bad = |fault: StartFault| NodeError::BadStart {
-            node: self.id,
+            node,
             iteration: t,
             fault,
         };
+        if !self.started.insert(at) {
+            return Err(bad(StartFault::Repeated));
+        }
+        self.close();
         let public = CircuitPublic::try_from(public).map_err(|e| bad(StartFault::Public(e)))?;
         check_terms(&self.policy, &terms, &public).map_err(bad)?;
         let parties = public.parties.len();
@@ -623,6 +643,10 @@ impl NodeSession {
                 if *a.batch.get_or_insert(inputs.batch) != inputs.batch {
                     return Err(bad(UploadFault::Batch));
                 }
+                // Bound to this attempt: the same upload is never computed on twice.
+                if inputs.attempt != a.at.attempt {
+                    return Err(bad(UploadFault::Attempt));
+                }
                 // The party's score roots bound the norm under its own map: it must be the
                 // map this circuit applies, or the clip does not hold.
                 if inputs.maps != map_statement(&a.public.parties[p]) {
@@ -733,7 +757,7 @@ fn check_terms(
             circuit: public.components,
         });
     }
-    Ok(())
+    vtwin_iteration::public_bounds::check(public, terms.clip).map_err(StartFault::Bounds)
 }
 
 /// The node program's messages as frames: to another node, or the opening to the coordinator.

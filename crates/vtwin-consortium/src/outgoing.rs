@@ -17,7 +17,7 @@ pub struct Outgoing {
 
 /// A session attempt: the session id and the coordinator's attempt at it
 /// ([`Frame::attempt`]). Frames outside any session use [`Attempt::NONE`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Attempt {
     /// The session id.
     pub session: [u8; 16],

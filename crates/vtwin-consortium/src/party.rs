@@ -57,7 +57,6 @@ use vtwin_model::tempering::Tempering;
 use crate::config::PartyPolicy;
 use vtwin_data::Schema;
 use vtwin_iteration::randomness::{seeded_noise_rng, SecretRandomness};
-use vtwin_model::iteration_inputs::party_map;
 use vtwin_model::kernels::{compute_device, Device};
 use vtwin_model::layout::Layout;
 use vtwin_model::party_data::PartyData;
@@ -914,7 +913,7 @@ impl PartyResponder {
             renormalise: self.setup.renormalise,
         };
         let mut client_rng = self.setup.randomness.party(usize::from(p), t);
-        let messages = match party_messages_with_noise(&self.device, &task, &z, &mut client_rng) {
+        let uploaded = match party_messages_with_noise(&self.device, &task, &z, &mut client_rng) {
             Ok(m) => m,
             Err(BackendError::Range { what, range, .. }) => {
                 // The unused share was never revealed: keep it for the next request.
@@ -927,23 +926,23 @@ impl PartyResponder {
             Err(source) => return Err(compute(source)),
         };
         let statement = crate::upload::batch_statement(&f.session, t, batch);
-        let maps = crate::upload::map_statement(
-            &party_map(&self.layout, theta, usize::from(p)).map_err(compute)?,
-        );
+        // The map the roots were computed with, as the nodes must hold it.
+        let maps = crate::upload::map_statement(&uploaded.map);
         let mut sealed: [Vec<u8>; 3] = Default::default();
-        for (i, msgs) in messages.iter().enumerate() {
+        for (i, msgs) in uploaded.messages.iter().enumerate() {
             let inputs = SealedInputs {
                 sigma: terms.sigma,
                 clip: terms.clip,
                 rows: terms.rows,
                 batch: statement,
                 maps,
+                attempt: f.attempt,
                 messages: msgs.iter().map(|m| m.encode()).collect(),
             };
-            // Preallocated to an upper bound of the encoding (two f64, three digests, then
-            // varint lengths of at most 10 bytes), so the buffer holding seeds never
+            // Preallocated to an upper bound of the encoding (two f64, three digests, the
+            // attempt, then varint lengths of at most 10 bytes), so the buffer holding seeds never
             // reallocates and leaves no unzeroized copy behind.
-            let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            let bound = 130 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
             let mut plain = Zeroizing::new(Vec::with_capacity(bound));
             *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
                 .map_err(|e| bad(RequestFault::Encoding(e)))?;

@@ -62,6 +62,10 @@ pub struct SealedInputs {
     pub batch: [u8; 32],
     /// [`map_statement`] of the score map its score roots were computed with.
     pub maps: [u8; 32],
+    /// The coordinator's attempt at the session that the request came in
+    /// (`vtwin_net::Frame::attempt`): a node computes only on uploads of its own attempt, and
+    /// starts each attempt once.
+    pub attempt: [u8; 8],
     /// `Message::encode()` of each message to this node, in order.
     pub messages: Vec<Vec<u8>>,
 }

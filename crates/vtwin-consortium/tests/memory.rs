@@ -1267,6 +1267,57 @@ fn a_party_sent_another_theta_than_the_nodes_maps_is_caught_by_the_nodes() {
 }
 
 #[test]
+fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
+    // A coordinator that kept the parties' sealed uploads of an attempt that ran to its
+    // opening starts the same session again under a new attempt (with another public side it
+    // could then subtract the two openings: the same inputs and noise) and relays the old
+    // blobs: every node refuses them.
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium(&w, 1, now, None);
+    begin(&mut c, &w, now);
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let keep = seen.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if matches!(f.body, Body::Start { .. } | Body::Relay { .. }) {
+            keep.borrow_mut().push((from, to, f.clone()));
+        }
+        true
+    }));
+    c.run(now);
+    assert!(c.job.is_done(), "{:?}", c.events);
+    let seen = seen.borrow();
+    for node in 0..3u8 {
+        let to_node = |f: &&(Role, Role, Frame)| f.1 == Role::Node(node);
+        let (_, _, start) = seen
+            .iter()
+            .find(|f| to_node(f) && matches!(f.2.body, Body::Start { .. }))
+            .unwrap();
+        let mut again = start.clone();
+        again.attempt = [0xAB; 8];
+        let n = &mut c.nodes[usize::from(node)];
+        let out = n.handle(Role::Coordinator, again.clone());
+        assert!(out.error.is_none(), "{:?}", out.error);
+        let (_, _, relay) = seen
+            .iter()
+            .find(|f| to_node(f) && matches!(f.2.body, Body::Relay { .. }))
+            .unwrap();
+        let mut replayed = relay.clone();
+        replayed.attempt = again.attempt;
+        let out = n.handle(Role::Coordinator, replayed);
+        let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
+        assert!(
+            e.contains("another attempt at this session"),
+            "node {node}: {e}"
+        );
+        // And the original attempt cannot be started again to take them either.
+        let out = n.handle(Role::Coordinator, start.clone());
+        let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
+        assert!(e.contains("repeats a session attempt"), "node {node}: {e}");
+    }
+}
+
+#[test]
 fn a_party_whose_schema_models_a_column_differently_is_caught_by_the_nodes() {
     // The parties' schema models "smoker" (2 categories, width 2) as a 0..1 integer Beta
     // column (also width 2): every width and d agree with the coordinator's layout, so

@@ -422,9 +422,17 @@ fn a_node_refuses_a_clip_above_its_cap_a_sigma_below_its_floor_and_a_circuit_cli
         ..plan()
     };
     refused(start(other_k, 1.0), "components");
-    // Within the policy, with the circuit's reduced clip just below C: started.
+    // A circuit clip below C but not the one derived from C (here: from C - 1e-6): the
+    // proof's margin is computed for the derived clip only, so only it is accepted.
+    refused(start(plan(), 1.0 - 1e-6), "is not the derived clip");
+    // Within the policy, with the circuit clip derived from C: started.
     let mut n = node(policy);
-    let out = n.handle(Role::Coordinator, start(plan(), 1.0 - 1e-6));
+    let out = n.handle(Role::Coordinator, start(plan(), 1.0));
     assert!(out.error.is_none(), "{:?}", out.error);
     assert_eq!(n.iteration(), Some(0));
+    // The same attempt again (after it ran, or while it runs) is refused: the parties'
+    // uploads of an attempt are computed on once.
+    let out = n.handle(Role::Coordinator, start(plan(), 1.0));
+    let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
+    assert!(e.contains("repeats a session attempt"), "{e}");
 }

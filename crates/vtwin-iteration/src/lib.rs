@@ -9,6 +9,8 @@
 //!   ([`node::iteration_node`]: receive the inputs, the gradient circuit, reveal G + Z).
 //! - [`coordinator`]: the circuit's public parameters from public values, and the opening of
 //!   G + Z ([`coordinator::open`]).
+//! - [`public_bounds`]: what a node checks of those public parameters before it computes
+//!   (the bounds the clip's proof assumes, exactly on the encoded values).
 //! - What they share: the input bounds and uploads of the circuit (re-exported from
 //!   [`vtwin_mpc::gradient`]), the circuit's [`canonical`] output order, and the per-iteration
 //!   secret [`randomness`].
@@ -22,6 +24,7 @@ pub mod coordinator;
 pub mod memory;
 pub mod node;
 pub mod party;
+pub mod public_bounds;
 pub mod randomness;
 
 pub use canonical::CanonicalOrder;

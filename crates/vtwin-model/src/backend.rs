@@ -173,6 +173,10 @@ pub enum BackendError {
     /// The public values of the circuit (weights, score maps, clip) do not encode.
     #[error("circuit public values: {0}")]
     Public(#[from] vtwin_iteration::coordinator::PublicError),
+    /// The public side fails a node's check (`vtwin_iteration::public_bounds`): never for
+    /// the public side this crate builds.
+    #[error("circuit public values outside the clip proof's bounds: {0}")]
+    PublicBounds(#[from] vtwin_iteration::public_bounds::BoundsError),
     /// The public ranges give no finite truncation-failure bound (den or the squared norm
     /// could leave its window): refused before anything is opened.
     #[error("the public ranges give no finite truncation-failure bound (a value could leave its window)")]

@@ -56,6 +56,7 @@ use crate::backend::{
 use crate::kernels::{compute_device, local_terms, KernelError, PartyMaps};
 use crate::layout::Layout;
 use crate::party_data::PartyBatch;
+use vtwin_mpc::gradient::PartyMap;
 
 /// How a party renormalises its log-densities before exponentiating (paper section 4.5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -115,6 +116,9 @@ pub struct PartyUpload {
     pub stats: Vec<Fx>,
     /// Raw 0/1 per row: 1 for a real record, 0 for padding ([`PartyBatch::flags`]).
     pub flags: Vec<Fx>,
+    /// The encoded score map the roots were computed with (public; a consortium party states
+    /// its digest to the nodes, which require it to be the circuit's map).
+    pub map: PartyMap,
 }
 
 /// The fixed-point backend (floor truncation).
@@ -253,6 +257,9 @@ pub fn party_upload_batch(
     let name = &layout.parties[party];
     let k_n = layout.components;
     let maps = PartyMaps::new(theta, layout, party);
+    // The public bounds the clip's proof assumes of this map (the coordinator and every node
+    // check them too): a party does not compute with a map outside them.
+    check_score_map_bound(&maps, batch.rows, name)?;
     // Kernels on every row, padding included (zero statistics), so the party's work does
     // not depend on the real batch size; the padding rows' values are replaced below.
     let t = local_terms(device, &maps, &batch.stats, batch.rows, false)?;
@@ -324,6 +331,7 @@ pub fn party_upload_batch(
         root,
         stats,
         flags: batch.flags(),
+        map,
     })
 }
 

@@ -122,13 +122,6 @@ pub fn encoded_party_map(maps: &PartyMaps, width: usize) -> Result<PartyMap, Bac
     })?)
 }
 
-/// Party p's score map at theta, encoded: the map its score roots are computed with
-/// ([`crate::fixed_backend::party_upload_batch`] encodes the same `PartyMaps::new(theta,
-/// layout, p)`) and, from an honest coordinator, the map the circuit applies. Cost O(K w_p).
-pub fn party_map(layout: &Layout, theta: &[f64], p: usize) -> Result<PartyMap, BackendError> {
-    encoded_party_map(&PartyMaps::new(theta, layout, p), layout.stat_width(p))
-}
-
 /// The layout index of every canonical output position of the circuit:
 /// `[weights (K); for each party p, (k, j) row-major]`, as `fixed_gradient` writes g.
 pub fn canonical_indices(layout: &Layout) -> Vec<usize> {

@@ -164,6 +164,9 @@ impl GradientBackend for MpcBackend {
         let t0 = Instant::now();
         let session = self.randomness.session(t);
         let public = circuit_public_for(layout, input.theta, input.clip, b)?;
+        // What every node of a consortium checks before it computes (so every in-memory run
+        // also shows that an honest public side passes it).
+        vtwin_iteration::public_bounds::check(&public, input.clip)?;
         // Charged to delta; checked before anything is opened (unreachable on the shipped
         // ranges, which circuit_public_for and mat_max keep inside the windows).
         let truncation_failure =

@@ -21,6 +21,7 @@
 
 use rand_chacha::ChaCha20Rng;
 use vtwin_iteration::party::{Party, ShardError};
+use vtwin_mpc::gradient::PartyMap;
 use vtwin_mpc::{Message, SessionId};
 use zeroize::Zeroizing;
 
@@ -115,7 +116,7 @@ pub fn party_messages(
     task.validate()?;
     // 1. Noise first, before the data phase.
     let z = prepare_noise(task.layout, task.sigma, task.clip, noise_rng)?;
-    party_messages_with_noise(device, task, &z, client_rng)
+    Ok(party_messages_with_noise(device, task, &z, client_rng)?.messages)
 }
 
 /// Step 1 alone: a party's noise share for one iteration (d exact discrete Gaussians
@@ -134,13 +135,14 @@ pub fn prepare_noise(
 
 /// Steps 2-4 with a noise share `z` from [`prepare_noise`] for the task's layout, sigma and
 /// clip: the same messages [`party_messages`] sends when its `noise_rng` would have drawn
-/// `z`. Errors as [`party_messages`], and a `z` whose length is not d.
+/// `z`, with the encoded score map the party's roots were computed with. Errors as
+/// [`party_messages`], and a `z` whose length is not d.
 pub fn party_messages_with_noise(
     device: &Device,
     task: &PartyTask<'_>,
     z: &[u128],
     client_rng: &mut ChaCha20Rng,
-) -> Result<[Vec<Message>; 3], BackendError> {
+) -> Result<PartyMessages, BackendError> {
     task.validate()?;
     let layout = task.layout;
     let (p, parties, d) = (task.party, layout.n_parties(), layout.dim());
@@ -151,24 +153,22 @@ pub fn party_messages_with_noise(
         });
     }
     // 2. Local kernels, encoding, range checks.
-    let upload = plain_upload(
-        &party_upload_batch(
-            device,
-            layout,
-            task.theta,
-            task.beta,
-            task.batch,
-            task.renormalise,
-        )?,
-        p,
-    );
+    let encoded = party_upload_batch(
+        device,
+        layout,
+        task.theta,
+        task.beta,
+        task.batch,
+        task.renormalise,
+    )?;
+    let upload = plain_upload(&encoded, p);
     let party = Party {
         index: p,
         parties,
         session: task.session,
     };
     let bounds = input_bounds(task.renormalise, parties);
-    party
+    let messages = party
         .shard(&upload, bounds, z, d, client_rng)
         .map_err(|e| match e {
             ShardError::Input(e) => input_error(layout, task.batch.rows, p, &e),
@@ -176,5 +176,19 @@ pub fn party_messages_with_noise(
                 party: layout.parties[p].clone(),
                 source,
             },
-        })
+        })?;
+    Ok(PartyMessages {
+        messages,
+        map: encoded.map,
+    })
+}
+
+/// A party's messages for one iteration ([`party_messages_with_noise`]) and the score map its
+/// score roots were computed with.
+#[derive(Debug)]
+pub struct PartyMessages {
+    /// By addressee node.
+    pub messages: [Vec<Message>; 3],
+    /// The encoded score map of its roots (public).
+    pub map: PartyMap,
 }

@@ -72,7 +72,7 @@ pub struct CircuitPublic {
 }
 
 /// One party's public affine score map.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartyMap {
     /// w_p = |T_p|.
     pub width: usize,
