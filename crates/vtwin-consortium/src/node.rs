@@ -10,7 +10,9 @@
 //!    weights in [0, 1], score maps within their public bounds). A session outside them is
 //!    refused (`Failed`, nothing started). Then it opens s_t: the node draws an ephemeral X25519 key
 //!    from `randomness.node(i, t)` ([`vtwin_iteration::node::ephemeral_key`]) and sends
-//!    `NodeKey` to the two other nodes.
+//!    `NodeKey` to the two other nodes, with its [`start_digest`] of the `Start`: a `NodeKey`
+//!    whose digest differs (the coordinator sent the nodes different public sides) is an
+//!    error.
 //! 2. With the three ephemeral publics it builds its program of the iteration
 //!    ([`vtwin_iteration::node::program`]: the pairwise seeds, then receive the inputs, the
 //!    gradient circuit, reveal G + Z to the coordinator's client P + m).
@@ -42,11 +44,12 @@
 use std::collections::{HashSet, VecDeque};
 
 use crate::config::NodePolicy;
+use sha2::{Digest, Sha256};
 use vtwin_iteration::node::{ephemeral_key, program};
 use vtwin_iteration::SecretRandomness;
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
-use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey};
+use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WirePublic};
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
@@ -274,6 +277,9 @@ pub enum MessageFault {
     /// A second node key from the same node in one session.
     #[error("second node key in one session")]
     SecondKey,
+    /// The other node was started with another public side, terms or attempt.
+    #[error("the other node was started with another public side or terms than this node")]
+    OtherStart,
     /// The message does not decode.
     #[error("not an MPC message")]
     Decode(#[source] vtwin_mpc::WireError),
@@ -305,6 +311,8 @@ struct Active {
     public: CircuitPublic,
     terms: JobTerms,
     key: NodeKey,
+    /// This node's [`start_digest`] of the session's `Start`.
+    start: [u8; 32],
     publics: [Option<[u8; 32]>; 3],
     node: Option<Node<Counters>>,
     /// Messages that arrived before the node existed (relayed inputs, MPC), in order.
@@ -324,10 +332,11 @@ pub struct NodeSession {
     early: VecDeque<(Role, Frame)>,
     early_bytes: usize,
     closed: VecDeque<Attempt>,
-    /// Every session attempt this node has started, for its lifetime (24 bytes each): a
-    /// second `Start` of one is refused, so the parties' uploads, which are bound to their
-    /// attempt, are never computed on twice (two openings of the same inputs and noise under
-    /// different public sides would let the noise cancel).
+    /// Every session attempt this node has started (after its checks passed), for the
+    /// process's lifetime, one entry per started session: a second `Start` of one is refused,
+    /// so the parties' uploads, which are bound to their attempt, are never computed on twice
+    /// by this process (two openings of the same inputs and noise under different public
+    /// sides would let the noise cancel). Not persisted: a restarted node forgets it.
     started: HashSet<Attempt>,
 }
 
@@ -512,10 +521,11 @@ impl NodeSession {
             iteration: t,
             fault,
         };
-        if !self.started.insert(at) {
+        if self.started.contains(&at) {
             return Err(bad(StartFault::Repeated));
         }
         self.close();
+        let digest = start_digest(&public, &terms, at, t);
         let public = CircuitPublic::try_from(public).map_err(|e| bad(StartFault::Public(e)))?;
         check_terms(&self.policy, &terms, &public).map_err(bad)?;
         let parties = public.parties.len();
@@ -525,6 +535,8 @@ impl NodeSession {
                 parties,
             }));
         }
+        // Only a session that passed every check is remembered (refused ones cost nothing).
+        self.started.insert(at);
         let key = ephemeral_key(&self.randomness, self.id, t);
         let mine = key.public();
         let mut publics = [None; 3];
@@ -536,6 +548,7 @@ impl NodeSession {
             public,
             terms,
             key,
+            start: digest,
             publics,
             node: None,
             pending: Vec::new(),
@@ -546,7 +559,16 @@ impl NodeSession {
         for other in NodeId::ALL.into_iter().filter(|n| *n != self.id) {
             out.send.push(Outgoing {
                 to: Role::Node(other.index() as u8),
-                frame: frame(self.role(), at, t, 0, Body::NodeKey { public: mine }),
+                frame: frame(
+                    self.role(),
+                    at,
+                    t,
+                    0,
+                    Body::NodeKey {
+                        public: mine,
+                        start: digest,
+                    },
+                ),
             });
         }
         // Replay what arrived early for this session, in arrival order.
@@ -586,7 +608,13 @@ impl NodeSession {
             ));
         }
         let msgs: Vec<Message> = match (f.body, from) {
-            (Body::NodeKey { public }, Role::Node(j)) => {
+            (Body::NodeKey { public, start }, Role::Node(j)) => {
+                // One public side for the three nodes: a coordinator that sent them different
+                // weights would make the shares of `r - pi` inconsistent (a public constant
+                // sits in a share two nodes hold) and the clip factor random.
+                if start != a.start {
+                    return Err(bad_message("NodeKey", MessageFault::OtherStart));
+                }
                 let slot = &mut a.publics[usize::from(j)];
                 if slot.is_some() {
                     return Err(bad_message("NodeKey", MessageFault::SecondKey));
@@ -718,6 +746,22 @@ impl NodeSession {
         }
         Ok(())
     }
+}
+
+/// SHA-256 over a domain tag, the session attempt, the iteration and the postcard encodings of
+/// a `Start`'s public side and terms: what the three nodes of one session must have been
+/// sent alike (they compare it in their `NodeKey`s). Public values only. Cost: one SHA-256
+/// over the public side (about 32 d bytes).
+pub fn start_digest(public: &WirePublic, terms: &JobTerms, at: Attempt, t: u64) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"vtwin start digest v1\0");
+    h.update(at.session);
+    h.update(at.attempt);
+    h.update(t.to_le_bytes());
+    // These plain structs always encode (they were just decoded from the same format).
+    h.update(postcard::to_allocvec(public).unwrap_or_default());
+    h.update(postcard::to_allocvec(terms).unwrap_or_default());
+    h.finalize().into()
 }
 
 /// Checks a session's terms against the node's policy and the circuit (module docs, step 1).

@@ -1267,6 +1267,22 @@ fn a_party_sent_another_theta_than_the_nodes_maps_is_caught_by_the_nodes() {
 }
 
 #[test]
+fn nodes_started_with_different_weights_refuse_each_other() {
+    // The coordinator sends node 2 mixture weights one ulp off the others' (still inside
+    // every public bound, so each node alone accepts its Start). A public constant sits in a
+    // share two nodes hold, so the nodes' shares of `r - pi` would no longer be of one value
+    // and the clip factor would be random: the nodes compare digests of their Starts first.
+    let c = run_tampered(|_, to, f| {
+        if let (Role::Node(2), Body::Start { public, .. }) = (to, &mut f.body) {
+            public.pi[0] -= 1;
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("another public side"), "{text}");
+}
+
+#[test]
 fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
     // A coordinator that kept the parties' sealed uploads of an attempt that ran to its
     // opening starts the same session again under a new attempt (with another public side it

@@ -38,6 +38,7 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
                 }
                 k
             },
+            start: [n as u8; 32],
         },
         3 => Body::Upload {
             sealed: [bytes.clone(), bytes.clone(), bytes],
@@ -63,14 +64,17 @@ fn attempt(session: [u8; 16]) -> Attempt {
     }
 }
 
-fn start_frame() -> vtwin_net::Frame {
+/// A `Start` of session `[1; 16]` under attempt `[a; 8]` (a node starts each attempt once).
+fn start_frame(a: u8) -> vtwin_net::Frame {
     let layout = Layout::from_schema(&vtwin_data::demo::demo_schema(), 2).unwrap();
     let theta = vec![0.1; layout.dim()];
     let public = circuit_public_for(&layout, &theta, 1.0, 3).unwrap();
     let wire = WirePublic::try_from(&public).unwrap();
+    let mut at = attempt([1; 16]);
+    at.attempt = [a; 8];
     frame(
         Role::Coordinator,
-        attempt([1; 16]),
+        at,
         0,
         0,
         Body::Start {
@@ -107,7 +111,7 @@ proptest! {
             vtwin_consortium::config::NodePolicy { sigma: 1.0, clip: 1.0 },
             SecretRandomness::InsecureSeed(4),
         );
-        let _ = node.handle(Role::Coordinator, start_frame());
+        let _ = node.handle(Role::Coordinator, start_frame(1));
         for (r, kind, bytes, n, same_session) in frames {
             let session = if same_session { [1; 16] } else { [n as u8; 16] };
             let f = frame(role(r), attempt(session), 0, u64::from(n), body(kind, bytes, n));
@@ -120,8 +124,8 @@ proptest! {
                 prop_assert!(reported);
             }
         }
-        // The node still accepts a new session.
-        let _ = node.handle(Role::Coordinator, start_frame());
+        // The node still accepts a new session attempt.
+        let _ = node.handle(Role::Coordinator, start_frame(2));
         prop_assert_eq!(node.iteration(), Some(0));
     }
 

@@ -385,7 +385,11 @@ pub(crate) fn check_score_map_bound(
         .zip(&maps.offset)
         .map(|(a, o)| STAT_ABS_MAX * a.abs() + o.abs())
         .collect();
-    let bound = per_coord.iter().copied().fold(0.0, f64::max);
+    // Encoding moves A and b by at most 2^-33 each, so 14 |A| + |b| by at most 15 2^-33:
+    // counted here, every map that passes also passes the nodes' exact check on the encoded
+    // values (`vtwin_iteration::public_bounds`).
+    let slack = (STAT_ABS_MAX + 1.0) * 2f64.powi(-33);
+    let bound = per_coord.iter().copied().fold(0.0, f64::max) + slack;
     if bound * (b_rows as f64) >= 4_194_304.0 {
         return Err(BackendError::Range {
             party: party.to_string(),
@@ -395,8 +399,7 @@ pub(crate) fn check_score_map_bound(
         });
     }
     if maps.width > 0 {
-        // Encoding moves A and b by at most 2^-33 each: inflate the f64 sum for it.
-        let slack = (STAT_ABS_MAX + 1.0) * 2f64.powi(-33);
+        // The same encoding slack per coordinate, and the f64 sum inflated.
         for row in per_coord.chunks_exact(maps.width) {
             let s2: f64 =
                 row.iter().map(|v| (v + slack) * (v + slack)).sum::<f64>() * (1.0 + 2f64.powi(-40));

@@ -97,10 +97,15 @@ pub enum Body {
         /// The job's public terms (nominal C, sigma), checked by the node against its policy.
         terms: JobTerms,
     },
-    /// Node -> node: the node's ephemeral X25519 public key for this session.
+    /// Node -> node: the node's ephemeral X25519 public key for this session, and its
+    /// digest of the session's `Start` (the public side, the terms, the session attempt and
+    /// the iteration), which every node requires to equal its own before it uses any input:
+    /// the nodes compute on one public side, whatever the coordinator sent each.
     NodeKey {
         /// X25519 public key.
         public: [u8; 32],
+        /// SHA-256 of the node's `Start` (`vtwin-consortium` `node::start_digest`).
+        start: [u8; 32],
     },
     /// Coordinator -> party: compute and upload the shares for this batch.
     Request {

@@ -58,7 +58,8 @@ fn body() -> impl Strategy<Value = Body> {
         (any::<u64>(), any::<[u8; 32]>())
             .prop_map(|(rows, ids_digest)| Body::PartyInfo { rows, ids_digest }),
         (wire_public(), terms()).prop_map(|(public, terms)| Body::Start { public, terms }),
-        any::<[u8; 32]>().prop_map(|public| Body::NodeKey { public }),
+        (any::<[u8; 32]>(), any::<[u8; 32]>())
+            .prop_map(|(public, start)| Body::NodeKey { public, start }),
         (
             proptest::collection::vec(any::<u32>(), 0..8),
             proptest::collection::vec(
