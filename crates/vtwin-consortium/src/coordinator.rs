@@ -864,7 +864,14 @@ impl CoordinatorJob {
                 });
                 Ok(())
             }
-            (Body::Upload { sealed }, Role::Party(p)) => {
+            (
+                Body::Upload {
+                    sealed,
+                    certificate,
+                    signatures,
+                },
+                Role::Party(p),
+            ) => {
                 let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
                 let slot = r
                     .uploads
@@ -873,7 +880,7 @@ impl CoordinatorJob {
                 if std::mem::replace(slot, true) {
                     return Err(protocol(ProtocolFault::SentTwice));
                 }
-                for (i, blob) in sealed.into_iter().enumerate() {
+                for (i, (blob, signature)) in sealed.into_iter().zip(signatures).enumerate() {
                     out.send.push(Outgoing {
                         to: Role::Node(i as u8),
                         frame: frame(
@@ -884,6 +891,8 @@ impl CoordinatorJob {
                             Body::Relay {
                                 party: p,
                                 sealed: blob,
+                                certificate: certificate.clone(),
+                                signature,
                             },
                         ),
                     });

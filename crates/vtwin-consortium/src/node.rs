@@ -16,14 +16,17 @@
 //! 2. With the three ephemeral publics it builds its program of the iteration
 //!    ([`vtwin_iteration::node::program`]: the pairwise seeds, then receive the inputs, the
 //!    gradient circuit, reveal G + Z to the coordinator's client P + m).
-//! 3. `Relay { party: p, sealed }` from the coordinator is unsealed with the node's long-term
-//!    seal key (AAD (s_t, t, p, i)) and decoded ([`SealedInputs`]); the sigma and clip the
+//! 3. `Relay { party: p, sealed, certificate, signature }` from the coordinator: the party's
+//!    signature of the blob ([`crate::upload::upload_payload`]: session, attempt, t, p, i and
+//!    the blob's digest) must verify under a certificate of the consortium CA naming party p
+//!    (sealing is anonymous: otherwise the relay could forge an upload); then the blob is
+//!    unsealed with the node's long-term seal key (AAD (s_t, t, p, i)) and decoded
+//!    ([`SealedInputs`]); the sigma and clip the
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
 //!    a party a smaller noise than it tells the nodes), and every inner message is checked:
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
 //!    The party's statement of its score map must be the session's map for that party
-//!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms),
-//!    and its attempt the session's.
+//!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms).
 //!    Anything else is an error. A second relay for the same party is an error. The
 //!    plaintext (PRG seeds) is zeroized once decoded.
 //! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
@@ -49,11 +52,12 @@ use vtwin_iteration::node::{ephemeral_key, program};
 use vtwin_iteration::SecretRandomness;
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
+use vtwin_net::relay_signature::{RelaySignature, RelayVerifier};
 use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WirePublic};
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
-use crate::upload::{map_statement, SealedInputs};
+use crate::upload::{map_statement, upload_payload, SealedInputs};
 use vtwin_host::error_chain::Chain;
 
 /// Most frames buffered for sessions not started yet.
@@ -169,6 +173,9 @@ pub enum StartFault {
         /// The nominal clip.
         clip: f64,
     },
+    /// The `Start` does not re-encode (for its digest).
+    #[error("it does not re-encode")]
+    Encoding,
     /// A session attempt this node has already started.
     #[error("it repeats a session attempt this node has already started")]
     Repeated,
@@ -207,6 +214,12 @@ pub enum UploadFault {
     /// A second upload of the party in one session.
     #[error("relayed twice")]
     Twice,
+    /// The blob's signature does not verify (forged or changed on the way).
+    #[error("its signature does not verify")]
+    Signature(#[source] vtwin_net::relay_signature::RelaySignatureError),
+    /// The blob is signed by another role than the party it is relayed as.
+    #[error("it is signed by {0}, not by the party it is relayed as")]
+    Signer(Role),
     /// The blob did not unseal.
     #[error("does not unseal")]
     Unseal(#[source] vtwin_net::SealError),
@@ -222,9 +235,6 @@ pub enum UploadFault {
     /// The party was asked for another batch than a party before it.
     #[error("it was asked for another batch than the other parties")]
     Batch,
-    /// The upload was made for another attempt at the session.
-    #[error("it was made for another attempt at this session")]
-    Attempt,
     /// The party computed its score roots with another score map than the session's circuit
     /// applies (another theta, or a schema that models a column differently).
     #[error("its score roots were computed with another score map than this session's (another theta or another schema)")]
@@ -326,6 +336,7 @@ struct Active {
 pub struct NodeSession {
     id: NodeId,
     seal_key: SealKey,
+    verifier: RelayVerifier,
     policy: NodePolicy,
     randomness: SecretRandomness,
     active: Option<Active>,
@@ -359,17 +370,19 @@ fn body_bytes(b: &Body) -> usize {
 }
 
 impl NodeSession {
-    /// Node `id` with its long-term seal key, its policy and the source of its ephemeral
-    /// keys.
+    /// Node `id` with its long-term seal key, the verifier of the parties' upload signatures
+    /// (trusting the consortium CA), its policy and the source of its ephemeral keys.
     pub fn new(
         id: NodeId,
         seal_key: SealKey,
+        verifier: RelayVerifier,
         policy: NodePolicy,
         randomness: SecretRandomness,
     ) -> NodeSession {
         NodeSession {
             id,
             seal_key,
+            verifier,
             policy,
             randomness,
             active: None,
@@ -525,7 +538,7 @@ impl NodeSession {
             return Err(bad(StartFault::Repeated));
         }
         self.close();
-        let digest = start_digest(&public, &terms, at, t);
+        let digest = start_digest(&public, &terms, at, t).ok_or(bad(StartFault::Encoding))?;
         let public = CircuitPublic::try_from(public).map_err(|e| bad(StartFault::Public(e)))?;
         check_terms(&self.policy, &terms, &public).map_err(bad)?;
         let parties = public.parties.len();
@@ -632,7 +645,15 @@ impl NodeSession {
                 }
                 vec![m]
             }
-            (Body::Relay { party, sealed }, Role::Coordinator) => {
+            (
+                Body::Relay {
+                    party,
+                    sealed,
+                    certificate,
+                    signature,
+                },
+                Role::Coordinator,
+            ) => {
                 let bad = |fault: UploadFault| NodeError::BadUpload {
                     node: id,
                     party,
@@ -645,6 +666,25 @@ impl NodeSession {
                 }
                 if std::mem::replace(&mut a.relayed[p], true) {
                     return Err(bad(UploadFault::Twice));
+                }
+                // The party's own blob for this node and attempt: sealing is anonymous, so
+                // only its signature tells it from one the relay made.
+                let payload = upload_payload(
+                    &a.session.0,
+                    &a.at.attempt,
+                    a.iteration,
+                    party,
+                    id.index() as u8,
+                    &sealed,
+                );
+                let signed = RelaySignature {
+                    certificate,
+                    signature,
+                };
+                match self.verifier.verify(&payload, &signed) {
+                    Ok(signer) if signer == Role::Party(party) => {}
+                    Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
+                    Err(e) => return Err(bad(UploadFault::Signature(e))),
                 }
                 let ctx = SealContext {
                     session: a.session.0,
@@ -670,10 +710,6 @@ impl NodeSession {
                 }
                 if *a.batch.get_or_insert(inputs.batch) != inputs.batch {
                     return Err(bad(UploadFault::Batch));
-                }
-                // Bound to this attempt: the same upload is never computed on twice.
-                if inputs.attempt != a.at.attempt {
-                    return Err(bad(UploadFault::Attempt));
                 }
                 // The party's score roots bound the norm under its own map: it must be the
                 // map this circuit applies, or the clip does not hold.
@@ -752,16 +788,22 @@ impl NodeSession {
 /// a `Start`'s public side and terms: what the three nodes of one session must have been
 /// sent alike (they compare it in their `NodeKey`s). Public values only. Cost: one SHA-256
 /// over the public side (about 32 d bytes).
-pub fn start_digest(public: &WirePublic, terms: &JobTerms, at: Attempt, t: u64) -> [u8; 32] {
+/// `None` if either does not encode (they were just decoded from the same format, so never
+/// in practice; the caller refuses the `Start` rather than compare a partial digest).
+pub fn start_digest(
+    public: &WirePublic,
+    terms: &JobTerms,
+    at: Attempt,
+    t: u64,
+) -> Option<[u8; 32]> {
     let mut h = Sha256::new();
     h.update(b"vtwin start digest v1\0");
     h.update(at.session);
     h.update(at.attempt);
     h.update(t.to_le_bytes());
-    // These plain structs always encode (they were just decoded from the same format).
-    h.update(postcard::to_allocvec(public).unwrap_or_default());
-    h.update(postcard::to_allocvec(terms).unwrap_or_default());
-    h.finalize().into()
+    h.update(postcard::to_allocvec(public).ok()?);
+    h.update(postcard::to_allocvec(terms).ok()?);
+    Some(h.finalize().into())
 }
 
 /// Checks a session's terms against the node's policy and the circuit (module docs, step 1).

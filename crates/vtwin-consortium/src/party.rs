@@ -233,6 +233,15 @@ pub enum RequestFault {
         #[source]
         source: vtwin_net::SealError,
     },
+    /// Signing a sealed blob failed.
+    #[error("signing the upload to node {node}")]
+    Sign {
+        /// The node.
+        node: usize,
+        /// The cause.
+        #[source]
+        source: vtwin_net::relay_signature::RelaySignatureError,
+    },
 }
 
 /// Why a responder could not be set up ([`PartyError::Setup`]).
@@ -657,7 +666,7 @@ impl PartyResponder {
                 terms,
             } => {
                 let body = match self.upload(f, batch, theta, terms)? {
-                    Ok(sealed) => Body::Upload { sealed },
+                    Ok(upload) => upload,
                     Err(refusal) => {
                         tracing::warn!(party = p, iteration = f.iteration, "refused: {refusal}");
                         Body::Refused { refusal }
@@ -828,14 +837,15 @@ impl PartyResponder {
         Ok(())
     }
 
-    /// The sealed blobs, or the refusal; `Err` for a request that does not fit.
+    /// The `Upload` (sealed and signed blobs), or the refusal; `Err` for a request that does
+    /// not fit.
     fn upload(
         &mut self,
         f: &Frame,
         batch: &[u32],
         theta: &[f64],
         terms: &JobTerms,
-    ) -> Result<Result<[Vec<u8>; 3], Refusal>, PartyError> {
+    ) -> Result<Result<Body, Refusal>, PartyError> {
         let (p, t) = (self.setup.index, f.iteration);
         let bad = |fault: RequestFault| PartyError::BadRequest {
             party: p,
@@ -936,13 +946,12 @@ impl PartyResponder {
                 rows: terms.rows,
                 batch: statement,
                 maps,
-                attempt: f.attempt,
                 messages: msgs.iter().map(|m| m.encode()).collect(),
             };
-            // Preallocated to an upper bound of the encoding (two f64, three digests, the
-            // attempt, then varint lengths of at most 10 bytes), so the buffer holding seeds never
+            // Preallocated to an upper bound of the encoding (two f64, three digests, then
+            // varint lengths of at most 10 bytes), so the buffer holding seeds never
             // reallocates and leaves no unzeroized copy behind.
-            let bound = 130 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
             let mut plain = Zeroizing::new(Vec::with_capacity(bound));
             *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
                 .map_err(|e| bad(RequestFault::Encoding(e)))?;
@@ -960,6 +969,20 @@ impl PartyResponder {
             )
             .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
         }
+        // Signed, so the relay cannot forge an upload in this party's name (sealing is
+        // anonymous): the nodes verify before they unseal.
+        let mut certificate = Vec::new();
+        let mut signatures: [Vec<u8>; 3] = Default::default();
+        for (i, blob) in sealed.iter().enumerate() {
+            let payload =
+                crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, blob);
+            let s = self
+                .signer
+                .sign(&payload)
+                .map_err(|source| bad(RequestFault::Sign { node: i, source }))?;
+            certificate = s.certificate;
+            signatures[i] = s.signature;
+        }
         // Durable before it leaves: every upload may be opened.
         self.setup
             .ledger
@@ -973,7 +996,11 @@ impl PartyResponder {
             iteration: key.iteration.map(|t| t + 1),
             ..key
         };
-        Ok(Ok(sealed))
+        Ok(Ok(Body::Upload {
+            sealed,
+            certificate,
+            signatures,
+        }))
     }
 }
 

@@ -47,6 +47,32 @@ pub fn map_statement(map: &PartyMap) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// What a party signs for the sealed blob `sealed` it made for `node` in answer to
+/// attempt `attempt` at session `session`, iteration `t`: a domain tag, the session, the
+/// attempt, t, the party, the node and SHA-256 of the blob. Why: sealing is anonymous
+/// (anyone can seal to a node's public key), so without a signature the coordinator that
+/// relays the blobs could forge a whole upload in a party's name (no noise share, roots out
+/// of range, any statement); the node verifies the party's signature, from a certificate under
+/// the consortium CA naming that party, before it unseals. Cost: one SHA-256 over the blob.
+pub fn upload_payload(
+    session: &[u8; 16],
+    attempt: &[u8; 8],
+    t: u64,
+    party: u16,
+    node: u8,
+    sealed: &[u8],
+) -> Vec<u8> {
+    let mut m = Vec::with_capacity(24 + 16 + 8 + 8 + 2 + 1 + 32);
+    m.extend_from_slice(b"vtwin sealed upload v1\0");
+    m.extend_from_slice(session);
+    m.extend_from_slice(attempt);
+    m.extend_from_slice(&t.to_le_bytes());
+    m.extend_from_slice(&party.to_le_bytes());
+    m.push(node);
+    m.extend_from_slice(&Sha256::digest(sealed));
+    m
+}
+
 /// What is inside one sealed blob: postcard of this struct. The messages carry PRG seeds,
 /// so the whole struct is zeroized on drop.
 #[derive(Serialize, Deserialize)]
@@ -62,10 +88,6 @@ pub struct SealedInputs {
     pub batch: [u8; 32],
     /// [`map_statement`] of the score map its score roots were computed with.
     pub maps: [u8; 32],
-    /// The coordinator's attempt at the session that the request came in
-    /// (`vtwin_net::Frame::attempt`): a node computes only on uploads of its own attempt, and
-    /// starts each attempt once.
-    pub attempt: [u8; 8],
     /// `Message::encode()` of each message to this node, in order.
     pub messages: Vec<Vec<u8>>,
 }

@@ -183,7 +183,13 @@ fn consortium_of(
         .into_iter()
         .enumerate()
         .map(|(i, k)| {
-            NodeSession::new(NodeId::new(i as u8).unwrap(), k, node_policy(w), randomness)
+            NodeSession::new(
+                NodeId::new(i as u8).unwrap(),
+                k,
+                verifier(),
+                node_policy(w),
+                randomness,
+            )
         })
         .collect();
     let (job, hello) =
@@ -370,6 +376,11 @@ fn parties_with_overlapping_ids_align_privately_then_train() {
 fn test_ca() -> &'static vtwin_net::pki::Ca {
     static CA: std::sync::OnceLock<vtwin_net::pki::Ca> = std::sync::OnceLock::new();
     CA.get_or_init(|| vtwin_net::pki::Ca::generate().unwrap())
+}
+
+/// The nodes' verifier of the parties' upload signatures, trusting [`test_ca`].
+fn verifier() -> vtwin_net::relay_signature::RelayVerifier {
+    vtwin_net::relay_signature::RelayVerifier::new(&test_ca().identity(Role::Node(0)).unwrap())
 }
 
 /// Party p's TLS identity under [`test_ca`].
@@ -892,6 +903,7 @@ fn the_early_buffer_is_bounded() {
     let mut node = NodeSession::new(
         NodeId::new(0).unwrap(),
         SealKey::generate(&mut rng),
+        verifier(),
         node_policy(&world()),
         SecretRandomness::InsecureSeed(1),
     );
@@ -934,6 +946,7 @@ fn a_retried_session_buffers_the_new_attempts_early_frames_and_drops_the_old_one
             NodeSession::new(
                 id,
                 SealKey::generate(&mut rng),
+                verifier(),
                 node_policy(&w),
                 SecretRandomness::InsecureSeed(9),
             )
@@ -1283,11 +1296,71 @@ fn nodes_started_with_different_weights_refuse_each_other() {
 }
 
 #[test]
+fn an_upload_forged_by_the_relay_is_refused_by_the_nodes() {
+    // Sealing is anonymous: the relay seals its own inputs to node 1 in party 1's name (here
+    // bytes of its choice under the genuine context) and keeps party 1's certificate and
+    // signature. The signature covers the blob's digest, so node 1 refuses it.
+    let keys = node_keys();
+    let c = run_tampered(move |_, to, f| {
+        let (session, t) = (f.session, f.iteration);
+        if let (
+            Role::Node(1),
+            Body::Relay {
+                party: 1, sealed, ..
+            },
+        ) = (to, &mut f.body)
+        {
+            let ctx = vtwin_net::SealContext {
+                session,
+                iteration: t,
+                party: 1,
+                node: 1,
+            };
+            let mut rng = ChaCha20Rng::seed_from_u64(5);
+            *sealed = vtwin_net::seal(&keys[1].public(), &ctx, b"forged inputs", &mut rng).unwrap();
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("signature does not verify"), "{text}");
+}
+
+#[test]
+fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
+    // The relay re-signs party 1's blob with party 0's genuine key: the signature verifies,
+    // but under a certificate naming party 0.
+    let c = run_tampered(move |_, to, f| {
+        let (session, attempt, t) = (f.session, f.attempt, f.iteration);
+        if let (
+            Role::Node(2),
+            Body::Relay {
+                party: 1,
+                sealed,
+                certificate,
+                signature,
+            },
+        ) = (to, &mut f.body)
+        {
+            let signer = vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
+            let payload =
+                vtwin_consortium::upload::upload_payload(&session, &attempt, t, 1, 2, sealed);
+            let s = signer.sign(&payload).unwrap();
+            *certificate = s.certificate;
+            *signature = s.signature;
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("signed by party 0"), "{text}");
+}
+
+#[test]
 fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
     // A coordinator that kept the parties' sealed uploads of an attempt that ran to its
     // opening starts the same session again under a new attempt (with another public side it
     // could then subtract the two openings: the same inputs and noise) and relays the old
-    // blobs: every node refuses them.
+    // blobs: every node refuses them (each party signed its blob for the attempt it
+    // answered), and none starts the old attempt again.
     let w = world();
     let now = Instant::now();
     let mut c = consortium(&w, 1, now, None);
@@ -1322,10 +1395,8 @@ fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
         replayed.attempt = again.attempt;
         let out = n.handle(Role::Coordinator, replayed);
         let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
-        assert!(
-            e.contains("another attempt at this session"),
-            "node {node}: {e}"
-        );
+        // The party signed its blob for the attempt it answered.
+        assert!(e.contains("signature does not verify"), "node {node}: {e}");
         // And the original attempt cannot be started again to take them either.
         let out = n.handle(Role::Coordinator, start.clone());
         let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
@@ -1369,6 +1440,7 @@ fn a_party_whose_schema_models_a_column_differently_is_caught_by_the_nodes() {
             NodeSession::new(
                 NodeId::new(i as u8).unwrap(),
                 k,
+                verifier(),
                 node_policy(&w),
                 randomness,
             )

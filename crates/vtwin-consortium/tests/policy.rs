@@ -364,6 +364,12 @@ fn node(policy: NodePolicy) -> NodeSession {
     NodeSession::new(
         NodeId::new(0).unwrap(),
         SealKey::generate(&mut rng),
+        vtwin_net::relay_signature::RelayVerifier::new(
+            &vtwin_net::pki::Ca::generate()
+                .unwrap()
+                .identity(Role::Node(0))
+                .unwrap(),
+        ),
         policy,
         SecretRandomness::InsecureSeed(3),
     )

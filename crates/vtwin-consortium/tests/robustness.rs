@@ -28,7 +28,9 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
         0 => Body::Mpc { message: bytes },
         1 => Body::Relay {
             party: n % 3,
-            sealed: bytes,
+            sealed: bytes.clone(),
+            certificate: bytes.clone(),
+            signature: bytes,
         },
         2 => Body::NodeKey {
             public: {
@@ -41,7 +43,9 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
             start: [n as u8; 32],
         },
         3 => Body::Upload {
-            sealed: [bytes.clone(), bytes.clone(), bytes],
+            sealed: [bytes.clone(), bytes.clone(), bytes.clone()],
+            certificate: bytes.clone(),
+            signatures: [bytes.clone(), bytes.clone(), bytes],
         },
         4 => Body::PartyInfo {
             rows: u64::from(n),
@@ -108,6 +112,12 @@ proptest! {
         let mut node = NodeSession::new(
             NodeId::new(1).unwrap(),
             SealKey::generate(&mut rng),
+            vtwin_net::relay_signature::RelayVerifier::new(
+                &vtwin_net::pki::Ca::generate()
+                    .unwrap()
+                    .identity(Role::Node(0))
+                    .unwrap(),
+            ),
             vtwin_consortium::config::NodePolicy { sigma: 1.0, clip: 1.0 },
             SecretRandomness::InsecureSeed(4),
         );

@@ -390,7 +390,8 @@ pub(crate) fn check_score_map_bound(
     // values (`vtwin_iteration::public_bounds`).
     let slack = (STAT_ABS_MAX + 1.0) * 2f64.powi(-33);
     let bound = per_coord.iter().copied().fold(0.0, f64::max) + slack;
-    if bound * (b_rows as f64) >= 4_194_304.0 {
+    // Inflated for the f64 rounding of 14 |A| + |b| and of the product.
+    if bound * (b_rows as f64) * (1.0 + 2f64.powi(-40)) >= 4_194_304.0 {
         return Err(BackendError::Range {
             party: party.to_string(),
             what: "public score map B (14 |A| + |b|)",

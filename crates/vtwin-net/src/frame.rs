@@ -116,24 +116,39 @@ pub enum Body {
         /// The job's public terms, checked by the party against its policy and budget.
         terms: JobTerms,
     },
-    /// Party -> coordinator: one sealed blob per node (see [`mod@crate::seal`]).
+    /// Party -> coordinator: one sealed blob per node (see [`mod@crate::seal`]), each signed
+    /// by the party ([`crate::relay_signature`]) so that the relay cannot forge one.
     Upload {
         /// `sealed[i]` is sealed to node i.
         #[serde(with = "three_blobs")]
         sealed: [Vec<u8>; 3],
+        /// The party's leaf certificate, DER.
+        #[serde(with = "serde_bytes")]
+        certificate: Vec<u8>,
+        /// `signatures[i]`: the party's signature of blob i's upload statement
+        /// (`vtwin-consortium` `upload::upload_payload`).
+        #[serde(with = "three_blobs")]
+        signatures: [Vec<u8>; 3],
     },
     /// Party -> coordinator: the party refuses this request (nothing was shared).
     Refused {
         /// Which check failed; typed and free of private values.
         refusal: Refusal,
     },
-    /// Coordinator -> node: a party's blob sealed to this node, relayed.
+    /// Coordinator -> node: a party's blob sealed to this node, relayed with the party's
+    /// signature, which the node verifies before it unseals.
     Relay {
         /// The party index.
         party: u16,
         /// The sealed blob.
         #[serde(with = "serde_bytes")]
         sealed: Vec<u8>,
+        /// The party's leaf certificate, DER.
+        #[serde(with = "serde_bytes")]
+        certificate: Vec<u8>,
+        /// The party's signature of the blob's upload statement.
+        #[serde(with = "serde_bytes")]
+        signature: Vec<u8>,
     },
     /// Node <-> node, node -> coordinator: one encoded `vtwin_mpc::Message`.
     Mpc {

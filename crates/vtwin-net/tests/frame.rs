@@ -73,9 +73,22 @@ fn body() -> impl Strategy<Value = Body> {
                 theta,
                 terms
             }),
-        (bytes(40), bytes(40), bytes(40)).prop_map(|(a, b, c)| Body::Upload { sealed: [a, b, c] }),
+        (bytes(40), bytes(40), bytes(40), bytes(30), bytes(20)).prop_map(|(a, b, c, cert, sig)| {
+            Body::Upload {
+                sealed: [a, b, c],
+                certificate: cert,
+                signatures: [sig.clone(), sig.clone(), sig],
+            }
+        }),
         refusal().prop_map(|refusal| Body::Refused { refusal }),
-        (any::<u16>(), bytes(64)).prop_map(|(party, sealed)| Body::Relay { party, sealed }),
+        (any::<u16>(), bytes(64), bytes(30), bytes(20)).prop_map(
+            |(party, sealed, certificate, signature)| Body::Relay {
+                party,
+                sealed,
+                certificate,
+                signature
+            }
+        ),
         bytes(64).prop_map(|message| Body::Mpc { message }),
         ".{0,20}".prop_map(|reason| Body::Abort { reason }),
         ".{0,20}".prop_map(|reason| Body::Failed { reason }),

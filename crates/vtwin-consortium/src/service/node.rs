@@ -48,6 +48,9 @@ impl std::fmt::Debug for NodeRun {
 pub struct NodeServer {
     id: NodeId,
     endpoint: Arc<Endpoint>,
+    /// Verifies the parties' upload signatures against the consortium CA of the node's
+    /// identity.
+    verifier: vtwin_net::relay_signature::RelayVerifier,
 }
 
 impl NodeServer {
@@ -65,6 +68,7 @@ impl NodeServer {
         Ok(NodeServer {
             id,
             endpoint: Arc::new(endpoint),
+            verifier: vtwin_net::relay_signature::RelayVerifier::new(identity),
         })
     }
 
@@ -82,7 +86,13 @@ impl NodeServer {
         for j in (0..3u8).filter(|&j| usize::from(j) != me.index()) {
             hub.mesh.expect(Role::Node(j));
         }
-        let session = SessionThread::spawn(me, run.seal_key, run.policy, run.randomness)?;
+        let session = SessionThread::spawn(
+            me,
+            run.seal_key,
+            self.verifier.clone(),
+            run.policy,
+            run.randomness,
+        )?;
         Hub::accept_from(self.endpoint.clone(), links_tx.clone());
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
         let mut redial: HashMap<Role, Arc<Notify>> = HashMap::new();
@@ -157,6 +167,7 @@ impl SessionThread {
     fn spawn(
         id: NodeId,
         seal_key: SealKey,
+        verifier: vtwin_net::relay_signature::RelayVerifier,
         policy: NodePolicy,
         randomness: SecretRandomness,
     ) -> Result<SessionThread, ServiceError> {
@@ -164,7 +175,7 @@ impl SessionThread {
         std::thread::Builder::new()
             .name(format!("vtwin-node-{}", id.index()))
             .spawn(move || {
-                let mut session = NodeSession::new(id, seal_key, policy, randomness);
+                let mut session = NodeSession::new(id, seal_key, verifier, policy, randomness);
                 while let Ok((cmd, span, reply)) = rx.recv() {
                     let out = span.in_scope(|| match cmd {
                         Cmd::Frame(peer, f) => session.handle(peer, f),
