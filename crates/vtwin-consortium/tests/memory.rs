@@ -176,9 +176,21 @@ fn consortium_of(
     own: Vec<OwnPartyData>,
     align: bool,
 ) -> MemoryConsortium {
-    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
     let schema = vtwin_data::demo::demo_schema();
-    let parties = responders(&policy(w), &schema, own, Duration::from_secs(60));
+    consortium_under(w, iters, now, own, align, &schema)
+}
+
+/// [`consortium_of`] whose parties hold `schema` (the coordinator's layout stays `w`'s).
+fn consortium_under(
+    w: &World,
+    iters: u64,
+    now: Instant,
+    own: Vec<OwnPartyData>,
+    align: bool,
+    schema: &vtwin_data::Schema,
+) -> MemoryConsortium {
+    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
+    let parties = responders(&policy(w), schema, own, Duration::from_secs(60));
     let nodes = node_keys()
         .into_iter()
         .enumerate()
@@ -764,10 +776,7 @@ fn parties_with_different_ids_and_no_alignment_are_told_how_to_align() {
 
 #[test]
 fn a_silent_node_times_out_naming_it_and_nothing_is_applied() {
-    let w = world();
-    let now = Instant::now();
-    let mut c = consortium(&w, 3, now, None);
-    begin(&mut c, &w, now);
+    let (now, mut c) = running(3);
     // Iteration 0 completes, then node 1 goes silent.
     while !c
         .events
@@ -811,17 +820,35 @@ fn a_silent_node_times_out_naming_it_and_nothing_is_applied() {
     assert_eq!(c.nodes[2].iteration(), None);
 }
 
+/// A consortium over [`world`] with `iters` iterations, past its handshake (the trainer
+/// begun), at `now`.
+fn running(iters: u64) -> (Instant, MemoryConsortium) {
+    let w = world();
+    let now = Instant::now();
+    let mut c = consortium(&w, iters, now, None);
+    begin(&mut c, &w, now);
+    (now, c)
+}
+
 /// Runs a consortium whose frames pass through `hook`, to the end or to an abort.
 fn run_tampered(
     hook: impl FnMut(Role, Role, &mut vtwin_net::Frame) -> bool + 'static,
 ) -> MemoryConsortium {
-    let w = world();
-    let now = Instant::now();
-    let mut c = consortium(&w, 2, now, None);
-    begin(&mut c, &w, now);
+    let (now, mut c) = running(2);
     c.intercept(Box::new(hook));
     c.run(now);
     c
+}
+
+/// Runs a consortium through `hook` ([`run_tampered`]) and checks that the job aborted,
+/// applying nothing, with an error whose text contains `what`.
+fn assert_aborts_with(
+    hook: impl FnMut(Role, Role, &mut vtwin_net::Frame) -> bool + 'static,
+    what: &str,
+) {
+    let c = run_tampered(hook);
+    let text = aborted(&c).to_string();
+    assert!(text.contains(what), "{text}");
 }
 
 fn aborted(c: &MemoryConsortium) -> &JobError {
@@ -883,18 +910,19 @@ fn a_blob_relayed_to_the_wrong_node_is_refused() {
 #[test]
 fn an_mpc_message_whose_inner_sender_is_not_the_link_peer_is_refused() {
     // A node-to-node message claims to come from the third node.
-    let c = run_tampered(|from, to, f| {
-        if let (Role::Node(a), Role::Node(b), vtwin_net::Body::Mpc { message }) =
-            (from, to, &mut f.body)
-        {
-            let mut m = vtwin_mpc::Message::decode(message).unwrap();
-            m.from = vtwin_mpc::Peer::Node(NodeId::new(3 - a - b).unwrap());
-            *message = m.encode();
-        }
-        true
-    });
-    let text = aborted(&c).to_string();
-    assert!(text.contains("differs from the link's peer"), "{text}");
+    assert_aborts_with(
+        |from, to, f| {
+            if let (Role::Node(a), Role::Node(b), vtwin_net::Body::Mpc { message }) =
+                (from, to, &mut f.body)
+            {
+                let mut m = vtwin_mpc::Message::decode(message).unwrap();
+                m.from = vtwin_mpc::Peer::Node(NodeId::new(3 - a - b).unwrap());
+                *message = m.encode();
+            }
+            true
+        },
+        "differs from the link's peer",
+    );
 }
 
 #[test]
@@ -1248,14 +1276,15 @@ fn an_opening_that_cannot_be_recorded_is_not_combined() {
 fn a_coordinator_telling_the_parties_a_larger_sigma_than_the_nodes_is_caught_by_the_nodes() {
     // The parties accept the larger sigma (more noise than their floor), but their sealed
     // inputs state it, and the nodes hold the session's terms: the relayed upload is refused.
-    let c = run_tampered(|_, _, f| {
-        if let Body::Request { terms, .. } = &mut f.body {
-            terms.sigma *= 2.0;
-        }
-        true
-    });
-    let text = aborted(&c).to_string();
-    assert!(text.contains("another sigma or clip"), "{text}");
+    assert_aborts_with(
+        |_, _, f| {
+            if let Body::Request { terms, .. } = &mut f.body {
+                terms.sigma *= 2.0;
+            }
+            true
+        },
+        "another sigma or clip",
+    );
 }
 
 #[test]
@@ -1266,17 +1295,18 @@ fn a_party_sent_another_theta_than_the_nodes_maps_is_caught_by_the_nodes() {
     // the map it used does not match the nodes' map for it.
     let w = world();
     let k = w.layout.components;
-    let c = run_tampered(move |_, to, f| {
-        if let (Role::Party(1), Body::Request { theta, .. }) = (to, &mut f.body) {
-            // One of party 1's parameters (past the K weights and party 0's columns).
-            let last = theta.len() - 1;
-            assert!(last >= k);
-            theta[last] += 0.5;
-        }
-        true
-    });
-    let text = aborted(&c).to_string();
-    assert!(text.contains("another score map"), "{text}");
+    assert_aborts_with(
+        move |_, to, f| {
+            if let (Role::Party(1), Body::Request { theta, .. }) = (to, &mut f.body) {
+                // One of party 1's parameters (past the K weights and party 0's columns).
+                let last = theta.len() - 1;
+                assert!(last >= k);
+                theta[last] += 0.5;
+            }
+            true
+        },
+        "another score map",
+    );
 }
 
 #[test]
@@ -1285,14 +1315,15 @@ fn nodes_started_with_different_weights_refuse_each_other() {
     // every public bound, so each node alone accepts its Start). A public constant sits in a
     // share two nodes hold, so the nodes' shares of `r - pi` would no longer be of one value
     // and the clip factor would be random: the nodes compare digests of their Starts first.
-    let c = run_tampered(|_, to, f| {
-        if let (Role::Node(2), Body::Start { public, .. }) = (to, &mut f.body) {
-            public.pi[0] -= 1;
-        }
-        true
-    });
-    let text = aborted(&c).to_string();
-    assert!(text.contains("another public side"), "{text}");
+    assert_aborts_with(
+        |_, to, f| {
+            if let (Role::Node(2), Body::Start { public, .. }) = (to, &mut f.body) {
+                public.pi[0] -= 1;
+            }
+            true
+        },
+        "another public side",
+    );
 }
 
 #[test]
@@ -1301,57 +1332,61 @@ fn an_upload_forged_by_the_relay_is_refused_by_the_nodes() {
     // bytes of its choice under the genuine context) and keeps party 1's certificate and
     // signature. The signature covers the blob's digest, so node 1 refuses it.
     let keys = node_keys();
-    let c = run_tampered(move |_, to, f| {
-        let (session, t) = (f.session, f.iteration);
-        if let (
-            Role::Node(1),
-            Body::Relay {
-                party: 1, sealed, ..
-            },
-        ) = (to, &mut f.body)
-        {
-            let ctx = vtwin_net::SealContext {
-                session,
-                iteration: t,
-                party: 1,
-                node: 1,
-            };
-            let mut rng = ChaCha20Rng::seed_from_u64(5);
-            *sealed = vtwin_net::seal(&keys[1].public(), &ctx, b"forged inputs", &mut rng).unwrap();
-        }
-        true
-    });
-    let text = aborted(&c).to_string();
-    assert!(text.contains("signature does not verify"), "{text}");
+    assert_aborts_with(
+        move |_, to, f| {
+            let (session, t) = (f.session, f.iteration);
+            if let (
+                Role::Node(1),
+                Body::Relay {
+                    party: 1, sealed, ..
+                },
+            ) = (to, &mut f.body)
+            {
+                let ctx = vtwin_net::SealContext {
+                    session,
+                    iteration: t,
+                    party: 1,
+                    node: 1,
+                };
+                let mut rng = ChaCha20Rng::seed_from_u64(5);
+                *sealed =
+                    vtwin_net::seal(&keys[1].public(), &ctx, b"forged inputs", &mut rng).unwrap();
+            }
+            true
+        },
+        "signature does not verify",
+    );
 }
 
 #[test]
 fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
     // The relay re-signs party 1's blob with party 0's genuine key: the signature verifies,
     // but under a certificate naming party 0.
-    let c = run_tampered(move |_, to, f| {
-        let (session, attempt, t) = (f.session, f.attempt, f.iteration);
-        if let (
-            Role::Node(2),
-            Body::Relay {
-                party: 1,
-                sealed,
-                certificate,
-                signature,
-            },
-        ) = (to, &mut f.body)
-        {
-            let signer = vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
-            let payload =
-                vtwin_consortium::upload::upload_payload(&session, &attempt, t, 1, 2, sealed);
-            let s = signer.sign(&payload).unwrap();
-            *certificate = s.certificate;
-            *signature = s.signature;
-        }
-        true
-    });
-    let text = aborted(&c).to_string();
-    assert!(text.contains("signed by party 0"), "{text}");
+    assert_aborts_with(
+        move |_, to, f| {
+            let (session, attempt, t) = (f.session, f.attempt, f.iteration);
+            if let (
+                Role::Node(2),
+                Body::Relay {
+                    party: 1,
+                    sealed,
+                    certificate,
+                    signature,
+                },
+            ) = (to, &mut f.body)
+            {
+                let signer =
+                    vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
+                let payload =
+                    vtwin_consortium::upload::upload_payload(&session, &attempt, t, 1, 2, sealed);
+                let s = signer.sign(&payload).unwrap();
+                *certificate = s.certificate;
+                *signature = s.signature;
+            }
+            true
+        },
+        "signed by party 0",
+    );
 }
 
 #[test]
@@ -1361,10 +1396,7 @@ fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
     // could then subtract the two openings: the same inputs and noise) and relays the old
     // blobs: every node refuses them (each party signed its blob for the attempt it
     // answered), and none starts the old attempt again.
-    let w = world();
-    let now = Instant::now();
-    let mut c = consortium(&w, 1, now, None);
-    begin(&mut c, &w, now);
+    let (now, mut c) = running(1);
     let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let keep = seen.clone();
     c.intercept(Box::new(move |from, to, f: &mut Frame| {
@@ -1431,24 +1463,7 @@ fn a_party_whose_schema_models_a_column_differently_is_caught_by_the_nodes() {
             ids: w.table.ids.clone(),
         })
         .collect();
-    let randomness = SecretRandomness::InsecureSeed(MPC_SEED);
-    let parties = responders(&policy(&w), &schema, own, Duration::from_secs(60));
-    let nodes = node_keys()
-        .into_iter()
-        .enumerate()
-        .map(|(i, k)| {
-            NodeSession::new(
-                NodeId::new(i as u8).unwrap(),
-                k,
-                verifier(),
-                node_policy(&w),
-                randomness,
-            )
-        })
-        .collect();
-    let (job, hello) =
-        CoordinatorJob::new_with_alignment(2, 2, DELTA, timeouts(), randomness, false, now);
-    let mut c = MemoryConsortium::new(job, hello, nodes, parties);
+    let mut c = consortium_under(&w, 2, now, own, false, &schema);
     begin(&mut c, &w, now);
     c.run(now);
     let text = aborted(&c).to_string();
