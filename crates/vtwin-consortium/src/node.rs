@@ -52,7 +52,7 @@ use vtwin_iteration::node::{ephemeral_key, program};
 use vtwin_iteration::SecretRandomness;
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
-use vtwin_net::relay_signature::{RelaySignature, RelayVerifier};
+use vtwin_net::relay_signature::{Purpose, RelaySignature, RelayVerifier};
 use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WirePublic};
 
 use crate::error::LinkLoss;
@@ -681,7 +681,7 @@ impl NodeSession {
                     certificate,
                     signature,
                 };
-                match self.verifier.verify(&payload, &signed) {
+                match self.verifier.verify(Purpose::Upload, &payload, &signed) {
                     Ok(signer) if signer == Role::Party(party) => {}
                     Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
                     Err(e) => return Err(bad(UploadFault::Signature(e))),

@@ -72,6 +72,7 @@ use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::party_ledger::{batch_digest, LedgerFileError, PartyLedger, UploadRecord};
 use crate::upload::SealedInputs;
 use vtwin_host::error_chain::Chain;
+use vtwin_net::relay_signature::Purpose;
 
 /// A `Request` batch entry that stands for a padding row: the coordinator sends the real
 /// record indices (ascending), then this value up to the public batch size.
@@ -713,7 +714,7 @@ impl PartyResponder {
     /// `m` as an `Align` body, signed with this party's key.
     fn signed(&mut self, m: &vtwin_psi::Message) -> Result<Body, PartyError> {
         let message = m.encode();
-        match self.signer.sign(&message) {
+        match self.signer.sign(Purpose::Alignment, &message) {
             Ok(s) => Ok(Body::Align {
                 message,
                 certificate: s.certificate,
@@ -793,7 +794,7 @@ impl PartyResponder {
             .map_err(AlignFailure::Decode)
             .and_then(|m| {
                 let claimed = Role::Party(m.from);
-                match verifier.verify(message, signature) {
+                match verifier.verify(Purpose::Alignment, message, signature) {
                     Ok(signer) if signer == claimed => Ok(m),
                     Ok(signer) => Err(AlignFailure::Signer { claimed, signer }),
                     Err(source) => Err(AlignFailure::Signature { claimed, source }),
@@ -978,7 +979,7 @@ impl PartyResponder {
                 crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, blob);
             let s = self
                 .signer
-                .sign(&payload)
+                .sign(Purpose::Upload, &payload)
                 .map_err(|source| bad(RequestFault::Sign { node: i, source }))?;
             certificate = s.certificate;
             signatures[i] = s.signature;

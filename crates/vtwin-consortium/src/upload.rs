@@ -48,8 +48,9 @@ pub fn map_statement(map: &PartyMap) -> [u8; 32] {
 }
 
 /// What a party signs for the sealed blob `sealed` it made for `node` in answer to
-/// attempt `attempt` at session `session`, iteration `t`: a domain tag, the session, the
-/// attempt, t, the party, the node and SHA-256 of the blob. Why: sealing is anonymous
+/// attempt `attempt` at session `session`, iteration `t`: the session, the attempt, t, the
+/// party, the node and SHA-256 of the blob (signed under
+/// `vtwin_net::relay_signature::UPLOAD_DOMAIN`). Why: sealing is anonymous
 /// (anyone can seal to a node's public key), so without a signature the coordinator that
 /// relays the blobs could forge a whole upload in a party's name (no noise share, roots out
 /// of range, any statement); the node verifies the party's signature, from a certificate under
@@ -62,8 +63,7 @@ pub fn upload_payload(
     node: u8,
     sealed: &[u8],
 ) -> Vec<u8> {
-    let mut m = Vec::with_capacity(24 + 16 + 8 + 8 + 2 + 1 + 32);
-    m.extend_from_slice(b"vtwin sealed upload v1\0");
+    let mut m = Vec::with_capacity(16 + 8 + 8 + 2 + 1 + 32);
     m.extend_from_slice(session);
     m.extend_from_slice(attempt);
     m.extend_from_slice(&t.to_le_bytes());

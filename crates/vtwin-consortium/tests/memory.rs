@@ -461,7 +461,7 @@ fn re_sign(body: &mut Body, identity: &vtwin_net::pki::Identity) {
     };
     let s = vtwin_net::RelaySigner::new(identity)
         .unwrap()
-        .sign(message)
+        .sign(vtwin_net::relay_signature::Purpose::Alignment, message)
         .unwrap();
     (*certificate, *signature) = (s.certificate, s.signature);
 }
@@ -713,7 +713,9 @@ fn three_parties_align_with_signed_messages_and_refuse_a_misdelivered_one() {
 fn the_largest_alignment_message_fits_one_frame_with_its_signature() {
     let signer = vtwin_net::RelaySigner::new(&party_identity(0)).unwrap();
     let message = vec![0u8; 30 + 32 * vtwin_consortium::party::MAX_ALIGN_IDS];
-    let s = signer.sign(&message).unwrap();
+    let s = signer
+        .sign(vtwin_net::relay_signature::Purpose::Alignment, &message)
+        .unwrap();
     let mut f = frame(
         Role::Party(u16::MAX),
         Attempt::NONE,
@@ -1330,7 +1332,9 @@ fn nodes_started_with_different_weights_refuse_each_other() {
 fn an_upload_forged_by_the_relay_is_refused_by_the_nodes() {
     // Sealing is anonymous: the relay seals its own inputs to node 1 in party 1's name (here
     // bytes of its choice under the genuine context) and keeps party 1's certificate and
-    // signature. The signature covers the blob's digest, so node 1 refuses it.
+    // signature. The signature covers the blob's digest, so node 1 refuses it, before it
+    // unseals (without the check this blob would fail later, as inputs that do not decode;
+    // the re-signed case below is the one a node would otherwise compute on).
     let keys = node_keys();
     assert_aborts_with(
         move |_, to, f| {
@@ -1379,7 +1383,9 @@ fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
                     vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
                 let payload =
                     vtwin_consortium::upload::upload_payload(&session, &attempt, t, 1, 2, sealed);
-                let s = signer.sign(&payload).unwrap();
+                let s = signer
+                    .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
+                    .unwrap();
                 *certificate = s.certificate;
                 *signature = s.signature;
             }

@@ -182,7 +182,8 @@ pub enum Body {
         /// The sender's leaf certificate, DER.
         #[serde(with = "serde_bytes")]
         certificate: Vec<u8>,
-        /// The sender's signature of the message ([`crate::relay_signature::DOMAIN`] first).
+        /// The sender's signature of the message ([`crate::relay_signature::DOMAIN`] first,
+        /// `Purpose::Alignment`).
         #[serde(with = "serde_bytes")]
         signature: Vec<u8>,
     },

@@ -8,10 +8,13 @@
 //! sender's CA-certified key and verified by its addressee:
 //!
 //! - [`RelaySigner::sign`]: an ECDSA P-256 / SHA-256 signature (ASN.1 DER, as TLS 1.3
-//!   writes it) over [`DOMAIN`] `||` the payload, with the sender's leaf certificate beside
-//!   it ([`RelaySignature`]). The domain tag keeps these signatures apart from TLS
-//!   handshake signatures made with the same key (TLS 1.3 signs 64 spaces and its own
-//!   context string first, so neither can be taken for the other).
+//!   writes it) over the [`Purpose`]'s domain tag `||` the payload, with the sender's leaf
+//!   certificate beside it ([`RelaySignature`]). The domain tag keeps these signatures apart
+//!   from TLS handshake signatures made with the same key (TLS 1.3 signs 64 spaces and its
+//!   own context string first, so neither can be taken for the other) and from each other:
+//!   alignment messages ([`DOMAIN`]) and sealed uploads to the nodes ([`UPLOAD_DOMAIN`],
+//!   verified by the nodes, so that the relay cannot forge an upload: sealing alone is
+//!   anonymous).
 //! - [`RelayVerifier::verify`]: the certificate must chain to the consortium CA now, for
 //!   client authentication (as [`crate::pki::Identity`] checks a loaded certificate), name
 //!   exactly one role ([`role_of_certificate`]) and carry the key that made the signature.
@@ -34,8 +37,33 @@ use rustls::SignatureScheme;
 use crate::pki::{role_of_certificate, CertRoleError, Identity};
 use crate::role::Role;
 
-/// Prefixed to every signed payload (ASCII, NUL-terminated).
+/// Prefixed to every signed alignment message (ASCII, NUL-terminated).
 pub const DOMAIN: &[u8] = b"vtwin relayed psi message v1\0";
+
+/// Prefixed to every signed sealed upload (ASCII, NUL-terminated).
+pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v1\0";
+
+/// What a relayed payload is, so that a signature made for one purpose is never accepted for
+/// another (the same party key signs both): each purpose has its own domain tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Purpose {
+    /// A record alignment message ([`DOMAIN`]).
+    Alignment,
+    /// A party's sealed upload to a node ([`UPLOAD_DOMAIN`]; the payload is
+    /// `vtwin-consortium` `upload::upload_payload`).
+    Upload,
+}
+
+impl Purpose {
+    /// The domain tag signed before the payload.
+    pub fn domain(self) -> &'static [u8] {
+        match self {
+            Purpose::Alignment => DOMAIN,
+            Purpose::Upload => UPLOAD_DOMAIN,
+        }
+    }
+}
 
 /// The only scheme the consortium PKI issues keys for (`pki` module docs).
 const SCHEME: SignatureScheme = SignatureScheme::ECDSA_NISTP256_SHA256;
@@ -120,11 +148,16 @@ impl RelaySigner {
         self.role
     }
 
-    /// Signs [`DOMAIN`] `||` `payload` (randomised ECDSA from the OS CSPRNG, through ring).
-    pub fn sign(&self, payload: &[u8]) -> Result<RelaySignature, RelaySignatureError> {
+    /// Signs the purpose's domain tag `||` `payload` (randomised ECDSA from the OS CSPRNG,
+    /// through ring).
+    pub fn sign(
+        &self,
+        purpose: Purpose,
+        payload: &[u8],
+    ) -> Result<RelaySignature, RelaySignatureError> {
         let signature = self
             .signer
-            .sign(&signed_bytes(payload))
+            .sign(&signed_bytes(purpose, payload))
             .map_err(RelaySignatureError::Sign)?;
         Ok(RelaySignature {
             certificate: self.certificate.to_vec(),
@@ -152,6 +185,7 @@ impl RelayVerifier {
     /// that role against the sender the payload claims.
     pub fn verify(
         &self,
+        purpose: Purpose,
         payload: &[u8],
         signature: &RelaySignature,
     ) -> Result<Role, RelaySignatureError> {
@@ -172,7 +206,7 @@ impl RelayVerifier {
         let role = role_of_certificate(&der).map_err(RelaySignatureError::Role)?;
         ee.verify_signature(
             webpki::ring::ECDSA_P256_SHA256,
-            &signed_bytes(payload),
+            &signed_bytes(purpose, payload),
             &signature.signature,
         )
         .map_err(|_| RelaySignatureError::BadSignature { role })?;
@@ -180,9 +214,10 @@ impl RelayVerifier {
     }
 }
 
-fn signed_bytes(payload: &[u8]) -> Vec<u8> {
-    let mut m = Vec::with_capacity(DOMAIN.len() + payload.len());
-    m.extend_from_slice(DOMAIN);
+fn signed_bytes(purpose: Purpose, payload: &[u8]) -> Vec<u8> {
+    let domain = purpose.domain();
+    let mut m = Vec::with_capacity(domain.len() + payload.len());
+    m.extend_from_slice(domain);
     m.extend_from_slice(payload);
     m
 }
@@ -201,8 +236,13 @@ mod tests {
         let ca = Ca::generate().unwrap();
         let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
         let verifier = RelayVerifier::new(&party(&ca, 0));
-        let s = signer.sign(b"blinded set").unwrap();
-        assert_eq!(verifier.verify(b"blinded set", &s).unwrap(), Role::Party(1));
+        let s = signer.sign(Purpose::Alignment, b"blinded set").unwrap();
+        assert_eq!(
+            verifier
+                .verify(Purpose::Alignment, b"blinded set", &s)
+                .unwrap(),
+            Role::Party(1)
+        );
     }
 
     #[test]
@@ -210,16 +250,16 @@ mod tests {
         let ca = Ca::generate().unwrap();
         let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
         let verifier = RelayVerifier::new(&party(&ca, 0));
-        let s = signer.sign(b"blinded set").unwrap();
+        let s = signer.sign(Purpose::Alignment, b"blinded set").unwrap();
         assert!(matches!(
-            verifier.verify(b"blinded sez", &s),
+            verifier.verify(Purpose::Alignment, b"blinded sez", &s),
             Err(RelaySignatureError::BadSignature { role }) if role == Role::Party(1)
         ));
         let mut bad = s.clone();
         let last = bad.signature.len() - 1;
         bad.signature[last] ^= 1;
         assert!(matches!(
-            verifier.verify(b"blinded set", &bad),
+            verifier.verify(Purpose::Alignment, b"blinded set", &bad),
             Err(RelaySignatureError::BadSignature { .. })
         ));
         // Without the domain tag the same key's signature is not accepted.
@@ -232,7 +272,14 @@ mod tests {
             certificate: s.certificate.clone(),
             signature: raw,
         };
-        assert!(verifier.verify(b"blinded set", &no_domain).is_err());
+        assert!(verifier
+            .verify(Purpose::Alignment, b"blinded set", &no_domain)
+            .is_err());
+        // A signature for one purpose is not accepted for another.
+        assert!(matches!(
+            verifier.verify(Purpose::Upload, b"blinded set", &s),
+            Err(RelaySignatureError::BadSignature { .. })
+        ));
     }
 
     #[test]
@@ -241,32 +288,36 @@ mod tests {
         let verifier = RelayVerifier::new(&party(&ca, 0));
         // The coordinator's own certified key: verifies, but as the coordinator.
         let coordinator = RelaySigner::new(&ca.identity(Role::Coordinator).unwrap()).unwrap();
-        let s = coordinator.sign(b"blinded set").unwrap();
+        let s = coordinator
+            .sign(Purpose::Alignment, b"blinded set")
+            .unwrap();
         assert_eq!(
-            verifier.verify(b"blinded set", &s).unwrap(),
+            verifier
+                .verify(Purpose::Alignment, b"blinded set", &s)
+                .unwrap(),
             Role::Coordinator
         );
         // Party 1's certificate beside the coordinator's signature.
         let p1 = RelaySigner::new(&party(&ca, 1))
             .unwrap()
-            .sign(b"x")
+            .sign(Purpose::Alignment, b"x")
             .unwrap();
         let swapped = RelaySignature {
             certificate: p1.certificate,
             signature: s.signature,
         };
         assert!(matches!(
-            verifier.verify(b"blinded set", &swapped),
+            verifier.verify(Purpose::Alignment, b"blinded set", &swapped),
             Err(RelaySignatureError::BadSignature { role }) if role == Role::Party(1)
         ));
         // A party certificate from another CA.
         let other = Ca::generate().unwrap();
         let forged = RelaySigner::new(&party(&other, 1))
             .unwrap()
-            .sign(b"blinded set")
+            .sign(Purpose::Alignment, b"blinded set")
             .unwrap();
         assert!(matches!(
-            verifier.verify(b"blinded set", &forged),
+            verifier.verify(Purpose::Alignment, b"blinded set", &forged),
             Err(RelaySignatureError::NotUnderCa(_))
         ));
         // Garbage in place of a certificate.
@@ -275,7 +326,7 @@ mod tests {
             signature: forged.signature,
         };
         assert!(matches!(
-            verifier.verify(b"blinded set", &garbage),
+            verifier.verify(Purpose::Alignment, b"blinded set", &garbage),
             Err(RelaySignatureError::Certificate(_))
         ));
     }
