@@ -180,12 +180,15 @@ pub const CHAIN_RECHECK: Duration = Duration::from_secs(60);
 /// memory is cleared).
 const CHAIN_CACHE: usize = 64;
 
+/// Certificates (DER) whose chain verified, with their role and when it was checked.
+type VerifiedChains = HashMap<Vec<u8>, (Role, Instant)>;
+
 /// Verifies relayed payloads against the consortium CA.
 #[derive(Clone, Debug)]
 pub struct RelayVerifier {
     ca: CertificateDer<'static>,
     /// Certificates (DER) whose chain verified under the CA, their role and when.
-    verified: Arc<Mutex<HashMap<Vec<u8>, (Role, Instant)>>>,
+    verified: Arc<Mutex<VerifiedChains>>,
 }
 
 impl RelayVerifier {
