@@ -584,20 +584,20 @@ impl NodeSession {
                 ),
             });
         }
-        // Replay what arrived early for this session, in arrival order.
+        // Replay what arrived early for this session, in arrival order. Frames of other
+        // attempts stay buffered even if this session fails or ends on one of its own
+        // (whose remaining early frames are then dropped).
         let early = std::mem::take(&mut self.early);
+        let mut result = Ok(());
         for (who, e) in early {
-            if Attempt::of(&e) == at {
-                self.in_session(who, e, out)?;
-                if self.active.is_none() {
-                    break;
-                }
-            } else {
+            if Attempt::of(&e) != at {
                 self.early.push_back((who, e));
+            } else if result.is_ok() && self.active.is_some() {
+                result = self.in_session(who, e, out);
             }
         }
         self.recount_early();
-        Ok(())
+        result
     }
 
     fn in_session(&mut self, from: Role, f: Frame, out: &mut NodeOutput) -> Result<(), NodeError> {
