@@ -442,3 +442,58 @@ fn a_node_refuses_a_clip_above_its_cap_a_sigma_below_its_floor_and_a_circuit_cli
     let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
     assert!(e.contains("repeats a session attempt"), "{e}");
 }
+
+#[test]
+fn a_session_failing_on_an_early_frame_keeps_other_attempts_early_frames() {
+    let policy = NodePolicy {
+        sigma: 1.5,
+        clip: 1.0,
+    };
+    let mut n = node(policy);
+    let start_at = |a: u8| {
+        let mut f = start(plan(), 1.0);
+        f.attempt = [a; 8];
+        f
+    };
+    let digest = |f: &Frame| match &f.body {
+        Body::Start { public, terms } => {
+            vtwin_consortium::node::start_digest(public, terms, Attempt::of(f), f.iteration)
+                .unwrap()
+        }
+        other => panic!("{other:?}"),
+    };
+    let key = |from: u8, a: u8, start: [u8; 32]| {
+        let at = Attempt {
+            session: [9; 16],
+            attempt: [a; 8],
+        };
+        frame(
+            Role::Node(from),
+            at,
+            0,
+            0,
+            Body::NodeKey {
+                public: [from + 1; 32],
+                start,
+            },
+        )
+    };
+    let second = start_at(2);
+    // Before either attempt starts: node 2's key for attempt 1 with a digest of another Start,
+    // then node 1's genuine key for attempt 2.
+    assert!(n.handle(Role::Node(2), key(2, 1, [0; 32])).error.is_none());
+    assert!(n
+        .handle(Role::Node(1), key(1, 2, digest(&second)))
+        .error
+        .is_none());
+    // Attempt 1 fails on its early frame.
+    let out = n.handle(Role::Coordinator, start_at(1));
+    let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
+    assert!(e.contains("another public side"), "{e}");
+    // Attempt 2 starts with node 1's early key still buffered: the same key again is a second.
+    let out = n.handle(Role::Coordinator, second.clone());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let out = n.handle(Role::Node(1), key(1, 2, digest(&second)));
+    let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
+    assert!(e.contains("second node key"), "{e}");
+}
