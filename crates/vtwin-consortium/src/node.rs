@@ -165,14 +165,6 @@ pub enum StartFault {
         /// The policy's cap.
         cap: f64,
     },
-    /// The circuit's fixed-point clip is not in (0, C] for the nominal clip C.
-    #[error("the circuit clip (raw {raw}) is not in (0, C] for the nominal clip C = {clip}")]
-    CircuitClip {
-        /// The circuit's raw clip.
-        raw: u128,
-        /// The nominal clip.
-        clip: f64,
-    },
     /// The `Start` does not re-encode (for its digest).
     #[error("it does not re-encode")]
     Encoding,
@@ -826,23 +818,13 @@ fn check_terms(
             cap: policy.clip,
         });
     }
-    // raw / 2^scale <= C exactly: C 2^scale is exact in f64 (a power-of-two scaling) and raw
-    // is an integer, so raw <= floor(C 2^scale) (the cast saturates). Raw values at or
-    // above 2^127 are negative in the ring.
-    let raw = public.clip.raw();
-    let cap = (terms.clip * (vtwin_fixed::FRAC_BITS as f64).exp2()).floor() as u128;
-    if raw == 0 || raw >= 1u128 << 127 || raw > cap {
-        return Err(StartFault::CircuitClip {
-            raw,
-            clip: terms.clip,
-        });
-    }
     if terms.components as usize != public.components {
         return Err(StartFault::Components {
             terms: terms.components,
             circuit: public.components,
         });
     }
+    // The circuit clip (exactly the one derived from C), the weights and the maps.
     vtwin_iteration::public_bounds::check(public, terms.clip).map_err(StartFault::Bounds)
 }
 

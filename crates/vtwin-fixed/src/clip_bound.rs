@@ -36,6 +36,11 @@ pub const SCORE_NORM2_MAX: f64 = 68_719_476_736.0;
 /// Largest |T| of an encoded sufficient statistic (the codec's bound).
 pub const STAT_ABS_MAX: f64 = 14.0;
 
+/// Exclusive bound on `B (14 |A| + |b|)` per public score-map coordinate for batches of B
+/// rows: 2^22 (keeps `M_p` and `G_p` inside the fixed-point windows the truncation-failure
+/// bound charges). Checked by the coordinator, each party and every node.
+pub const MAP_BATCH_LIMIT: f64 = 4_194_304.0;
+
 /// Largest responsibility `r_k` the divide can return for numerators `0 <= pm_k <= den`
 /// (1.5 + 2^-20: with the earlier divide a denominator of one ulp rounded the scaled
 /// numerator by up to half; `Reciprocal::divide_fraction` stays below 1 + 2^-27 + 2^-31, so this

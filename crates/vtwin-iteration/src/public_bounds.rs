@@ -9,17 +9,20 @@
 //! `mpc` backend runs this check on every iteration).
 
 use vtwin_fixed::clip::CLIP_X_LIMIT;
-use vtwin_fixed::clip_bound::{effective_clip, norm2_max, ClipBoundError, ClipShape};
+use vtwin_fixed::clip_bound::{
+    effective_clip, norm2_max, ClipBoundError, ClipShape, MAP_BATCH_LIMIT, SCORE_NORM2_MAX,
+    STAT_ABS_MAX,
+};
 use vtwin_fixed::{Fx, FRAC_BITS};
 use vtwin_mpc::gradient::CircuitPublic;
 
-/// Largest `B (14 |A| + |b|)` per score-map coordinate: 2^22 (raw, at scale 2^32: 2^54).
-const MAP_ENTRY_LIMIT_RAW: u128 = 1 << (22 + FRAC_BITS);
-/// Largest `sum_j (14 |A| + |b|)^2` per party and component: 2^36
-/// ([`vtwin_fixed::clip_bound::SCORE_NORM2_MAX`]; raw, at scale 2^64: 2^100).
-const MAP_NORM2_LIMIT_RAW: u128 = 1 << (36 + 2 * FRAC_BITS);
-/// Largest |T| of an encoded statistic ([`vtwin_fixed::clip_bound::STAT_ABS_MAX`]).
-const STAT_ABS_MAX: u128 = 14;
+/// [`MAP_BATCH_LIMIT`] (exclusive bound on `B (14 |A| + |b|)`, 2^22) raw, at scale 2^32.
+const MAP_ENTRY_LIMIT_RAW: u128 = (MAP_BATCH_LIMIT as u128) << FRAC_BITS;
+/// [`SCORE_NORM2_MAX`] (largest `sum_j (14 |A| + |b|)^2` per party and component, 2^36) raw,
+/// at scale 2^64.
+const MAP_NORM2_LIMIT_RAW: u128 = (SCORE_NORM2_MAX as u128) << (2 * FRAC_BITS);
+/// [`STAT_ABS_MAX`] (largest |T| of an encoded statistic) as an integer.
+const STAT_ABS: u128 = STAT_ABS_MAX as u128;
 
 /// A public side outside the bounds the clip's proof assumes.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -122,7 +125,7 @@ pub fn check(public: &CircuitPublic, nominal: f64) -> Result<(), BoundsError> {
     for (party, map) in public.parties.iter().enumerate() {
         let mut norm2: u128 = 0;
         for (index, (a, o)) in map.scale.iter().zip(&map.offset).enumerate() {
-            let entry = STAT_ABS_MAX
+            let entry = STAT_ABS
                 .checked_mul(magnitude(*a))
                 .and_then(|v| v.checked_add(magnitude(*o)))
                 .filter(|v| v.checked_mul(b).is_some_and(|x| x < MAP_ENTRY_LIMIT_RAW));

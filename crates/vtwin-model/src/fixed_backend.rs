@@ -47,7 +47,9 @@ use std::time::Instant;
 
 use candle_core::Device;
 use rand_chacha::ChaCha20Rng;
-use vtwin_fixed::clip_bound::{score_root_raw, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX};
+use vtwin_fixed::clip_bound::{
+    score_root_raw, MAP_BATCH_LIMIT, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX,
+};
 use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
 
 use crate::backend::{
@@ -391,7 +393,7 @@ pub(crate) fn check_score_map_bound(
     let slack = (STAT_ABS_MAX + 1.0) * 2f64.powi(-33);
     let bound = per_coord.iter().copied().fold(0.0, f64::max) + slack;
     // Inflated for the f64 rounding of 14 |A| + |b| and of the product.
-    if bound * (b_rows as f64) * (1.0 + 2f64.powi(-40)) >= 4_194_304.0 {
+    if bound * (b_rows as f64) * (1.0 + 2f64.powi(-40)) >= MAP_BATCH_LIMIT {
         return Err(BackendError::Range {
             party: party.to_string(),
             what: "public score map B (14 |A| + |b|)",
