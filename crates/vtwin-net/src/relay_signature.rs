@@ -25,15 +25,11 @@
 //! session, the sender, the addressee and the step are in the message itself).
 //!
 //! Cost: signing is one ECDSA signature (SHA-256 over the payload, ~0.1 ms beside that);
-//! verifying parses the certificate, checks one CA signature (at most once per
-//! [`CHAIN_RECHECK`] per certificate: a verifier remembers the certificates it verified) and
-//! one message signature (two ECDSA verifications, ~0.2 ms, or one for a remembered
-//! certificate) plus SHA-256 over the payload. The signature adds
+//! verifying parses the certificate, checks one CA signature and one message signature
+//! (two ECDSA verifications, ~0.2 ms) plus SHA-256 over the payload. The signature adds
 //! the certificate (~0.5 KB) and at most 72 bytes to the message.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::SignatureScheme;
@@ -170,25 +166,10 @@ impl RelaySigner {
     }
 }
 
-/// How long a certificate whose chain verified is trusted without checking its chain again
-/// (its message signatures are checked every time): one ECDSA verification fewer per relayed
-/// payload on a node's hot path, at the price of accepting a certificate for at most this long
-/// after it expires (there is no revocation either way).
-pub const CHAIN_RECHECK: Duration = Duration::from_secs(60);
-
-/// Most certificates remembered (the consortium CA issues one per role; beyond it the
-/// memory is cleared).
-const CHAIN_CACHE: usize = 64;
-
-/// Certificates (DER) whose chain verified, with their role and when it was checked.
-type VerifiedChains = HashMap<Vec<u8>, (Role, Instant)>;
-
 /// Verifies relayed payloads against the consortium CA.
 #[derive(Clone, Debug)]
 pub struct RelayVerifier {
     ca: CertificateDer<'static>,
-    /// Certificates (DER) whose chain verified under the CA, their role and when.
-    verified: Arc<Mutex<VerifiedChains>>,
 }
 
 impl RelayVerifier {
@@ -196,54 +177,33 @@ impl RelayVerifier {
     pub fn new(identity: &Identity) -> RelayVerifier {
         RelayVerifier {
             ca: identity.ca().clone(),
-            verified: Arc::default(),
         }
     }
 
     /// The role that signed `payload`: `signature` must verify under the key of a
-    /// certificate valid under the CA (checked now, or within [`CHAIN_RECHECK`] for a
-    /// certificate already seen) that names exactly one role. The caller checks that role
-    /// against the sender the payload claims.
+    /// certificate valid now under the CA that names exactly one role. The caller checks
+    /// that role against the sender the payload claims.
     pub fn verify(
         &self,
         purpose: Purpose,
         payload: &[u8],
         signature: &RelaySignature,
     ) -> Result<Role, RelaySignatureError> {
+        let anchor =
+            webpki::anchor_from_trusted_cert(&self.ca).map_err(RelaySignatureError::Anchor)?;
         let der = CertificateDer::from(signature.certificate.as_slice());
         let ee = webpki::EndEntityCert::try_from(&der).map_err(RelaySignatureError::Certificate)?;
-        let now = Instant::now();
-        let known = self
-            .verified
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&signature.certificate).copied())
-            .filter(|(_, at)| now.duration_since(*at) < CHAIN_RECHECK);
-        let role = match known {
-            Some((role, _)) => role,
-            None => {
-                let anchor = webpki::anchor_from_trusted_cert(&self.ca)
-                    .map_err(RelaySignatureError::Anchor)?;
-                ee.verify_for_usage(
-                    webpki::ALL_VERIFICATION_ALGS,
-                    &[anchor],
-                    &[],
-                    UnixTime::now(),
-                    webpki::KeyUsage::client_auth(),
-                    None,
-                    None,
-                )
-                .map_err(RelaySignatureError::NotUnderCa)?;
-                let role = role_of_certificate(&der).map_err(RelaySignatureError::Role)?;
-                if let Ok(mut m) = self.verified.lock() {
-                    if m.len() >= CHAIN_CACHE {
-                        m.clear();
-                    }
-                    m.insert(signature.certificate.clone(), (role, now));
-                }
-                role
-            }
-        };
+        ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            &[],
+            UnixTime::now(),
+            webpki::KeyUsage::client_auth(),
+            None,
+            None,
+        )
+        .map_err(RelaySignatureError::NotUnderCa)?;
+        let role = role_of_certificate(&der).map_err(RelaySignatureError::Role)?;
         ee.verify_signature(
             webpki::ring::ECDSA_P256_SHA256,
             &signed_bytes(purpose, payload),
@@ -291,8 +251,7 @@ mod tests {
         let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
         let verifier = RelayVerifier::new(&party(&ca, 0));
         let s = signer.sign(Purpose::Alignment, b"blinded set").unwrap();
-        // The certificate is remembered from here on: every message signature below is still
-        // checked.
+        // The genuine signature verifies; each changed one below does not.
         verifier
             .verify(Purpose::Alignment, b"blinded set", &s)
             .unwrap();
