@@ -84,14 +84,27 @@ fn node_policy(w: &World) -> NodePolicy {
 }
 
 struct World {
+    schema: vtwin_data::Schema,
     layout: Layout,
     table: Table,
     config: DpviConfig,
 }
 
 fn world() -> World {
+    world_under(vtwin_data::demo::demo_schema())
+}
+
+/// The demo world with "smoker" as the target (the mixture stratified on it).
+fn targeted_world() -> World {
+    let schema = vtwin_data::demo::demo_schema()
+        .with_target(Some("smoker".into()))
+        .unwrap();
+    world_under(schema)
+}
+
+fn world_under(schema: vtwin_data::Schema) -> World {
     let table = vtwin_data::demo::demo_table(ROWS, 1);
-    let layout = Layout::from_schema(&vtwin_data::demo::demo_schema(), 3).unwrap();
+    let layout = Layout::from_schema(&schema, 3).unwrap();
     let config = DpviConfig {
         sample_rate: 0.1,
         clip: 1.0,
@@ -101,6 +114,7 @@ fn world() -> World {
         tempering: vtwin_model::tempering::Tempering::Off,
     };
     World {
+        schema,
         layout,
         table,
         config,
@@ -176,8 +190,7 @@ fn consortium_of(
     own: Vec<OwnPartyData>,
     align: bool,
 ) -> MemoryConsortium {
-    let schema = vtwin_data::demo::demo_schema();
-    consortium_under(w, iters, now, own, align, &schema)
+    consortium_under(w, iters, now, own, align, &w.schema)
 }
 
 /// [`consortium_of`] whose parties hold `schema` (the coordinator's layout stays `w`'s).
@@ -229,11 +242,22 @@ fn begin(c: &mut MemoryConsortium, w: &World, now: Instant) {
 
 #[test]
 fn a_run_equals_the_in_memory_mpc_backend_bit_for_bit() {
-    let w = world();
+    assert_run_equals_the_in_memory_mpc_backend(&world());
+}
+
+#[test]
+fn a_run_with_a_target_equals_the_in_memory_mpc_backend_bit_for_bit() {
+    let w = targeted_world();
+    assert!(w.layout.target().is_some());
+    assert_run_equals_the_in_memory_mpc_backend(&w);
+}
+
+/// Three iterations of the consortium over `w`, against the same three in memory.
+fn assert_run_equals_the_in_memory_mpc_backend(w: &World) {
     let now = Instant::now();
     let iters = 3;
-    let mut c = consortium(&w, iters, now, None);
-    begin(&mut c, &w, now);
+    let mut c = consortium(w, iters, now, None);
+    begin(&mut c, w, now);
     c.run(now);
     assert!(c.job.is_done(), "{:?}", c.events);
     let applied = c
@@ -1470,6 +1494,28 @@ fn a_party_whose_schema_models_a_column_differently_is_caught_by_the_nodes() {
         })
         .collect();
     let mut c = consortium_under(&w, 2, now, own, false, &schema);
+    begin(&mut c, &w, now);
+    c.run(now);
+    let text = aborted(&c).to_string();
+    assert!(text.contains("another score map"), "{text}");
+}
+
+#[test]
+fn parties_whose_schema_has_no_target_are_caught_by_the_nodes() {
+    // The coordinator stratifies on "smoker"; the parties' schema does not, so the party
+    // holding it scores and weighs that column as a free categorical. Widths and d agree;
+    // the score map the party states is not the circuit's.
+    let w = targeted_world();
+    let data = PartyData::from_table(&w.table, &w.layout).unwrap();
+    let own = data
+        .into_iter()
+        .map(|d| OwnPartyData {
+            data: d,
+            ids: w.table.ids.clone(),
+        })
+        .collect();
+    let now = Instant::now();
+    let mut c = consortium_under(&w, 2, now, own, false, &vtwin_data::demo::demo_schema());
     begin(&mut c, &w, now);
     c.run(now);
     let text = aborted(&c).to_string();

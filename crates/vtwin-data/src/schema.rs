@@ -7,6 +7,8 @@
 //! ```toml
 //! id = "person"              # optional: the id column that matches per-party files
 //! parties = ["demographics", "finance"]   # optional: declares the parties and their order
+//! target = "Y"               # optional: the column downstream models predict (categorical
+//!                            # or binned); the mixture gives each component one of its classes
 //!
 //! [csv]
 //! delimiter = ","            # one ASCII character (default ",")
@@ -46,7 +48,8 @@
 //! missing marker, non-finite bounds, `min >= max`, non-integer bounds on an integer column,
 //! fewer than 2 edges or edges not strictly increasing, an integer binned column with a bin
 //! that holds no integer, an empty or undeclared party name, a declared party listed twice or
-//! with no columns, and fewer than 2 parties. Without `parties`, the parties are the owners
+//! with no columns, fewer than 2 parties, and a `target` that is not a categorical or binned
+//! column of the schema. Without `parties`, the parties are the owners
 //! named by the columns, in order of first appearance.
 
 use std::collections::HashSet;
@@ -217,6 +220,10 @@ pub struct Schema {
     pub parties: Vec<String>,
     /// The modelled columns, in model order.
     pub columns: Vec<ColumnSpec>,
+    /// The column that downstream models predict (`target = "..."`), a categorical or binned
+    /// column, or none. Public, like every field: the model stratifies its mixture on it
+    /// (each component holds one of its classes; `vtwin_model::layout`).
+    pub target: Option<String>,
 }
 
 /// What is wrong with a schema, naming the column when there is one.
@@ -343,6 +350,14 @@ pub enum SchemaProblem {
     /// Fewer than 2 parties.
     #[error("fewer than 2 parties (found {0}): vertically partitioned data needs at least 2")]
     TooFewParties(usize),
+    /// `target` names no column of the schema.
+    #[error("target \"{0}\" is not a column of the schema")]
+    UnknownTarget(String),
+    /// `target` names a continuous column.
+    #[error(
+        "is the target, which must be categorical or binned (its classes stratify the mixture)"
+    )]
+    ContinuousTarget,
     /// A field of another column kind.
     #[error("field `{field}` is not allowed for kind {kind}")]
     ForeignField {
@@ -421,9 +436,18 @@ impl Schema {
             csv,
             parties,
             columns,
+            target: None,
         };
         s.validate()?;
         Ok(s)
+    }
+
+    /// The same schema with `target` as its target column (none: no target), validated.
+    /// Cost O(columns).
+    pub fn with_target(mut self, target: Option<String>) -> Result<Schema, SchemaIssue> {
+        self.target = target;
+        self.validate()?;
+        Ok(self)
     }
 
     /// Reads and validates a TOML schema file; errors name the file and the column.
@@ -610,6 +634,15 @@ impl Schema {
         if parties.len() < 2 {
             return Err(issue(None, SchemaProblem::TooFewParties(parties.len())));
         }
+        if let Some(t) = &self.target {
+            match self.columns.iter().find(|c| &c.name == t) {
+                None => return Err(issue(None, SchemaProblem::UnknownTarget(t.clone()))),
+                Some(c) if matches!(c.kind, ColumnKind::Continuous { .. }) => {
+                    return Err(issue(Some(t), SchemaProblem::ContinuousTarget))
+                }
+                Some(_) => {}
+            }
+        }
         Ok(())
     }
 
@@ -649,6 +682,8 @@ struct RawSchema {
     id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parties: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
     #[serde(default)]
     csv: CsvDialect,
     #[serde(default, rename = "column")]
@@ -776,7 +811,7 @@ impl TryFrom<RawSchema> for Schema {
                 strip_suffix: c.strip_suffix,
             });
         }
-        Schema::new(raw.id, raw.csv, raw.parties, columns)
+        Schema::new(raw.id, raw.csv, raw.parties, columns)?.with_target(raw.target)
     }
 }
 
@@ -828,6 +863,7 @@ impl From<Schema> for RawSchema {
             .collect();
         RawSchema {
             id: s.id,
+            target: s.target,
             parties: Some(s.parties),
             csv: s.csv,
             columns,

@@ -350,6 +350,8 @@ fn adult_schema_is_valid_and_splits_as_the_paper() {
     let s = Schema::load(&path).unwrap();
     assert_eq!(s.parties(), ["demographics", "finance"]);
     assert_eq!(s.columns.len(), 15);
+    // The income class, as adult.names declares it.
+    assert_eq!(s.target.as_deref(), Some("Y"));
     let names = |p: &str| -> Vec<String> {
         s.columns_of(p)
             .iter()
@@ -408,4 +410,44 @@ fn demo_schema_file_matches_the_built_in_demo() {
         Schema::load(&path).unwrap(),
         vtwin_data::demo::demo_schema()
     );
+}
+
+#[test]
+fn a_target_is_a_categorical_or_binned_column_and_round_trips() {
+    let text = format!(
+        "target = \"u\"\n{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", CONT)
+    );
+    let s = Schema::from_toml(&text).unwrap();
+    assert_eq!(s.target.as_deref(), Some("u"));
+    assert_eq!(Schema::from_toml(&s.to_toml()).unwrap(), s);
+    let json = serde_json::to_string(&s).unwrap();
+    assert_eq!(serde_json::from_str::<Schema>(&json).unwrap(), s);
+    let binned = "kind = \"binned\"\nedges = [0, 1, 2]";
+    let text = format!(
+        "target = \"v\"\n{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", binned)
+    );
+    assert_eq!(
+        Schema::from_toml(&text).unwrap().target.as_deref(),
+        Some("v")
+    );
+}
+
+#[test]
+fn a_target_that_is_no_column_or_continuous_is_rejected() {
+    let msg = load_err(&format!(
+        "target = \"w\"\n{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", CONT)
+    ));
+    assert!(msg.contains("target \"w\" is not a column"), "{msg}");
+    let msg = load_err(&format!(
+        "target = \"v\"\n{HEAD}{}{}",
+        col("u", "p", CAT),
+        col("v", "q", CONT)
+    ));
+    assert_column(&msg, "v", "must be categorical or binned");
 }

@@ -217,8 +217,11 @@ fn shift(
 ) -> Result<f64, vtwin_fixed::paper::PaperError> {
     match mode {
         Renormalise::ClosedForm => Ok(-row.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+        // Algorithm 4 depends on the row's maximum only, so the target mask's -inf entries
+        // (likelihood exactly 0 whatever the shift) are left out of its encoding.
         Renormalise::Paper => {
-            vtwin_fixed::paper::algorithm4_closed_f64(row, paper_threshold(parties))
+            let finite: Vec<f64> = row.iter().copied().filter(|l| l.is_finite()).collect();
+            vtwin_fixed::paper::algorithm4_closed_f64(&finite, paper_threshold(parties))
         }
         Renormalise::Off => Ok(0.0),
     }

@@ -76,6 +76,32 @@ pub struct PartyMaps {
     pub scale: Vec<f64>,
     /// Score offset b_k, K x |T_p|.
     pub offset: Vec<f64>,
+    /// The target mask when this party holds the target column (`vtwin_model::layout`
+    /// module docs): the target's first statistic in T_p and the class of each component.
+    /// Its natural parameters, scale and offset are 0: the mask alone carries it.
+    pub target: Option<TargetMask>,
+}
+
+/// Where a party's target column sits in T_p, and which class each component holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetMask {
+    /// Offset of the target's one-hot statistics in T_p.
+    pub stat_offset: usize,
+    /// The class of component k (`Layout::target_class`), K entries.
+    pub class: Vec<usize>,
+}
+
+impl TargetMask {
+    /// Sets `l[k] = -inf` (likelihood exactly 0) for every component whose class is not the
+    /// record's, given the record's statistics `t` (|T_p|). A record without a class (a
+    /// padding row's zero statistics) gets -inf everywhere. Cost O(K).
+    pub fn apply(&self, t: &[f64], l: &mut [f64]) {
+        for (lk, &c) in l.iter_mut().zip(&self.class) {
+            if t[self.stat_offset + c] != 1.0 {
+                *lk = f64::NEG_INFINITY;
+            }
+        }
+    }
 }
 
 impl PartyMaps {
@@ -92,9 +118,18 @@ impl PartyMaps {
             log_norm: vec![0.0; k_n],
             scale: vec![0.0; k_n * w],
             offset: vec![0.0; k_n * w],
+            target: None,
         };
         for ci in layout.columns_of(party) {
             let col = &layout.columns[ci];
+            if layout.target() == Some(ci) {
+                // Pinned: no parameters to score, and the mask replaces the density.
+                m.target = Some(TargetMask {
+                    stat_offset: col.stat_offset,
+                    class: (0..k_n).filter_map(|k| layout.target_class(k)).collect(),
+                });
+                continue;
+            }
             let cw = col.model.width();
             for k in 0..k_n {
                 let base = col.param_offset + k * cw;
@@ -154,7 +189,8 @@ pub struct LocalTerms {
 }
 
 /// Runs the local kernels of one party on a batch of sufficient statistics `stats`
-/// (rows x |T_p|, row-major). Returns l and q, and the scores themselves if `with_scores`.
+/// (rows x |T_p|, row-major). Returns l and q, and the scores themselves if `with_scores`;
+/// with the target mask, l is -inf in the components of the other classes.
 /// Cost: one (B x |T_p|)(|T_p| x K) matrix product and B K |T_p| multiply-adds.
 pub fn local_terms(
     device: &Device,
@@ -190,8 +226,14 @@ pub fn local_terms(
         .broadcast_mul(&scale)?
         .broadcast_add(&offset)?;
     let q = s.sqr()?.sum(2)?;
+    let mut log_density: Vec<f64> = l.flatten_all()?.to_vec1()?;
+    if let Some(mask) = &maps.target {
+        for (t_n, l_n) in stats.chunks_exact(w).zip(log_density.chunks_exact_mut(k_n)) {
+            mask.apply(t_n, l_n);
+        }
+    }
     Ok(LocalTerms {
-        log_density: l.flatten_all()?.to_vec1()?,
+        log_density,
         score_sq: q.flatten_all()?.to_vec1()?,
         scores: if with_scores {
             Some(s.flatten_all()?.to_vec1()?)
@@ -283,6 +325,60 @@ mod tests {
                 }
                 assert!((out.score_sq[k] - sq).abs() <= 1e-12 * (1.0 + sq));
             }
+        }
+    }
+
+    #[test]
+    fn a_target_masks_the_other_classes_and_scores_nothing() {
+        let plain = layout();
+        let l = layout().with_target("c").unwrap();
+        let c_col = &l.columns[1];
+        let mut rng = ChaCha20Rng::seed_from_u64(8);
+        for _ in 0..20 {
+            let theta: Vec<f64> = (0..l.dim()).map(|_| rng.random_range(-1.5..1.5)).collect();
+            let u = [rng.random_range(0.01..0.99), rng.random_range(0.01..0.99)];
+            let c = rng.random_range(0..3);
+            let t = stats(&u, c);
+            let masked =
+                local_terms(&Device::Cpu, &PartyMaps::new(&theta, &l, 0), &t, 1, true).unwrap();
+            let free = local_terms(
+                &Device::Cpu,
+                &PartyMaps::new(&theta, &plain, 0),
+                &t,
+                1,
+                true,
+            )
+            .unwrap();
+            let (ms, fs) = (masked.scores.unwrap(), free.scores.unwrap());
+            for k in 0..4 {
+                if l.target_class(k) != Some(c) {
+                    assert_eq!(masked.log_density[k], f64::NEG_INFINITY, "k {k}");
+                } else {
+                    // The other columns' density, without the target's own term.
+                    let base = c_col.param_offset + 3 * k;
+                    let log_omega = theta[base + c] - log_sum_exp(&theta[base..base + 3]);
+                    let want = free.log_density[k] - log_omega;
+                    assert!((masked.log_density[k] - want).abs() < 1e-10, "k {k}");
+                }
+                let mut sq = 0.0;
+                for j in 0..7 {
+                    let target = (2..5).contains(&j);
+                    let want = if target { 0.0 } else { fs[k * 7 + j] };
+                    assert_eq!(ms[k * 7 + j], want, "k {k} j {j}");
+                    sq += want * want;
+                }
+                assert!((masked.score_sq[k] - sq).abs() <= 1e-12 * (1.0 + sq));
+            }
+            // A padding row (zero statistics) holds no class: every component is masked.
+            let pad = local_terms(
+                &Device::Cpu,
+                &PartyMaps::new(&theta, &l, 0),
+                &[0.0; 7],
+                1,
+                false,
+            )
+            .unwrap();
+            assert!(pad.log_density.iter().all(|&v| v == f64::NEG_INFINITY));
         }
     }
 

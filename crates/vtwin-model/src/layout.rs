@@ -17,6 +17,16 @@
 //! Dir(1), while the density on the logits stays proper (no flat shift direction).
 //! Full logits keep the score in the affine form s_c = 1[x=c] - omega_{k,c}.
 //!
+//! A target column (the schema's `target`, a categorical or binned column with C <= K
+//! classes) stratifies the mixture: component k holds class `k mod C` with probability 1.
+//! Its logits are not trained: they are pinned ([`Layout::pin_target`]) to 0 for the
+//! component's class and [`TARGET_LOGIT_OFF`] for the others, their score map is zero
+//! (no gradient, no share of the clip), and each party's kernels give a record log-density
+//! -inf (likelihood exactly 0) in the components of the other classes
+//! ([`crate::kernels::local_terms`]). So within a component the target is determined, and
+//! the other columns' distributions are class-conditional: the mixture is a mixture of
+//! class-conditional mixtures, which keeps the target's dependence on every column.
+//!
 //! Order of theta: the K weight logits, then for every column in schema order, for every
 //! component k, the column's `width` parameters. Each party's T_p concatenates its
 //! columns in schema order: one-hot of width C for a categorical column (of width W, at the
@@ -114,7 +124,31 @@ pub enum LayoutError {
     /// A party holds no column.
     #[error("party {0} holds no column")]
     EmptyParty(String),
+    /// The target names no column of the layout.
+    #[error("target {0}: not a column")]
+    UnknownTarget(String),
+    /// The target column is not categorical (or binned).
+    #[error("target {0}: must be a categorical or binned column")]
+    TargetNotCategorical(String),
+    /// More target classes than components.
+    #[error(
+        "target {column}: {classes} classes need at least as many components (K = {components})"
+    )]
+    TargetClasses {
+        /// Column name.
+        column: String,
+        /// Its number of classes C.
+        classes: usize,
+        /// K.
+        components: usize,
+    },
 }
+
+/// The pinned logit of a target class that a component does not hold: softmax gives it
+/// probability exactly 0 in f64 (e^-1000 underflows), so a model file's parameters say what
+/// the kernels compute; the kernels themselves apply the exact mask (-inf), whatever the
+/// tempering.
+pub const TARGET_LOGIT_OFF: f64 = -1000.0;
 
 /// The parameter layout: a pure function of the public schema and K.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +165,9 @@ pub struct Layout {
     stat_owner: Vec<Vec<(usize, usize)>>,
     /// d.
     dim: usize,
+    /// Index of the target column (module docs), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target: Option<usize>,
 }
 
 impl Layout {
@@ -181,12 +218,71 @@ impl Layout {
             stat_width,
             stat_owner,
             dim: next,
+            target: None,
         })
+    }
+
+    /// The same layout with the column named `column` as its target (module docs): a
+    /// categorical column with at most K classes. Cost O(columns).
+    pub fn with_target(mut self, column: &str) -> Result<Layout, LayoutError> {
+        let ci = self
+            .columns
+            .iter()
+            .position(|c| c.name == column)
+            .ok_or_else(|| LayoutError::UnknownTarget(column.to_owned()))?;
+        let ColumnModel::Categorical { cardinality } = self.columns[ci].model else {
+            return Err(LayoutError::TargetNotCategorical(column.to_owned()));
+        };
+        if cardinality > self.components {
+            return Err(LayoutError::TargetClasses {
+                column: column.to_owned(),
+                classes: cardinality,
+                components: self.components,
+            });
+        }
+        self.target = Some(ci);
+        Ok(self)
+    }
+
+    /// Index of the target column, if any.
+    pub fn target(&self) -> Option<usize> {
+        self.target
+    }
+
+    /// The class of the target that component k holds (`k mod C`), if there is a target.
+    pub fn target_class(&self, k: usize) -> Option<usize> {
+        self.target.map(|ci| k % self.columns[ci].model.width())
+    }
+
+    /// The theta indices of the target's pinned logits (empty without a target).
+    pub fn pinned(&self) -> std::ops::Range<usize> {
+        match self.target {
+            Some(ci) => {
+                let c = &self.columns[ci];
+                c.param_offset..c.param_offset + self.components * c.model.width()
+            }
+            None => 0..0,
+        }
+    }
+
+    /// Writes the target's pinned logits into `theta` (a no-op without a target): 0 for the
+    /// component's class, [`TARGET_LOGIT_OFF`] for the others. The trainer applies it to every
+    /// planned theta and to mu; so does posterior sampling. Cost O(K C).
+    pub fn pin_target(&self, theta: &mut [f64]) {
+        let Some(ci) = self.target else { return };
+        let c = &self.columns[ci];
+        let w = c.model.width();
+        for k in 0..self.components {
+            for j in 0..w {
+                theta[c.param_offset + k * w + j] = if j == k % w { 0.0 } else { TARGET_LOGIT_OFF };
+            }
+        }
     }
 
     /// The layout of a schema's model with K components: continuous columns are Beta (or
     /// their cells, with `model = "cells"`), categorical and binned columns Categorical over
-    /// their categories or bins.
+    /// their categories or bins; the schema's target, if any, stratifies the mixture
+    /// ([`Layout::with_target`]).
     pub fn from_schema(schema: &Schema, components: usize) -> Result<Layout, LayoutError> {
         let parties = schema.parties.clone();
         let columns = schema
@@ -209,7 +305,11 @@ impl Layout {
                 (c.name.clone(), party, model)
             })
             .collect();
-        Layout::new(components, parties, columns)
+        let layout = Layout::new(components, parties, columns)?;
+        match &schema.target {
+            Some(t) => layout.with_target(t),
+            None => Ok(layout),
+        }
     }
 
     /// d, the length of theta.
@@ -383,6 +483,71 @@ mod tests {
         assert!(matches!(
             Layout::new(2, vec!["a".into(), "b".into()], vec![("x".into(), 0, ColumnModel::Beta)]),
             Err(LayoutError::EmptyParty(p)) if p == "b"
+        ));
+    }
+
+    #[test]
+    fn a_target_pins_one_class_per_component_and_nothing_else() {
+        let l = two_party().with_target("z").unwrap();
+        assert_eq!(l.target(), Some(2));
+        let classes: Vec<_> = (0..3).filter_map(|k| l.target_class(k)).collect();
+        assert_eq!(classes, [0, 1, 0]);
+        let z = &l.columns[2];
+        assert_eq!(l.pinned(), z.param_offset..z.param_offset + 3 * 2);
+        let mut theta = vec![7.0; l.dim()];
+        l.pin_target(&mut theta);
+        for (i, &t) in theta.iter().enumerate() {
+            if !l.pinned().contains(&i) {
+                assert_eq!(t, 7.0, "index {i} is not the target's");
+            }
+        }
+        for k in 0..3 {
+            let block = &theta[z.param_offset + 2 * k..z.param_offset + 2 * k + 2];
+            let class = l.target_class(k).unwrap();
+            assert_eq!(block[class], 0.0);
+            assert_eq!(block[1 - class], TARGET_LOGIT_OFF);
+            // Its softmax is exactly one-hot in f64.
+            assert_eq!((block[1 - class] - block[class]).exp(), 0.0);
+        }
+        // Without a target nothing is pinned.
+        let plain = two_party();
+        assert_eq!(plain.pinned(), 0..0);
+        assert_eq!(plain.target_class(0), None);
+        let mut theta = vec![7.0; plain.dim()];
+        plain.pin_target(&mut theta);
+        assert!(theta.iter().all(|&t| t == 7.0));
+    }
+
+    #[test]
+    fn a_target_must_be_a_categorical_column_with_at_most_k_classes() {
+        assert_eq!(
+            two_party().with_target("w"),
+            Err(LayoutError::UnknownTarget("w".into()))
+        );
+        assert_eq!(
+            two_party().with_target("x"),
+            Err(LayoutError::TargetNotCategorical("x".into()))
+        );
+        assert_eq!(
+            two_party().with_target("y"),
+            Err(LayoutError::TargetClasses {
+                column: "y".into(),
+                classes: 4,
+                components: 3
+            })
+        );
+    }
+
+    #[test]
+    fn the_schemas_target_reaches_the_layout() {
+        let schema = vtwin_data::demo::demo_schema();
+        assert_eq!(Layout::from_schema(&schema, 4).unwrap().target(), None);
+        let schema = schema.with_target(Some("condition".into())).unwrap();
+        let l = Layout::from_schema(&schema, 4).unwrap();
+        assert_eq!(l.target(), schema.column_index("condition"));
+        assert!(matches!(
+            Layout::from_schema(&schema, 3),
+            Err(LayoutError::TargetClasses { classes: 4, .. })
         ));
     }
 }

@@ -95,15 +95,28 @@ pub enum ModelFileProblem {
     NonFinite(usize),
 }
 
-/// Natural parameters of an unconstrained theta (length d of `layout`). Cost O(d).
+/// Natural parameters of an unconstrained theta (length d of `layout`); a target column's
+/// are its pinned classes (component k holds `Layout::target_class(k)` with probability
+/// exactly 1), whatever theta holds there. Cost O(d).
 pub fn natural_params(layout: &Layout, theta: &[f64]) -> MixtureParams {
     let k_n = layout.components;
     let columns = layout
         .columns
         .iter()
-        .map(|col| {
+        .enumerate()
+        .map(|(ci, col)| {
             let w = col.model.width();
             let block = |k: usize| &theta[col.param_offset + k * w..col.param_offset + (k + 1) * w];
+            if layout.target() == Some(ci) {
+                let one_hot = |k: usize| {
+                    let mut p = vec![0.0; w];
+                    p[layout.target_class(k).unwrap_or(0)] = 1.0;
+                    p
+                };
+                return ColumnParams::Categorical {
+                    probs: (0..k_n).map(one_hot).collect(),
+                };
+            }
             match col.model {
                 ColumnModel::Beta => ColumnParams::Beta {
                     a: (0..k_n).map(|k| block(k)[0].exp()).collect(),

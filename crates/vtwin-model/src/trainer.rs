@@ -108,9 +108,10 @@ impl Trainer {
         check_config(&config)?;
         let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
         let d = layout.dim();
-        let mu = (0..d)
+        let mut mu: Vec<f64> = (0..d)
             .map(|_| INIT_MU_SCALE * rng.sample::<f64, _>(StandardNormal))
             .collect();
+        layout.pin_target(&mut mu);
         let state = DpviState {
             iteration: 0,
             mu,
@@ -197,6 +198,7 @@ impl Trainer {
             .collect();
         self.layout
             .cap_beta_params(&mut theta, crate::layout::beta_log_cap(padded));
+        self.layout.pin_target(&mut theta);
         IterationPlan {
             iteration: t,
             opening: o,
@@ -288,7 +290,14 @@ impl Trainer {
         }
         let q = self.config.sample_rate;
         let data_grad: Vec<f64> = gradient.iter().map(|g| g / q).collect();
-        let (g_mu, g_ls) = elbo_gradients(&data_grad, &plan.theta, &plan.eta, &plan.sigma_q);
+        let (mut g_mu, mut g_ls) =
+            elbo_gradients(&data_grad, &plan.theta, &plan.eta, &plan.sigma_q);
+        // The target's logits are pinned, not trained: their gradient (noise, prior and
+        // entropy terms) moves neither mu nor sigma.
+        for i in self.layout.pinned() {
+            g_mu[i] = 0.0;
+            g_ls[i] = 0.0;
+        }
         let mut mu = self.state.mu.clone();
         let mut ls = self.state.log_sigma.clone();
         let mut adam_mu = self.state.adam_mu.clone();

@@ -12,12 +12,14 @@ use vtwin_model::fixed_backend::{FixedBackend, Renormalise};
 use vtwin_model::float_backend::FloatBackend;
 use vtwin_model::layout::Layout;
 use vtwin_model::model_file::{natural_params, ModelFile};
+use vtwin_model::mpc_backend::MpcBackend;
 use vtwin_model::party_data::PartyData;
 use vtwin_model::trainer::Trainer;
 
 fn backend(name: &str) -> Box<dyn GradientBackend> {
     match name {
         "float" => Box::new(FloatBackend::new().unwrap()),
+        "mpc" => Box::new(MpcBackend::seeded(Renormalise::ClosedForm, 9).unwrap()),
         _ => Box::new(FixedBackend::new(Renormalise::ClosedForm).unwrap()),
     }
 }
@@ -499,4 +501,60 @@ fn averaging_changes_the_released_model_only() {
         .trainer_mut()
         .set_averaging(Averaging::Ema { half_life: 0.0 })
         .is_err());
+}
+
+/// A target stratifies the mixture on every backend: its logits (and their sigma) never
+/// move, each component writes only its class, and the model still learns; tempered, so the
+/// mask is exact whatever beta (a finite logit would not be at beta 0.2).
+#[test]
+fn a_target_stays_pinned_and_the_stratified_model_learns_on_every_backend() {
+    let schema = demo_schema().with_target(Some("smoker".into())).unwrap();
+    let table = demo_table(2000, 21);
+    let test = demo_table(1000, 22);
+    let layout = Layout::from_schema(&schema, 6).unwrap();
+    let data = PartyData::from_table(&table, &layout).unwrap();
+    let mut cfg = config(0.05, 1.0);
+    cfg.tempering = vtwin_model::tempering::Tempering::from_terms(0.2, 200).unwrap();
+    let pinned = layout.pinned();
+    assert_eq!(pinned.len(), 6 * 2);
+    let mut want = vec![0.0; layout.dim()];
+    layout.pin_target(&mut want);
+    let mut finals = Vec::new();
+    for name in ["float", "fixed", "mpc"] {
+        let mut d = run(name, &layout, &data, &cfg);
+        let sigma0 = d.log_sigma()[pinned.clone()].to_vec();
+        let start = natural_params(&layout, d.mu()).mean_nll(&test).unwrap();
+        let steps = 600;
+        for _ in 0..steps {
+            d.step().unwrap();
+            assert_eq!(bits(&d.mu()[pinned.clone()]), bits(&want[pinned.clone()]));
+        }
+        assert_eq!(
+            bits(&d.log_sigma()[pinned.clone()]),
+            bits(&sigma0),
+            "{name}"
+        );
+        let p = natural_params(&layout, d.model_mu());
+        let vtwin_data::params::ColumnParams::Categorical { probs } =
+            &p.columns[schema.column_index("smoker").unwrap()]
+        else {
+            panic!("smoker is categorical")
+        };
+        for (k, row) in probs.iter().enumerate() {
+            let mut one_hot = vec![0.0; 2];
+            one_hot[k % 2] = 1.0;
+            assert_eq!(row, &one_hot, "{name}: component {k}");
+        }
+        let end = p.mean_nll(&test).unwrap();
+        eprintln!("{name}: test NLL {start:.4} -> {end:.4} in {steps} steps");
+        assert!(end < start - 0.5, "{name}: {start} -> {end}");
+        finals.push(end);
+    }
+    assert!(
+        (finals[0] - finals[1]).abs() < 0.05 && (finals[1] - finals[2]).abs() < 0.01,
+        "float {} vs fixed {} vs mpc {}",
+        finals[0],
+        finals[1],
+        finals[2]
+    );
 }

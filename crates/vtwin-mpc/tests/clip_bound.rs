@@ -40,13 +40,18 @@ enum Regime {
     TinyResponsibility,
     /// Every mat a few ulps: den of a few ulps, the divide's worst case.
     TinyDenominator,
+    /// A target's mask (`vtwin_model::layout`): party 0's mat exactly 0 in every component
+    /// of another class than the record's (classes alternate over k and over records), its
+    /// first score coordinate's map zero (the pinned target); random elsewhere.
+    TargetMask,
 }
 
 fn regime() -> impl Strategy<Value = Regime> {
     prop_oneof![
         Just(Regime::Random),
         Just(Regime::TinyResponsibility),
-        Just(Regime::TinyDenominator)
+        Just(Regime::TinyDenominator),
+        Just(Regime::TargetMask)
     ]
 }
 
@@ -67,9 +72,11 @@ fn adversarial(
         .map(|_| if u() < 0.3 { 2f64.powi(-20) } else { 0.1 + u() })
         .collect();
     let s: f64 = raw_pi.iter().sum();
+    let masked = matches!(regime, Regime::TargetMask);
     let parties: Vec<PartyMap> = widths
         .iter()
-        .map(|&wd| {
+        .enumerate()
+        .map(|(p, &wd)| {
             let mut scale = Vec::new();
             let mut offset = Vec::new();
             for _ in 0..k_n {
@@ -86,6 +93,11 @@ fn adversarial(
                     scale.push(enc(signed(sa, coord * share / 14.0)));
                     offset.push(enc(signed(sb, coord * (1.0 - share))));
                 }
+                if masked && p == 0 {
+                    let first = scale.len() - wd;
+                    scale[first] = Fx::ZERO;
+                    offset[first] = Fx::ZERO;
+                }
             }
             PartyMap {
                 width: wd,
@@ -96,10 +108,18 @@ fn adversarial(
         .collect();
     let mat: Vec<Vec<Fx>> = widths
         .iter()
-        .map(|_| {
+        .enumerate()
+        .map(|(p, _)| {
             (0..b * k_n)
                 .map(|i| match regime {
                     Regime::Random => enc(u()),
+                    Regime::TargetMask => {
+                        if p == 0 && (i % k_n) % 2 != (i / k_n) % 2 {
+                            Fx::ZERO
+                        } else {
+                            enc(u())
+                        }
+                    }
                     Regime::TinyResponsibility => {
                         if i % k_n == 0 {
                             enc(2f64.powi(-16) * u())
@@ -466,7 +486,8 @@ fn truncation_failure_bound_covers_adversarial_runs() {
             Regime::Random,
             Regime::TinyResponsibility,
             Regime::TinyDenominator,
-        ][seed as usize % 3];
+            Regime::TargetMask,
+        ][seed as usize % 4];
         let inst = adversarial(seed, 5, 4, &[3, 2], regime, CLIPS[seed as usize % 5], EDGE);
         // Every third instance padded (den = 0 rows, as the parties write them).
         let inst = if seed % 3 == 1 {
