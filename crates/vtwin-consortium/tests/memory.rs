@@ -1506,6 +1506,23 @@ fn parties_whose_schema_has_no_target_are_caught_by_the_nodes() {
     // holding it scores and weighs that column as a free categorical. Widths and d agree;
     // the score map the party states is not the circuit's.
     let w = targeted_world();
+    assert_party_schema_is_caught_by_the_nodes(&w, &vtwin_data::demo::demo_schema());
+}
+
+#[test]
+fn parties_whose_schema_has_a_target_the_coordinators_lacks_are_caught_by_the_nodes() {
+    // The mirror: the parties stratify on "smoker", the coordinator does not. The party
+    // holding it states a zero score map there (the pinned target, its mask in the factor)
+    // while the circuit's is a categorical's (scale 1, offset -omega).
+    let w = world();
+    assert!(w.layout.target().is_none());
+    assert_party_schema_is_caught_by_the_nodes(&w, &targeted_world().schema);
+}
+
+/// A coordinator over `w` whose parties hold the same records under `schema` (the same
+/// statistics, another model of the target): the nodes refuse the party's score map
+/// statement, and nothing is opened or applied.
+fn assert_party_schema_is_caught_by_the_nodes(w: &World, schema: &vtwin_data::Schema) {
     let data = PartyData::from_table(&w.table, &w.layout).unwrap();
     let own = data
         .into_iter()
@@ -1515,11 +1532,16 @@ fn parties_whose_schema_has_no_target_are_caught_by_the_nodes() {
         })
         .collect();
     let now = Instant::now();
-    let mut c = consortium_under(&w, 2, now, own, false, &vtwin_data::demo::demo_schema());
-    begin(&mut c, &w, now);
+    let mut c = consortium_under(w, 2, now, own, false, schema);
+    begin(&mut c, w, now);
     c.run(now);
     let text = aborted(&c).to_string();
     assert!(text.contains("another score map"), "{text}");
+    assert!(
+        !c.events.iter().any(|e| matches!(e, JobEvent::ChargeDue(_))),
+        "opened: {:?}",
+        c.events
+    );
 }
 
 #[test]

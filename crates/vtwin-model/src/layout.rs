@@ -267,7 +267,9 @@ impl Layout {
 
     /// Writes the target's pinned logits into `theta` (a no-op without a target): 0 for the
     /// component's class, [`TARGET_LOGIT_OFF`] for the others. The trainer applies it to every
-    /// planned theta and to mu; so does posterior sampling. Cost O(K C).
+    /// planned theta and to mu. Posterior sampling does not: `model_file::natural_params`
+    /// ignores theta in the target's block (each component's class has probability exactly 1),
+    /// so a draw's noise there changes nothing. Cost O(K C).
     pub fn pin_target(&self, theta: &mut [f64]) {
         let Some(ci) = self.target else { return };
         let c = &self.columns[ci];

@@ -44,6 +44,10 @@ enum Regime {
     /// of another class than the record's (classes alternate over k and over records), its
     /// first score coordinate's map zero (the pinned target); random elsewhere.
     TargetMask,
+    /// Real rows with den = 0: party 0's mat exactly 0 where k and the record's index differ
+    /// in parity, party 1's where they agree, so every component's product is 0 (a record
+    /// whose class's components all underflow elsewhere); random elsewhere.
+    EmptyClass,
 }
 
 fn regime() -> impl Strategy<Value = Regime> {
@@ -51,7 +55,8 @@ fn regime() -> impl Strategy<Value = Regime> {
         Just(Regime::Random),
         Just(Regime::TinyResponsibility),
         Just(Regime::TinyDenominator),
-        Just(Regime::TargetMask)
+        Just(Regime::TargetMask),
+        Just(Regime::EmptyClass)
     ]
 }
 
@@ -128,6 +133,14 @@ fn adversarial(
                         }
                     }
                     Regime::TinyDenominator => Fx::from_raw(1 + (u() * 3.0) as u128),
+                    Regime::EmptyClass => {
+                        let same = (i % k_n) % 2 == (i / k_n) % 2;
+                        if (p == 0 && !same) || (p == 1 && same) {
+                            Fx::ZERO
+                        } else {
+                            enc(u())
+                        }
+                    }
                 })
                 .collect()
         })
@@ -391,6 +404,29 @@ fn the_bound_is_tight_and_the_margin_is_needed() {
     );
 }
 
+/// The `EmptyClass` checks see a den = 0 row's release: its responsibilities are 0, so it
+/// contributes the weight term -c pi, of norm c |pi| >= c / sqrt(K). With the circuit's clip
+/// raised to 1 for a nominal C of 1/16 (K = 3, so |pi| >= 0.57) each such record exceeds C,
+/// and both the reference's neighbour check and the circuit's one-record check fail.
+#[test]
+fn real_rows_with_zero_denominator_are_released_and_checked() {
+    for seed in 0..6u64 {
+        let inst = adversarial(seed, 3, 3, &[2, 3], Regime::EmptyClass, CLIPS[0], EDGE);
+        check_neighbours(&inst, CLIPS[0], Some(seed)).expect("bound holds");
+        let mut loose = inst.clone();
+        loose.public.clip = Fx::ONE;
+        assert!(
+            check_neighbours(&loose, CLIPS[0], Some(seed)).is_err(),
+            "seed {seed}: a den = 0 row above C passed the reference check"
+        );
+        let (got, _, _) = run_mpc(&subset(&loose, &[0]));
+        assert!(
+            dist2(&got, &vec![0; got.len()]) > clip2(CLIPS[0]),
+            "seed {seed}: a den = 0 row above C passed the circuit check"
+        );
+    }
+}
+
 /// Floor truncation that also sums |X| / 2^128, the wrap probability of the probabilistic
 /// truncation for the same pre-truncation value.
 struct Recording {
@@ -417,7 +453,8 @@ impl Truncator for Sites {
 
 /// The reciprocal's per-site maxima that `truncation_failure_bound` charges (normalisation
 /// 1, each later truncation, `e`, the Goldschmidt factors and the squarings of `e`, 24) hold for den = 0, which every padding row has (party
-/// 0 zeroes its factor there), and for denominators across the range.
+/// 0 zeroes its factor there) and so may a real row (`Regime::EmptyClass`), and for
+/// denominators across the range.
 #[test]
 fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {
     let mut dens = vec![Fx::ZERO, Fx(1), Fx(3), Fx::ONE, Fx(u64::MAX as u128)];
@@ -481,13 +518,17 @@ fn truncation_failure_bound_covers_adversarial_runs() {
     let bounds = gradient_ref::bounds();
     let mut worst_ratio = 0.0f64;
     let mut largest = 0.0f64;
-    for seed in 0..30u64 {
-        let regime = [
-            Regime::Random,
-            Regime::TinyResponsibility,
-            Regime::TinyDenominator,
-            Regime::TargetMask,
-        ][seed as usize % 4];
+    let cycle = [
+        Regime::Random,
+        Regime::TinyResponsibility,
+        Regime::TinyDenominator,
+        Regime::TargetMask,
+    ];
+    // Seeds 30..40: real rows with den = 0, over every clip.
+    let runs = (0..30u64)
+        .map(|seed| (seed, cycle[seed as usize % 4]))
+        .chain((30..40).map(|seed| (seed, Regime::EmptyClass)));
+    for (seed, regime) in runs {
         let inst = adversarial(seed, 5, 4, &[3, 2], regime, CLIPS[seed as usize % 5], EDGE);
         // Every third instance padded (den = 0 rows, as the parties write them).
         let inst = if seed % 3 == 1 {
