@@ -261,11 +261,24 @@ pub(crate) fn run(
         }
         _ => None,
     };
+    // K is `vtwin train`'s default for the schema (the runs pass no --components): read it
+    // back from a model rather than assume it.
+    let components = match rows.first() {
+        Some(first) => {
+            let dir = work
+                .path()
+                .join(format!("{}-eps{}", first.backend, first.epsilon));
+            read_json::<serde_json::Value>(&dir.join("model.json"))?["components"]
+                .as_u64()
+                .context("model.json: components")? as usize
+        }
+        None => 0,
+    };
     Ok(Utility {
         iters: plan.iters,
         delta: 1e-5,
         batch: 100,
-        components: 20,
+        components,
         seed: 0,
         noise_seed: 1,
         synthetic_rows: plan.synthetic_rows,

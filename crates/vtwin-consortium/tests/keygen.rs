@@ -664,12 +664,18 @@ fn mismatched_keys_name_both_files() {
     assert!(e.contains("coordinator.key") && e.contains("ca.pem"), "{e}");
 }
 
-/// The default job keygen writes trains as long as, and tempers as, `vtwin train` does by
-/// default.
+/// The default job keygen writes trains as long as, with as many components as, and tempers
+/// as `vtwin train` does by default on its schema (the demo's).
 #[test]
 fn the_default_job_follows_the_iteration_rule() {
     let d = TrainingSettings::default();
     assert_eq!(d.iters, vtwin_model::adam::default_iterations(d.lr));
+    assert!(d.schema.is_none(), "the default job runs the demo schema");
+    let demo = vtwin_data::demo::demo_schema();
+    assert_eq!(
+        d.components,
+        vtwin_model::components::default_components(&demo).unwrap()
+    );
     // Unset: the coordinator uses vtwin_model::tempering::DEFAULT_START and iters / 2, as
     // `vtwin train` does, and a config file written before tempering existed reads the same.
     assert_eq!((d.temper_start, d.temper_until), (None, None));

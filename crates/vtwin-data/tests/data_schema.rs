@@ -392,9 +392,9 @@ fn adult_schema_is_valid_and_splits_as_the_paper() {
         kind("hours-per-week"),
         ColumnKind::Continuous { integer: true, .. }
     ));
-    // Beta (the paper's model), not cells (docs/utility-levers.md).
-    assert_eq!(kind("age").cells(), None);
-    assert_eq!(kind("hours-per-week").cells(), None);
+    // By their integers (cells), not the paper's Beta (docs/utility-levers.md).
+    assert_eq!(kind("age").cells(), Some(74));
+    assert_eq!(kind("hours-per-week").cells(), Some(99));
     for n in ["fnlwgt", "capital-gain", "capital-loss"] {
         assert!(matches!(kind(n), ColumnKind::Binned { .. }), "{n}");
     }

@@ -4,7 +4,7 @@
 //! upload and the public parameters from the model, and drives the roles in memory as the
 //! `mpc` backend).
 
-// Modules: parameter layout, prior, local kernels, sufficient statistics, gradient
+// Modules: parameter layout, the default number of components, prior, local kernels, sufficient statistics, gradient
 // backends, Adam, iterate averaging, the responsibilities' tempering schedule, the DPVI loop, checkpoints and model files. The roles of a consortium
 // iteration: the coordinator's public `trainer`, a party's `party_upload` (its upload from its
 // own batch, sharded by vtwin-iteration's party role), and `iteration_inputs` (the model's
@@ -13,6 +13,7 @@ pub mod adam;
 pub mod averaging;
 pub mod backend;
 pub mod checkpoint;
+pub mod components;
 pub mod dpvi;
 pub mod fixed_backend;
 pub mod float_backend;

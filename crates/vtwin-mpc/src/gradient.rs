@@ -356,9 +356,12 @@ pub async fn gradient(
     // trunc(pi sc) is truncated in the same layer as M_p (below).
     let pisc_add = mul_public_each(&sc_k, &pi_k).own;
 
-    // 6. M_p = W^T T_p: node i's additive share of every output, accumulated in place
-    //    (B K w_p local products x 3), then one truncated reshare per output.
+    // 6. M_p = W^T T_p: node i's additive share of every output, accumulated in place,
+    //    then one truncated reshare per output. The replicated product's three cross terms
+    //    w_o t_o + w_o t_n + w_n t_o are taken as w_o (t_o + t_n) + w_n t_o: the same sum in
+    //    the ring, two products instead of three (B K w_p x 2).
     let mut m_add = Vec::with_capacity(public.dim() - k_n);
+    let mut t_both = Vec::new();
     for (u, p) in uploads.iter().zip(&public.parties) {
         let wd = p.width;
         let mut z = vec![0u128; k_n * wd];
@@ -367,15 +370,15 @@ pub async fn gradient(
                 &u.stats.own[n * wd..(n + 1) * wd],
                 &u.stats.next[n * wd..(n + 1) * wd],
             );
+            t_both.clear();
+            t_both.extend(to.iter().zip(tn).map(|(a, c)| a.wrapping_add(*c)));
             for k in 0..k_n {
                 let (wo, wn) = (w.own[n * k_n + k], w.next[n * k_n + k]);
                 let row = &mut z[k * wd..(k + 1) * wd];
-                for j in 0..wd {
-                    let term = wo
-                        .wrapping_mul(to[j])
-                        .wrapping_add(wo.wrapping_mul(tn[j]))
-                        .wrapping_add(wn.wrapping_mul(to[j]));
-                    row[j] = row[j].wrapping_add(term);
+                for ((r, tb), t) in row.iter_mut().zip(&t_both).zip(to) {
+                    *r = r
+                        .wrapping_add(wo.wrapping_mul(*tb))
+                        .wrapping_add(wn.wrapping_mul(*t));
                 }
             }
         }

@@ -538,4 +538,9 @@ fn adult_smoke_run_with_the_fixed_backend() {
     ]);
     let h = history(&out);
     assert!(h[1].1 < h[0].1, "Adult test NLL {} -> {}", h[0].1, h[1].1);
+    // No --components: K follows the parameter budget for the shipped schema (cells for age
+    // and hours widen a component to 319 parameters, so 9 fit in 3000).
+    let m = vtwin_model::model_file::ModelFile::load(&out.join("model.json")).unwrap();
+    assert_eq!(m.components, 9);
+    assert!(m.layout.dim() <= vtwin_model::components::PARAMETER_BUDGET);
 }

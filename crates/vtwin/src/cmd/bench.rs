@@ -68,9 +68,10 @@ pub(crate) struct Args {
     /// Expected batch size B (Poisson rate B / rows).
     #[arg(long, default_value_t = 100)]
     batch: usize,
-    /// Mixture components K.
-    #[arg(long, default_value_t = 20)]
-    components: usize,
+    /// Mixture components K [default: `vtwin train`'s rule for the workload's schema,
+    /// `vtwin_model::components`].
+    #[arg(long)]
+    components: Option<usize>,
     /// Noise multiplier sigma (the noise is drawn and shared as in training).
     #[arg(long, default_value_t = 1.0)]
     sigma: f64,
@@ -139,7 +140,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         warmup: a.warmup,
         backends: a.backends.iter().map(|&b| b.into()).collect(),
         batch: a.batch,
-        components: a.components,
+        components: match a.components {
+            Some(k) => k,
+            None => vtwin_model::components::default_components(&workload.schema)
+                .context("--components")?,
+        },
         sigma: a.sigma,
         seed: a.seed,
     };

@@ -108,9 +108,10 @@ pub(crate) struct Args {
     /// Noise multiplier sigma (noise std sigma * clip). 0 disables noise (no privacy).
     #[arg(long)]
     sigma: Option<f64>,
-    /// Mixture components K.
-    #[arg(long, default_value_t = 20)]
-    components: usize,
+    /// Mixture components K [default: the largest K <= 20 with at most 3000 parameters, and at
+    /// least one per target class; `vtwin_model::components`, docs/guide.md].
+    #[arg(long)]
+    components: Option<usize>,
     /// Expected batch size B (sample rate B/N).
     #[arg(long)]
     batch: Option<usize>,
@@ -544,7 +545,7 @@ pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> 
 }
 
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
-    if a.components == 0 {
+    if a.components == Some(0) {
         bail!("--components must be at least 1");
     }
     if a.eval_every == 0 || a.checkpoint_every == 0 {
@@ -588,7 +589,20 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         Some(s) => SecretRandomness::InsecureSeed(s).batch_key(),
         None => BatchKey::from_os(),
     };
-    let layout = Layout::from_schema(&schema, a.components)?;
+    let components = match a.components {
+        Some(k) => k,
+        None => {
+            let k = vtwin_model::components::default_components(&schema)?;
+            eprintln!(
+                "K = {k} components (the default for this schema: at most {} parameters, at \
+                 most {}; --components to choose)",
+                vtwin_model::components::PARAMETER_BUDGET,
+                vtwin_model::components::MAX_COMPONENTS
+            );
+            k
+        }
+    };
+    let layout = Layout::from_schema(&schema, components)?;
     let data = PartyData::from_table(&train, &layout)?;
     let mut config = DpviConfig {
         sample_rate: q,
