@@ -2,7 +2,7 @@
 # The consortium across real network stacks (issue 15): the coordinator, three nodes and two
 # parties, each a separate `vtwin` process in its own Linux network namespace, joined by a
 # bridge (veth pairs, 10.77.0.0/24), with a one-way delay of RTT / 2 on every link. Each RTT
-# runs a fresh job of ITERS iterations on the Adult workload (K 20, expected batch 100) and
+# runs a fresh job of ITERS iterations on the Adult workload (K, expected batch 100) and
 # reports the coordinator's median ms per iteration (timing.json) against the model
 # (R + 3) x RTT / 2 + the no-delay time, R = MPC rounds per iteration (the 3 extra one-way
 # hops: request, upload, relay to the nodes).
@@ -14,7 +14,9 @@
 # every frame each process receives). The parties' per-party CSVs (with a row-number id
 # column, aligned privately at the start of each job) and the keys are written under OUT,
 # never in the repository. ADULT (default ../shared/data/adult beside the repository) holds
-# adult.data; ITERS defaults to 20; ROUNDS (default 98) is R for the model column. Needs root (ip netns) and python3. Prints one JSON line
+# adult.data; ITERS defaults to 20; K (default 9: `vtwin train`'s default for the shipped
+# schema, vtwin_model::components; 20 with the paper's Betas) is the job's and every
+# policy's number of components; ROUNDS (default 98) is R for the model column. Needs root (ip netns) and python3. Prints one JSON line
 # per RTT and writes OUT/netns.json.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 VTWIN OUT [RTT_MS ...]" >&2; exit 2; }
@@ -24,6 +26,7 @@ shift 2
 rtts=("$@")
 [ ${#rtts[@]} -gt 0 ] || rtts=(0 1 10 50)
 iters=${ITERS:-20}
+components=${K:-9}
 rounds=${ROUNDS:-98}
 here=$(cd "$(dirname "$0")/.." && pwd)
 adult=${ADULT:-$here/../shared/data/adult}
@@ -84,9 +87,9 @@ for rtt in "${rtts[@]}"; do
   rm -rf "$run"
   "$vtwin" keygen --out "$run" --parties demographics,finance >/dev/null
   oneway=$(python3 -c "print($rtt / 2)")
-  python3 - "$run" "$out" "$iters" "$oneway" "$netem" <<'EOF'
+  python3 - "$run" "$out" "$iters" "$oneway" "$netem" "$components" <<'EOF'
 import re, sys
-run, out, iters, oneway, netem = sys.argv[1:]
+run, out, iters, oneway, netem, components = sys.argv[1:]
 addr = {"7400": "10.77.0.10", "7401": "10.77.0.11", "7402": "10.77.0.12",
         "7403": "10.77.0.20", "7404": "10.77.0.21"}
 delay = "0" if netem == "1" else oneway
@@ -97,6 +100,7 @@ for name in ["coordinator", "node-0", "node-1", "node-2", "party-demographics", 
     s = re.sub(r"(?m)^receive_delay_ms = .*$", f"receive_delay_ms = {delay}", s)
     # Timing only: a low noise floor so the short job's terms pass every policy.
     s = re.sub(r"(?m)^sigma = .*$", "sigma = 1.0", s)
+    s = re.sub(r"(?m)^components = .*$", f"components = {components}", s)
     if name.startswith("party-"):
         party = name[len("party-"):]
         s = f'schema = "{out}/schema.toml"\n' + s

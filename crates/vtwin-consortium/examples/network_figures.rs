@@ -101,7 +101,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         schema.id = Some("row".into());
         table.schema = schema.clone();
     }
-    let k = 20;
+    // `vtwin train`'s default K for the schema (9 for the shipped Adult).
+    let k = vtwin_model::components::default_components(&schema)?;
     let layout = Layout::from_schema(&schema, k)?;
     let n = table.n_rows();
     let tmp = tempfile::tempdir()?;

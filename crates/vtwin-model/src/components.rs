@@ -16,8 +16,8 @@ use crate::layout::{Layout, LayoutError};
 /// The most components a default run uses: the paper's K (Tajeddine et al. 2022, 6.1).
 pub const MAX_COMPONENTS: usize = 20;
 
-/// The largest d a default run chooses K for: the paper's Adult model (2 Betas and 146
-/// categories and bins per component, plus its weight) at K = 20.
+/// The largest d a default run chooses K for: the paper's Adult model (per component, its
+/// weight, two Betas' four parameters and 145 categories and bins: 150) at K = 20.
 pub const PARAMETER_BUDGET: usize = 3000;
 
 /// K for `schema` when the user names none: the largest K <= [`MAX_COMPONENTS`] whose

@@ -212,6 +212,27 @@ fn interrupted_and_resumed_run_equals_an_uninterrupted_one() {
     a.extend(["--out", fresh.to_str().unwrap()]);
     ok(&[&a[..], &["--iters", "10"]].concat());
     ok(&[&a[..], &["--iters", "20", "--resume"]].concat());
+    // Without --components a resumed run keeps the K it started with (4, where the demo
+    // schema's default is 20); naming another K is refused, naming K.
+    let at = a.iter().position(|x| *x == "--components").unwrap();
+    let mut no_k = a.clone();
+    no_k.drain(at..at + 2);
+    ok(&[&no_k[..], &["--iters", "30", "--resume"]].concat());
+    let out = vtwin(
+        &[
+            &no_k[..],
+            &["--iters", "40", "--resume", "--components", "5"],
+        ]
+        .concat(),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("K = 4") && err.contains("--components"),
+        "{err}"
+    );
+    let m = vtwin_model::model_file::ModelFile::load(&fresh.join("model.json")).unwrap();
+    assert_eq!(m.components, 4);
 }
 
 /// model.json holds the EMA of the iterates (the default), which the checkpoint carries;

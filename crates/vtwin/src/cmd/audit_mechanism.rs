@@ -52,9 +52,10 @@ pub(crate) struct Args {
     /// Poisson sampling rate q of the other records.
     #[arg(long)]
     sample_rate: Option<f64>,
-    /// Mixture components K.
-    #[arg(long, default_value_t = 20)]
-    components: usize,
+    /// Mixture components K [default: `vtwin train`'s for the schema,
+    /// `vtwin_model::components`].
+    #[arg(long)]
+    components: Option<usize>,
     /// Clip bound C.
     #[arg(long, default_value_t = 1.0)]
     clip: f64,
@@ -94,7 +95,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         );
     }
     let q = sample_rate(a.batch, a.sample_rate, table.n_rows())?;
-    if a.components == 0 {
+    if a.components == Some(0) {
         bail!("--components must be at least 1");
     }
     if !(a.clip.is_finite() && a.clip > 0.0) {
@@ -131,7 +132,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             Backend::Mpc => AuditBackend::Mpc,
         },
         renormalise: a.renormalise,
-        components: a.components,
+        components: match a.components {
+            Some(k) => k,
+            None => vtwin_model::components::default_components(&table.schema)
+                .context("--components")?,
+        },
         sample_rate: q,
         clip: a.clip,
         sigma,

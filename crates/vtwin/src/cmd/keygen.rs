@@ -19,7 +19,9 @@
 //! floor = the calibrated sigma, clip 1, K = 20, q = 100 / N, 10000 openings, epsilon 1 at
 //! delta 1e-5); each node's `[policy]` takes the sigma floor and the clip cap. For real
 //! data, edit `training.schema` in coordinator.toml and `schema`, `data` and `[policy]` in
-//! each party's file (and the nodes' `[policy]`).
+//! each party's file (and the nodes' `[policy]`), and set `training.components` and every
+//! policy's `components` to the K the job should use (`vtwin train` prints its default for a
+//! schema, `vtwin_model::components`: 9 for the shipped Adult schema).
 
 use std::path::PathBuf;
 

@@ -490,6 +490,13 @@ pub(crate) fn check_resume(
     settings: &RunSettings,
     path: &Path,
 ) -> anyhow::Result<()> {
+    let (had, have) = (ck.settings.layout.components, settings.layout.components);
+    if had != have {
+        bail!(
+            "--resume: {} was written by a run with K = {had} components, not {have} (--components)",
+            path.display()
+        );
+    }
     let mut want = settings.clone();
     want.iters = ck.settings.iters;
     if ck.settings != want {
@@ -589,15 +596,30 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         Some(s) => SecretRandomness::InsecureSeed(s).batch_key(),
         None => BatchKey::from_os(),
     };
-    let components = match a.components {
-        Some(k) => k,
-        None => {
-            let k = vtwin_model::components::default_components(&schema)?;
+    let components = match (a.components, a.resume) {
+        (Some(k), _) => k,
+        // A resumed run keeps the K it started with (explicit or an earlier default), as it
+        // keeps its tempering; check_resume compares everything else.
+        (None, true) => {
+            let ck_path = a.out.join("checkpoint.bin");
+            Checkpoint::load(&ck_path)
+                .with_context(|| format!("--resume: {}", ck_path.display()))?
+                .settings
+                .layout
+                .components
+        }
+        (None, false) => {
+            use vtwin_model::components::{default_components, MAX_COMPONENTS, PARAMETER_BUDGET};
+            let k = default_components(&schema)?;
+            let d = Layout::from_schema(&schema, k)?.dim();
+            let floor = if d > PARAMETER_BUDGET {
+                ", above it: at least one component per target class"
+            } else {
+                ""
+            };
             eprintln!(
-                "K = {k} components (the default for this schema: at most {} parameters, at \
-                 most {}; --components to choose)",
-                vtwin_model::components::PARAMETER_BUDGET,
-                vtwin_model::components::MAX_COMPONENTS
+                "K = {k} components, d = {d} (the default for this schema: the largest K <= \
+                 {MAX_COMPONENTS} with d <= {PARAMETER_BUDGET}{floor}; --components to choose)"
             );
             k
         }
