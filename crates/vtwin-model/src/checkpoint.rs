@@ -26,8 +26,8 @@ use crate::rng_state::RngState;
 
 /// File magic; the last byte is the format version (2: with the trailing digest; 3: with
 /// the batch key and the opening count; 4: with the iterate average; 5: with Adam's step-size
-/// schedule; 6: with the responsibilities' tempering schedule).
-pub const MAGIC: &[u8; 8] = b"VTWINCK\x06";
+/// schedule; 6: with the responsibilities' tempering schedule; 7: with the layout's target).
+pub const MAGIC: &[u8; 8] = b"VTWINCK\x07";
 
 /// Bytes of the trailing SHA-256 digest.
 const DIGEST_BYTES: usize = 32;

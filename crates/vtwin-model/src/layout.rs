@@ -165,8 +165,9 @@ pub struct Layout {
     stat_owner: Vec<Vec<(usize, usize)>>,
     /// d.
     dim: usize,
-    /// Index of the target column (module docs), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Index of the target column (module docs), if any. Always written: checkpoints are
+    /// postcard, which cannot skip a field (a model file without it reads as no target).
+    #[serde(default)]
     target: Option<usize>,
 }
 

@@ -197,6 +197,16 @@ fn damaged_checkpoints_are_refused_with_the_reason() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("run.ck");
+    // With a target and without (postcard writes the layout's optional target either way).
+    let mut targeted = ck.clone();
+    targeted.settings.layout = Layout::from_schema(
+        &demo_schema().with_target(Some("smoker".into())).unwrap(),
+        2,
+    )
+    .unwrap();
+    assert!(targeted.settings.layout.target().is_some());
+    targeted.save(&p).unwrap();
+    assert_eq!(Checkpoint::load(&p).unwrap(), targeted);
     ck.save(&p).unwrap();
     assert_eq!(Checkpoint::load(&p).unwrap(), ck);
     let good = std::fs::read(&p).unwrap();

@@ -596,6 +596,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         Some(s) => SecretRandomness::InsecureSeed(s).batch_key(),
         None => BatchKey::from_os(),
     };
+    // The default K is announced once the run has started (errors stay one line).
+    let mut k_note = None;
     let components = match (a.components, a.resume) {
         (Some(k), _) => k,
         // A resumed run keeps the K it started with (explicit or an earlier default), as it
@@ -617,10 +619,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             } else {
                 ""
             };
-            eprintln!(
+            k_note = Some(format!(
                 "K = {k} components, d = {d} (the default for this schema: the largest K <= \
                  {MAX_COMPONENTS} with d <= {PARAMETER_BUDGET}{floor}; --components to choose)"
-            );
+            ));
             k
         }
     };
@@ -724,6 +726,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         .context("--average")?;
     let log = opening_log(&a.out, a.resume, dpvi.trainer_mut())?;
     dpvi.set_opening_log(log);
+    if let Some(note) = k_note {
+        eprintln!("{note}");
+    }
     let void = !settings.insecure_seeds.is_empty();
 
     let eval = |mu: &[f64]| -> anyhow::Result<Option<f64>> {
