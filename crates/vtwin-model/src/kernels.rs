@@ -182,16 +182,18 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
 pub struct LocalTerms {
     /// l[n][k] = log F_p(x_n^p | rho_k^p).
     pub log_density: Vec<f64>,
-    /// q[n][k] = |s[n][k]|^2.
-    pub score_sq: Vec<f64>,
+    /// q[n][k] = |s[n][k]|^2, with the scores only.
+    pub score_sq: Option<Vec<f64>>,
     /// s[n][k][j], B x K x |T_p|, only when asked for.
     pub scores: Option<Vec<f64>>,
 }
 
 /// Runs the local kernels of one party on a batch of sufficient statistics `stats`
-/// (rows x |T_p|, row-major). Returns l and q, and the scores themselves if `with_scores`;
-/// with the target mask, l is -inf in the components of the other classes.
-/// Cost: one (B x |T_p|)(|T_p| x K) matrix product and B K |T_p| multiply-adds.
+/// (rows x |T_p|, row-major). Returns l, and the scores and q if `with_scores`; with the
+/// target mask, l is -inf in the components of the other classes.
+/// Cost: one (B x |T_p|)(|T_p| x K) matrix product, and B K |T_p| multiply-adds for the
+/// scores (skipped without them: the fixed and mpc uploads compute their exact score roots
+/// from the encoded map instead).
 pub fn local_terms(
     device: &Device,
     maps: &PartyMaps,
@@ -211,7 +213,7 @@ pub fn local_terms(
     if rows == 0 {
         return Ok(LocalTerms {
             log_density: Vec::new(),
-            score_sq: Vec::new(),
+            score_sq: with_scores.then(Vec::new),
             scores: with_scores.then(Vec::new),
         });
     }
@@ -219,27 +221,31 @@ pub fn local_terms(
     let nat = Tensor::from_slice(&maps.nat, (w, k_n), device)?;
     let log_norm = Tensor::from_slice(&maps.log_norm, (1, k_n), device)?;
     let l = t.matmul(&nat)?.broadcast_add(&log_norm)?;
-    let scale = Tensor::from_slice(&maps.scale, (1, k_n, w), device)?;
-    let offset = Tensor::from_slice(&maps.offset, (1, k_n, w), device)?;
-    let s = t
-        .unsqueeze(1)?
-        .broadcast_mul(&scale)?
-        .broadcast_add(&offset)?;
-    let q = s.sqr()?.sum(2)?;
     let mut log_density: Vec<f64> = l.flatten_all()?.to_vec1()?;
     if let Some(mask) = &maps.target {
         for (t_n, l_n) in stats.chunks_exact(w).zip(log_density.chunks_exact_mut(k_n)) {
             mask.apply(t_n, l_n);
         }
     }
+    let (score_sq, scores) = if with_scores {
+        let scale = Tensor::from_slice(&maps.scale, (1, k_n, w), device)?;
+        let offset = Tensor::from_slice(&maps.offset, (1, k_n, w), device)?;
+        let s = t
+            .unsqueeze(1)?
+            .broadcast_mul(&scale)?
+            .broadcast_add(&offset)?;
+        let q = s.sqr()?.sum(2)?;
+        (
+            Some(q.flatten_all()?.to_vec1()?),
+            Some(s.flatten_all()?.to_vec1()?),
+        )
+    } else {
+        (None, None)
+    };
     Ok(LocalTerms {
         log_density,
-        score_sq: q.flatten_all()?.to_vec1()?,
-        scores: if with_scores {
-            Some(s.flatten_all()?.to_vec1()?)
-        } else {
-            None
-        },
+        score_sq,
+        scores,
     })
 }
 
@@ -323,7 +329,8 @@ mod tests {
                     );
                     sq += sv * sv;
                 }
-                assert!((out.score_sq[k] - sq).abs() <= 1e-12 * (1.0 + sq));
+                let q = out.score_sq.as_ref().unwrap()[k];
+                assert!((q - sq).abs() <= 1e-12 * (1.0 + sq));
             }
         }
     }
@@ -367,7 +374,8 @@ mod tests {
                     assert_eq!(ms[k * 7 + j], want, "k {k} j {j}");
                     sq += want * want;
                 }
-                assert!((masked.score_sq[k] - sq).abs() <= 1e-12 * (1.0 + sq));
+                let q = masked.score_sq.as_ref().unwrap()[k];
+                assert!((q - sq).abs() <= 1e-12 * (1.0 + sq));
             }
             // A padding row (zero statistics) holds no class: every component is masked.
             let pad = local_terms(
