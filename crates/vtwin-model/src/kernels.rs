@@ -182,15 +182,13 @@ pub fn log_sum_exp(x: &[f64]) -> f64 {
 pub struct LocalTerms {
     /// l[n][k] = log F_p(x_n^p | rho_k^p).
     pub log_density: Vec<f64>,
-    /// q[n][k] = |s[n][k]|^2, with the scores only.
-    pub score_sq: Option<Vec<f64>>,
     /// s[n][k][j], B x K x |T_p|, only when asked for.
     pub scores: Option<Vec<f64>>,
 }
 
 /// Runs the local kernels of one party on a batch of sufficient statistics `stats`
-/// (rows x |T_p|, row-major). Returns l, and the scores and q if `with_scores`; with the
-/// target mask, l is -inf in the components of the other classes.
+/// (rows x |T_p|, row-major). Returns l, and the scores if `with_scores`; with the target
+/// mask, l is -inf in the components of the other classes.
 /// Cost: one (B x |T_p|)(|T_p| x K) matrix product, and B K |T_p| multiply-adds for the
 /// scores (skipped without them: the fixed and mpc uploads compute their exact score roots
 /// from the encoded map instead).
@@ -213,7 +211,6 @@ pub fn local_terms(
     if rows == 0 {
         return Ok(LocalTerms {
             log_density: Vec::new(),
-            score_sq: with_scores.then(Vec::new),
             scores: with_scores.then(Vec::new),
         });
     }
@@ -227,24 +224,19 @@ pub fn local_terms(
             mask.apply(t_n, l_n);
         }
     }
-    let (score_sq, scores) = if with_scores {
+    let scores = if with_scores {
         let scale = Tensor::from_slice(&maps.scale, (1, k_n, w), device)?;
         let offset = Tensor::from_slice(&maps.offset, (1, k_n, w), device)?;
         let s = t
             .unsqueeze(1)?
             .broadcast_mul(&scale)?
             .broadcast_add(&offset)?;
-        let q = s.sqr()?.sum(2)?;
-        (
-            Some(q.flatten_all()?.to_vec1()?),
-            Some(s.flatten_all()?.to_vec1()?),
-        )
+        Some(s.flatten_all()?.to_vec1()?)
     } else {
-        (None, None)
+        None
     };
     Ok(LocalTerms {
         log_density,
-        score_sq,
         scores,
     })
 }
@@ -298,7 +290,7 @@ mod tests {
     }
 
     #[test]
-    fn score_is_finite_difference_gradient_and_q_is_its_square() {
+    fn score_is_finite_difference_gradient() {
         let l = layout();
         let mut rng = ChaCha20Rng::seed_from_u64(7);
         for _ in 0..20 {
@@ -312,7 +304,6 @@ mod tests {
             for k in 0..4 {
                 let direct = direct_log_density(&theta, &l, k, &u, c);
                 assert!((out.log_density[k] - direct).abs() < 1e-10);
-                let mut sq = 0.0;
                 for j in 0..7 {
                     let i = l.param_index(0, k, j);
                     let h = 1e-6;
@@ -327,10 +318,7 @@ mod tests {
                         (fd - sv).abs() < 1e-5 * (1.0 + sv.abs()),
                         "k {k} j {j}: fd {fd} score {sv}"
                     );
-                    sq += sv * sv;
                 }
-                let q = out.score_sq.as_ref().unwrap()[k];
-                assert!((q - sq).abs() <= 1e-12 * (1.0 + sq));
             }
         }
     }
@@ -367,15 +355,11 @@ mod tests {
                     let want = free.log_density[k] - log_omega;
                     assert!((masked.log_density[k] - want).abs() < 1e-10, "k {k}");
                 }
-                let mut sq = 0.0;
                 for j in 0..7 {
                     let target = (2..5).contains(&j);
                     let want = if target { 0.0 } else { fs[k * 7 + j] };
                     assert_eq!(ms[k * 7 + j], want, "k {k} j {j}");
-                    sq += want * want;
                 }
-                let q = masked.score_sq.as_ref().unwrap()[k];
-                assert!((q - sq).abs() <= 1e-12 * (1.0 + sq));
             }
             // A padding row (zero statistics) holds no class: every component is masked.
             let pad = local_terms(

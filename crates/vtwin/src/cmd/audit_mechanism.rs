@@ -14,7 +14,7 @@ use vtwin_eval::audit::mechanism::{
 use vtwin_host::atomic::{self, Mode};
 use vtwin_model::fixed_backend::Renormalise;
 
-use super::training_data::{sample_rate, TrainingData};
+use super::training_data::{components, sample_rate, TrainingData};
 
 /// The backends with a mechanism to audit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -132,11 +132,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             Backend::Mpc => AuditBackend::Mpc,
         },
         renormalise: a.renormalise,
-        components: match a.components {
-            Some(k) => k,
-            None => vtwin_model::components::default_components(&table.schema)
-                .context("--components")?,
-        },
+        components: components(a.components, &table.schema)?,
         sample_rate: q,
         clip: a.clip,
         sigma,

@@ -140,11 +140,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         warmup: a.warmup,
         backends: a.backends.iter().map(|&b| b.into()).collect(),
         batch: a.batch,
-        components: match a.components {
-            Some(k) => k,
-            None => vtwin_model::components::default_components(&workload.schema)
-                .context("--components")?,
-        },
+        components: super::training_data::components(a.components, &workload.schema)?,
         sigma: a.sigma,
         seed: a.seed,
     };

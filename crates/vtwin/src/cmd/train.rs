@@ -41,7 +41,7 @@ use vtwin_model::rng_state::RngState;
 use vtwin_model::tempering::Tempering;
 use vtwin_model::trainer::Trainer;
 
-use super::training_data::{parse_party_files, sample_rate, TrainingData};
+use super::training_data::{components, parse_party_files, sample_rate, TrainingData};
 
 /// Which gradient backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -596,37 +596,33 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         Some(s) => SecretRandomness::InsecureSeed(s).batch_key(),
         None => BatchKey::from_os(),
     };
-    // The default K is announced once the run has started (errors stay one line).
-    let mut k_note = None;
-    let components = match (a.components, a.resume) {
-        (Some(k), _) => k,
-        // A resumed run keeps the K it started with (explicit or an earlier default), as it
-        // keeps its tempering; check_resume compares everything else.
-        (None, true) => {
-            let ck_path = a.out.join("checkpoint.bin");
-            Checkpoint::load(&ck_path)
-                .with_context(|| format!("--resume: {}", ck_path.display()))?
-                .settings
-                .layout
-                .components
-        }
-        (None, false) => {
-            use vtwin_model::components::{default_components, MAX_COMPONENTS, PARAMETER_BUDGET};
-            let k = default_components(&schema)?;
-            let d = Layout::from_schema(&schema, k)?.dim();
-            let floor = if d > PARAMETER_BUDGET {
-                ", above it: at least one component per target class"
-            } else {
-                ""
-            };
-            k_note = Some(format!(
-                "K = {k} components, d = {d} (the default for this schema: the largest K <= \
-                 {MAX_COMPONENTS} with d <= {PARAMETER_BUDGET}{floor}; --components to choose)"
-            ));
-            k
-        }
+    // Loaded once: a resumed run keeps the K it started with (explicit or an earlier
+    // default), as it keeps its tempering; check_resume compares everything else.
+    let ck_path = a.out.join("checkpoint.bin");
+    let resumed = if a.resume {
+        Some(Checkpoint::load(&ck_path).context("--resume")?)
+    } else {
+        None
     };
-    let layout = Layout::from_schema(&schema, components)?;
+    let k = match (&resumed, a.components) {
+        (Some(ck), None) => ck.settings.layout.components,
+        _ => components(a.components, &schema)?,
+    };
+    let layout = Layout::from_schema(&schema, k)?;
+    // The default K is announced once the run has started (errors stay one line).
+    let k_note = (a.components.is_none() && resumed.is_none()).then(|| {
+        use vtwin_model::components::{MAX_COMPONENTS, PARAMETER_BUDGET};
+        let d = layout.dim();
+        let floor = if d > PARAMETER_BUDGET {
+            ", above it: at least one component per target class"
+        } else {
+            ""
+        };
+        format!(
+            "K = {k} components, d = {d} (the default for this schema: the largest K \
+             <= {MAX_COMPONENTS} with d <= {PARAMETER_BUDGET}{floor}; --components to choose)"
+        )
+    });
     let data = PartyData::from_table(&train, &layout)?;
     let mut config = DpviConfig {
         sample_rate: q,
@@ -676,10 +672,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         insecure_seeds,
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
-    let ck_path = a.out.join("checkpoint.bin");
     let p_n = layout.n_parties();
-    let (mut dpvi, mut history) = if a.resume {
-        let ck = Checkpoint::load(&ck_path).context("--resume")?;
+    let (mut dpvi, mut history) = if let Some(ck) = resumed {
         if a.temper_start.is_none() && a.temper_until.is_none() {
             // The default schedule follows --iters; a resumed run keeps the one it started
             // with (so --iters can grow, as with --sigma).

@@ -72,6 +72,16 @@ impl TrainingData {
     }
 }
 
+/// K from `--components`, or by default the rule for `schema`
+/// (`vtwin_model::components::default_components`); errors name the flag.
+pub(crate) fn components(flag: Option<usize>, schema: &Schema) -> anyhow::Result<usize> {
+    match flag {
+        Some(k) => Ok(k),
+        None => vtwin_model::components::default_components(schema)
+            .map_err(|e| anyhow::Error::new(e).context("--components")),
+    }
+}
+
 /// The Poisson sampling rate from `--batch B` (rate B/N) or `--sample-rate q`, by default
 /// an expected batch of 100 records; errors name the flag.
 pub(crate) fn sample_rate(
