@@ -13,10 +13,12 @@
 //!     for every component, so no responsibility or score depends on it);
 //!   - Beta (log a, log b): scale = (a, b), offset = (a (psi(a+b) - psi(a)), b (psi(a+b) - psi(b))),
 //!     so s_{log a} = a (log u - psi(a) + psi(a+b)).
-//! - squared score norm q[n][k] = |s[n][k]|^2.
 //!
-//! The maps (nat, log_norm, scale, offset) depend only on theta and are computed on the
-//! host ([`PartyMaps::new`]); the per-record work (B x K x |T_p|) runs on the candle device:
+//! The scores are computed only when asked for (the float backend); the fixed and mpc
+//! uploads bound each record's score norm exactly from the encoded map instead
+//! (`vtwin_fixed::clip_bound::score_root_raw`). The maps (nat, log_norm, scale, offset)
+//! depend only on theta and are computed on the host ([`PartyMaps::new`]); the per-record
+//! work (B x |T_p| x K) runs on the candle device:
 //! `Device::Cpu`, or CUDA device 0 with the `cuda` feature.
 
 /// The device the local kernels run on (re-exported so callers need not depend on candle).
