@@ -8,7 +8,7 @@
 //! statistics. The circuit clips on
 //! `norm2 = trunc(sum_k (r_k - pi_k)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2)` with
 //! `y_pk = trunc(r_k u_pk)` and the party's `u_pk >= 2^-L sqrt(sum_j s_pkj^2)` (rounded up,
-//! [`score_root_raw`]); `L` = [`NORM_SCALE_BITS`] keeps every truncated value small (so the
+//! [`crate::score_root`]); `L` = [`NORM_SCALE_BITS`] keeps every truncated value small (so the
 //! probabilistic truncation's failure probability stays small) at an absolute error of
 //! `2^(2L-32)` on `norm2`.
 //!
@@ -74,36 +74,6 @@ pub fn norm2_bound(components: usize, roots2: f64) -> f64 {
     let r2 = RESPONSIBILITY_MAX * RESPONSIBILITY_MAX;
     (components as f64 * r2 + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r2 * roots2)
         * (1.0 + 2f64.powi(-20))
-}
-
-/// The party's score root `u = 2^-L sqrt(S)` for the exact squared norm `S` of the scores
-/// `s_j = A_j T_j + b_j` (raw encoded values, each product at scale 2^64), rounded up so that
-/// `u >= 2^-L sqrt(S)` exactly: S is summed in f64 from the exact i128 scores (relative error
-/// at most (w + 2) 2^-53 for w terms), inflated by 2^-39, and the root rounded up one ulp past
-/// its ceiling. Returns None when S exceeds [`SCORE_NORM2_MAX`] (the public map check makes that
-/// impossible for |T| <= 14) or w > 2^12. Cost O(w).
-pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
-    if scale.len() != stats.len() || offset.len() != stats.len() || stats.len() > 4096 {
-        return None;
-    }
-    let two64 = 2f64.powi(64);
-    let mut sum = 0.0f64;
-    for ((a, t), b) in scale.iter().zip(stats).zip(offset) {
-        // s at scale 2^64: |A| < 2^22, |T| <= 14, |b| < 2^22 keep it far below 2^127.
-        let s = a
-            .signed()
-            .checked_mul(t.signed())?
-            .checked_add(b.signed().checked_mul(1i128 << FRAC_BITS)?)?;
-        let sf = s as f64 / two64;
-        sum += sf * sf;
-    }
-    let s_up = sum * (1.0 + 2f64.powi(-39));
-    // NaN (a non-finite score) is refused too.
-    if s_up.is_nan() || s_up > SCORE_NORM2_MAX {
-        return None;
-    }
-    let root = s_up.sqrt() * f64::from(1u32 << (FRAC_BITS - NORM_SCALE_BITS));
-    Some(Fx(root.ceil() as u128 + 1))
 }
 
 /// The shape of one iteration's circuit as the clip bound needs it.
@@ -278,17 +248,5 @@ mod tests {
             effective_clip(1.0, bad),
             Err(ClipBoundError::Shape { .. })
         ));
-    }
-
-    #[test]
-    fn score_roots_round_up() {
-        // s = A T + b = 3 * 2 + 4 = 10 and 0 * 1 + 0: |s| = 10, root >= 10 / 2^L.
-        let f = |v: f64| Fx::from_f64(v).unwrap();
-        let root = score_root_raw(&[f(3.0), f(0.0)], &[f(2.0), f(1.0)], &[f(4.0), f(0.0)]).unwrap();
-        let exact = 10.0 / f64::from(1u32 << NORM_SCALE_BITS);
-        assert!(root.to_f64() >= exact && root.to_f64() < exact + 3.0 * 2f64.powi(-32));
-        // Above the public maximum: refused.
-        assert!(score_root_raw(&[f(1e6)], &[f(14.0)], &[f(0.0)]).is_none());
-        assert!(score_root_max().to_f64() >= 2f64.powi(7));
     }
 }

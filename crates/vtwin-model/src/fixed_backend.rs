@@ -11,7 +11,7 @@
 //!    beta l_p[n][.], which cancels in r;
 //! 3. mat_p[n][k] = encode(exp(beta l_p[n][k] + c_n^p)); encode T_p; the score root
 //!    u_p[n][k] >= 2^-L |s_p[n][k]| from the encoded maps and T_p, rounded up
-//!    ([`vtwin_fixed::clip_bound::score_root_raw`]); party 0 then replaces mat_0[n][k] by
+//!    ([`vtwin_fixed::score_root`], exact integers, from the record's nonzero statistics); party 0 then replaces mat_0[n][k] by
 //!    floor(w_k mat_0[n][k]) with the public weights w = softmax(beta theta_w) (pi at
 //!    beta = 1), and by 0 on the padding rows ([`fold_weights`]).
 //!
@@ -47,9 +47,8 @@ use std::time::Instant;
 
 use candle_core::Device;
 use rand_chacha::ChaCha20Rng;
-use vtwin_fixed::clip_bound::{
-    score_root_raw, MAP_BATCH_LIMIT, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX,
-};
+use vtwin_fixed::clip_bound::{MAP_BATCH_LIMIT, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX};
+use vtwin_fixed::score_root::ScoreRoots;
 use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
 
 use crate::backend::{
@@ -318,19 +317,8 @@ pub fn party_upload_batch(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let map = crate::mpc_backend::encoded_party_map(&maps, layout.stat_width(party))?;
-    let wd = map.width;
-    let mut root = Vec::with_capacity(batch.rows * k_n);
-    for n in 0..batch.rows {
-        let t_n = &stats[n * wd..(n + 1) * wd];
-        for k in 0..k_n {
-            let cols = k * wd..(k + 1) * wd;
-            let u = score_root_raw(&map.scale[cols.clone()], t_n, &map.offset[cols])
-                // Unreachable for |T| <= 14 once the public map check has passed.
-                .ok_or_else(|| range("score norm^2", f64::NAN, "[0, 2^36]"))?;
-            // Computed for padding rows too (same work), then replaced by 0.
-            root.push(if n < batch.real { u } else { Fx::ZERO });
-        }
-    }
+    let root = score_roots(&map, &stats, batch, layout.stat_nonzeros(party))
+        .ok_or_else(|| range("score norm^2", f64::NAN, "[0, 2^36]"))?;
     Ok(PartyUpload {
         mat,
         root,
@@ -338,6 +326,39 @@ pub fn party_upload_batch(
         flags: batch.flags(),
         map,
     })
+}
+
+/// The score roots u[n][k] of every row of `batch` (`vtwin_fixed::score_root`), B x K, from
+/// each record's nonzero statistics only: at most `slots` per record (one per one-hot
+/// column, two per Beta column, [`Layout::stat_nonzeros`]), padded with zero entries so that
+/// every row, padding rows included, takes the same `K slots` terms. Padding rows' roots are
+/// then 0. None when a record has more than `slots` nonzero statistics or a root is out of
+/// range (unreachable for codec statistics once the public map check has passed).
+/// Cost O(B |T_p| + B K slots) integer operations.
+fn score_roots(map: &PartyMap, stats: &[Fx], batch: &PartyBatch, slots: usize) -> Option<Vec<Fx>> {
+    let roots = ScoreRoots::new(&map.scale, &map.offset, map.width)?;
+    let k_n = roots.components();
+    let mut out = Vec::with_capacity(batch.rows * k_n);
+    let mut entries = Vec::with_capacity(slots);
+    for (n, t_n) in stats.chunks_exact(map.width).enumerate().take(batch.rows) {
+        entries.clear();
+        entries.extend(
+            t_n.iter()
+                .enumerate()
+                .filter(|(_, t)| t.raw() != 0)
+                .map(|(j, &t)| (j, t)),
+        );
+        if entries.len() > slots {
+            return None;
+        }
+        entries.resize(slots, (0, Fx::ZERO));
+        for k in 0..k_n {
+            let u = roots.root(k, &entries)?;
+            // Computed for padding rows too (same work), then replaced by 0.
+            out.push(if n < batch.real { u } else { Fx::ZERO });
+        }
+    }
+    Some(out)
 }
 
 /// The tempered mixture weights softmax(beta theta[..K]) (proportional to pi^beta, summing

@@ -16,7 +16,7 @@
 //!
 //! The scores are computed only when asked for (the float backend); the fixed and mpc
 //! uploads bound each record's score norm exactly from the encoded map instead
-//! (`vtwin_fixed::clip_bound::score_root_raw`). The maps (nat, log_norm, scale, offset)
+//! (`vtwin_fixed::score_root`). The maps (nat, log_norm, scale, offset)
 //! depend only on theta and are computed on the host ([`PartyMaps::new`]); the per-record
 //! work (B x |T_p| x K) runs on the candle device:
 //! `Device::Cpu`, or CUDA device 0 with the `cuda` feature.

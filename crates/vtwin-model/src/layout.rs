@@ -68,6 +68,15 @@ impl ColumnModel {
             ColumnModel::Cells { cells } => *cells,
         }
     }
+
+    /// The most statistics of this column that are nonzero for one record: 2 for a Beta
+    /// (log u, log(1-u)), 1 for a one-hot column.
+    pub fn max_nonzero(&self) -> usize {
+        match self {
+            ColumnModel::Beta => 2,
+            ColumnModel::Categorical { .. } | ColumnModel::Cells { .. } => 1,
+        }
+    }
 }
 
 /// One column's place in theta and in its party's T.
@@ -328,6 +337,14 @@ impl Layout {
     /// |T_p|, the number of sufficient statistics (and of parameters per component) of party p.
     pub fn stat_width(&self, party: usize) -> usize {
         self.stat_width[party]
+    }
+
+    /// The most nonzero statistics one record of `party` has: the sum of its columns'
+    /// [`ColumnModel::max_nonzero`] (the target's one-hot included). Cost O(columns).
+    pub fn stat_nonzeros(&self, party: usize) -> usize {
+        self.columns_of(party)
+            .map(|ci| self.columns[ci].model.max_nonzero())
+            .sum()
     }
 
     /// Index in theta of the weight logit of component k.

@@ -87,7 +87,7 @@ pub struct PartyMap {
 pub struct SharedUpload {
     /// mat_p, B x K.
     pub mat: Shared,
-    /// The score roots u_p, B x K (`vtwin_fixed::clip_bound::score_root_raw`).
+    /// The score roots u_p, B x K (`vtwin_fixed::score_root`).
     pub root: Shared,
     /// T_p, B x w_p.
     pub stats: Shared,

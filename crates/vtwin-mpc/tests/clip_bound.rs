@@ -20,7 +20,8 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use vtwin_fixed::clip_bound::{effective_clip, score_root_raw, ClipShape};
+use vtwin_fixed::clip_bound::{effective_clip, ClipShape};
+use vtwin_fixed::score_root::score_root_raw;
 use vtwin_fixed::{trunc_prob, Counting, Floor, Fx, Truncator};
 use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 
