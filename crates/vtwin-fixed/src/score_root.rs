@@ -7,7 +7,8 @@
 //! 2^-32 grid, `m_kj = ceil(|s_kj| 2^32)`, and the root is
 //! `ceil(ceil_sqrt(sum_j m_kj^2) / 2^L)` raw. Every step rounds up, so `u` is an upper bound
 //! on the exact `2^-L sqrt(sum_j s_kj^2)` with no floating-point argument, and overshoots it
-//! by at most `2^-L sqrt(w) 2^-32 + 2^-32` (one grid step per coordinate, then two ceilings).
+//! by less than `2^-L (sqrt(w) + 1) 2^-32 + 2^-32` (one grid step per coordinate, the ceiled
+//! square root, then the ceiled division): under 2 ulps for w <= 2^12.
 //!
 //! Sparse form ([`ScoreRoots`]): a statistic that is 0 contributes `m(b_kj)^2`, whatever the
 //! record, so `sum_j m_kj^2 = base_k + sum_{j : T_j != 0} (m(s_kj)^2 - m(b_kj)^2)` with
@@ -16,11 +17,12 @@
 //! same root to the bit.
 //!
 //! Ranges: the public map check (`|A|, |b| < 2^22`, `sum_j (14 |A_kj| + |b_kj|)^2 <= 2^36`,
-//! `|T| <= 14`) keeps `|s| 2^32 < 2^58`, each `m^2 < 2^116` and their sum over at most 2^12
-//! terms below 2^128; every operation is checked, and a root above
-//! [`score_root_max`] is refused.
+//! `|T| <= 14`) keeps `|s| 2^32 < 2^58`, each `m^2 < 2^116`, the dense sum over at most 2^12
+//! terms below 2^128 and, by the second bound, every sum here (the sparse form's base plus
+//! its slots' terms included) below 2^113; every operation is checked all the same (an
+//! overflow refuses, it never under-bounds), and a root above [`crate::clip_bound::score_root_max`] is refused.
 
-use crate::clip_bound::{score_root_max, NORM_SCALE_BITS};
+use crate::clip_bound::NORM_SCALE_BITS;
 use crate::value::{Fx, FRAC_BITS};
 
 /// Widest score map a root is computed for (statistics per party).
@@ -38,8 +40,11 @@ fn grid_square(a: Fx, t: Fx, b: Fx) -> Option<u128> {
     m.checked_mul(m)
 }
 
+/// [`crate::clip_bound::score_root_max`] raw, once (`2^39 + 2`; a test checks it against the function).
+const ROOT_MAX_RAW: u128 = (1 << 39) + 2;
+
 /// The root `ceil(ceil_sqrt(sum2) / 2^L)` raw of a squared norm `sum2` at scale 2^64, or None
-/// above [`score_root_max`].
+/// above [`crate::clip_bound::score_root_max`].
 fn root_of(sum2: u128) -> Option<Fx> {
     let mut r = sum2.isqrt();
     if r * r < sum2 {
@@ -47,12 +52,12 @@ fn root_of(sum2: u128) -> Option<Fx> {
     }
     let l = NORM_SCALE_BITS;
     let u = (r >> l) + u128::from(r & ((1u128 << l) - 1) != 0);
-    (u <= score_root_max().0).then_some(Fx(u))
+    (u <= ROOT_MAX_RAW).then_some(Fx(u))
 }
 
 /// The party's score root for one record and component from its dense statistics `stats`
 /// and the component's rows `scale` (A) and `offset` (b) of the encoded map. None when the
-/// lengths differ, w > [`SCORE_WIDTH_MAX`], or the root exceeds [`score_root_max`] (the
+/// lengths differ, w > [`SCORE_WIDTH_MAX`], or the root exceeds [`crate::clip_bound::score_root_max`] (the
 /// public map check makes that impossible for |T| <= 14). Cost O(w) integer operations.
 pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
     if scale.len() != stats.len() || offset.len() != stats.len() || stats.len() > SCORE_WIDTH_MAX {
@@ -63,6 +68,52 @@ pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
         sum = sum.checked_add(grid_square(a, t, b)?)?;
     }
     root_of(sum)
+}
+
+/// One record's statistics as [`ScoreRoots::root`] reads them: its nonzero statistics
+/// `(j, T_j)` in increasing j, then `(0, 0)` entries up to a fixed number of slots, so that
+/// every record (a padding row's zero statistics included) takes the same work. Built only
+/// from the dense row ([`SparseRow::set`]), so no nonzero statistic can be left out or
+/// counted twice.
+#[derive(Clone, Debug)]
+pub struct SparseRow {
+    entries: Vec<(usize, Fx)>,
+    slots: usize,
+    width: usize,
+}
+
+impl SparseRow {
+    /// An empty row of `slots` entries (the most nonzero statistics a record can have).
+    pub fn with_slots(slots: usize) -> SparseRow {
+        SparseRow {
+            entries: Vec::with_capacity(slots),
+            slots,
+            width: 0,
+        }
+    }
+
+    /// Sets the row from the dense statistics `stats` (w values). Errs with the number of
+    /// nonzero statistics when it exceeds the slots (the row is then empty, and every root
+    /// of it refused). Cost O(w).
+    pub fn set(&mut self, stats: &[Fx]) -> Result<(), usize> {
+        self.entries.clear();
+        self.width = stats.len();
+        self.entries.extend(
+            stats
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.raw() != 0)
+                .map(|(j, &t)| (j, t)),
+        );
+        let nonzero = self.entries.len();
+        if nonzero > self.slots {
+            self.entries.clear();
+            self.width = usize::MAX;
+            return Err(nonzero);
+        }
+        self.entries.resize(self.slots, (0, Fx::ZERO));
+        Ok(())
+    }
 }
 
 /// One party's encoded score map (K rows of w) with each component's `base_k = sum_j
@@ -76,23 +127,28 @@ pub struct ScoreRoots<'a> {
 }
 
 impl<'a> ScoreRoots<'a> {
-    /// Precomputes the bases of the map `scale` (A) and `offset` (b), both K x `width`
-    /// row-major. None when the shapes disagree, `width` is 0 or above [`SCORE_WIDTH_MAX`],
-    /// or a base overflows. Cost O(K w).
-    pub fn new(scale: &'a [Fx], offset: &'a [Fx], width: usize) -> Option<ScoreRoots<'a>> {
-        if width == 0
-            || width > SCORE_WIDTH_MAX
-            || scale.len() != offset.len()
-            || !scale.len().is_multiple_of(width)
+    /// Precomputes the bases of the map `scale` (A) and `offset` (b), both `components` x
+    /// `width` row-major. None when the shapes disagree, `width` is above
+    /// [`SCORE_WIDTH_MAX`], or a base overflows. Cost O(K w).
+    pub fn new(
+        scale: &'a [Fx],
+        offset: &'a [Fx],
+        components: usize,
+        width: usize,
+    ) -> Option<ScoreRoots<'a>> {
+        if width > SCORE_WIDTH_MAX
+            || scale.len() != components.checked_mul(width)?
+            || offset.len() != scale.len()
         {
             return None;
         }
-        let base = offset
-            .chunks_exact(width)
-            .map(|row| {
-                row.iter().try_fold(0u128, |acc, &b| {
-                    acc.checked_add(grid_square(Fx::ZERO, Fx::ZERO, b)?)
-                })
+        let base = (0..components)
+            .map(|k| {
+                offset[k * width..(k + 1) * width]
+                    .iter()
+                    .try_fold(0u128, |acc, &b| {
+                        acc.checked_add(grid_square(Fx::ZERO, Fx::ZERO, b)?)
+                    })
             })
             .collect::<Option<Vec<_>>>()?;
         Some(ScoreRoots {
@@ -108,20 +164,20 @@ impl<'a> ScoreRoots<'a> {
         self.base.len()
     }
 
-    /// The root of component `k` for a record given by `entries` `(j, T_j)`: every nonzero
-    /// statistic of the record exactly once, and any number of `(j, 0)` entries (they add
-    /// nothing, so a caller pads every record to the same count and the work does not depend
-    /// on which statistics are set). Equal to [`score_root_raw`] on the dense record. None
-    /// when k or a j is out of range, or as [`score_root_raw`]. Cost O(entries).
-    pub fn root(&self, k: usize, entries: &[(usize, Fx)]) -> Option<Fx> {
-        let row = k.checked_mul(self.width)?;
+    /// The root of component `k` for the record `row`: equal to [`score_root_raw`] on its
+    /// dense statistics. None when k is out of range, the row is not of this map's width (or
+    /// was refused by [`SparseRow::set`]), or as [`score_root_raw`]. Cost O(slots).
+    pub fn root(&self, k: usize, row: &SparseRow) -> Option<Fx> {
+        if row.width != self.width {
+            return None;
+        }
+        let at = k.checked_mul(self.width)?;
         let mut sum = *self.base.get(k)?;
         let mut zero_part = 0u128;
-        for &(j, t) in entries {
-            if j >= self.width {
-                return None;
-            }
-            let (a, b) = (self.scale[row + j], self.offset[row + j]);
+        for &(j, t) in &row.entries {
+            let (a, b) = (self.scale[at + j], self.offset[at + j]);
+            // Bounded by the public map check (sum_j (14 |A| + |b|)^2 <= 2^36, so below
+            // 2^113 with the slots' terms); checked all the same.
             sum = sum.checked_add(grid_square(a, t, b)?)?;
             zero_part = zero_part.checked_add(grid_square(Fx::ZERO, Fx::ZERO, b)?)?;
         }
@@ -134,6 +190,7 @@ impl<'a> ScoreRoots<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clip_bound::score_root_max;
 
     fn f(v: f64) -> Fx {
         Fx::from_f64(v).unwrap()
@@ -153,6 +210,7 @@ mod tests {
         // Above the public maximum: refused.
         assert!(score_root_raw(&[f(1e6)], &[f(14.0)], &[f(0.0)]).is_none());
         assert!(score_root_max().to_f64() >= 2f64.powi(7));
+        assert_eq!(score_root_max().raw(), ROOT_MAX_RAW);
         // A negative score rounds up in magnitude too: |-(1 + 2^-33)| -> 1 + 2^-32 on the grid.
         let s = grid_square(
             Fx::ONE,
@@ -167,25 +225,36 @@ mod tests {
         // K 2, w 4: a one-hot column (j 0..3) and a free coordinate (j 3).
         let scale = [1.0, 1.0, 1.0, 2.5, 1.0, 1.0, 1.0, -0.75].map(f);
         let offset = [-0.2, -0.5, -0.3, 0.125, -0.6, -0.1, -0.3, -1.5].map(f);
-        let roots = ScoreRoots::new(&scale, &offset, 4).unwrap();
+        let roots = ScoreRoots::new(&scale, &offset, 2, 4).unwrap();
         assert_eq!(roots.components(), 2);
-        for (dense, sparse) in [
-            (vec![0.0, 1.0, 0.0, -3.25], vec![(1, 1.0), (3, -3.25)]),
-            (vec![0.0, 0.0, 0.0, 0.0], vec![(0, 0.0), (0, 0.0)]),
-            (vec![1.0, 0.0, 0.0, 0.0], vec![(0, 1.0), (2, 0.0)]),
+        let mut row = SparseRow::with_slots(2);
+        for dense in [
+            [0.0, 1.0, 0.0, -3.25],
+            [0.0, 0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0, 0.0],
         ] {
-            let dense: Vec<Fx> = dense.into_iter().map(f).collect();
-            let sparse: Vec<(usize, Fx)> = sparse.into_iter().map(|(j, v)| (j, f(v))).collect();
+            let dense = dense.map(f);
+            row.set(&dense).unwrap();
             for k in 0..2 {
                 let cols = k * 4..(k + 1) * 4;
                 let want = score_root_raw(&scale[cols.clone()], &dense, &offset[cols]).unwrap();
-                assert_eq!(roots.root(k, &sparse), Some(want));
+                assert_eq!(roots.root(k, &row), Some(want));
             }
         }
-        // Out of range: a component or a statistic index.
-        assert_eq!(roots.root(2, &[]), None);
-        assert_eq!(roots.root(0, &[(4, Fx::ONE)]), None);
-        assert!(ScoreRoots::new(&scale, &offset[..7], 4).is_none());
-        assert!(ScoreRoots::new(&scale, &offset, 3).is_none());
+        // Out of range: a component; a row of another width; more nonzeros than slots.
+        assert_eq!(roots.root(2, &row), None);
+        row.set(&[Fx::ONE; 3]).unwrap_err();
+        assert_eq!(roots.root(0, &row), None);
+        row.set(&[f(1.0), f(0.0), f(2.0)]).unwrap();
+        assert_eq!(roots.root(0, &row), None);
+        assert_eq!(row.set(&[Fx::ONE; 4]), Err(4));
+        assert_eq!(roots.root(0, &row), None);
+        assert!(ScoreRoots::new(&scale, &offset[..7], 2, 4).is_none());
+        assert!(ScoreRoots::new(&scale, &offset, 3, 3).is_none());
+        // A party without statistics: every root 0.
+        let empty = ScoreRoots::new(&[], &[], 3, 0).unwrap();
+        let mut row = SparseRow::with_slots(0);
+        row.set(&[]).unwrap();
+        assert_eq!(empty.root(2, &row), Some(Fx::ZERO));
     }
 }

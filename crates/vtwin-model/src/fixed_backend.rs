@@ -48,7 +48,7 @@ use std::time::Instant;
 use candle_core::Device;
 use rand_chacha::ChaCha20Rng;
 use vtwin_fixed::clip_bound::{MAP_BATCH_LIMIT, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX};
-use vtwin_fixed::score_root::ScoreRoots;
+use vtwin_fixed::score_root::{ScoreRoots, SparseRow};
 use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
 
 use crate::backend::{
@@ -276,22 +276,36 @@ pub fn party_upload_batch(
     let mat_limit = mat_max(renormalise, layout.n_parties());
     let mut mat = Vec::with_capacity(t.log_density.len());
     let mut tempered = Vec::with_capacity(k_n);
-    for row in t.log_density.chunks_exact(k_n).take(batch.real) {
+    for (n, row) in t.log_density.chunks_exact(k_n).enumerate() {
+        // Padding rows (zero statistics; no class under a target mask) take the same
+        // arithmetic, so the party's work does not depend on the real batch size; their
+        // values and refusals are discarded (mat = 1 below).
+        let real = n < batch.real;
         // beta = 1 multiplies exactly, so an untempered upload is bit for bit the same.
         tempered.clear();
         tempered.extend(row.iter().map(|&l| beta * l));
         let row = &tempered[..];
-        let c = shift(renormalise, row, layout.n_parties()).map_err(|e| BackendError::Range {
-            party: name.clone(),
-            what: "log-density (paper renormalisation)",
-            value: row.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            range: match e {
-                vtwin_fixed::paper::PaperError::Encode { .. } => "(-2^31, 2^31)",
-                _ => "non-empty",
-            },
-        })?;
+        let c = match shift(renormalise, row, layout.n_parties()) {
+            Ok(c) => c,
+            Err(_) if !real => 0.0,
+            Err(e) => {
+                return Err(BackendError::Range {
+                    party: name.clone(),
+                    what: "log-density (paper renormalisation)",
+                    value: row.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    range: match e {
+                        vtwin_fixed::paper::PaperError::Encode { .. } => "(-2^31, 2^31)",
+                        _ => "non-empty",
+                    },
+                })
+            }
+        };
         for &l in row {
-            let v = (l + c).exp();
+            let v = std::hint::black_box((l + c).exp());
+            if !real {
+                mat.push(Fx::ONE);
+                continue;
+            }
             if v.is_nan() || v > mat_limit {
                 return Err(range("mat", v, "[0, mat_max]"));
             }
@@ -301,7 +315,6 @@ pub fn party_upload_batch(
     // Padding rows: mat = 1, T = 0, root 0. Party 0 then folds in the public weights and
     // zeroes its padding rows (below), so a padding row's den is exactly 0, its r and w are
     // exactly 0 whatever the other parties send, and its flag keeps it out of sum_n c_n.
-    mat.resize(batch.rows * k_n, Fx::ONE);
     if party == 0 {
         fold_weights(&mut mat, &weights_encoded(theta, beta, k_n)?, batch.real);
     }
@@ -317,8 +330,7 @@ pub fn party_upload_batch(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let map = crate::mpc_backend::encoded_party_map(&maps, layout.stat_width(party))?;
-    let root = score_roots(&map, &stats, batch, layout.stat_nonzeros(party))
-        .ok_or_else(|| range("score norm^2", f64::NAN, "[0, 2^36]"))?;
+    let root = score_roots(&map, &stats, batch, layout.stat_nonzeros(party), k_n, name)?;
     Ok(PartyUpload {
         mat,
         root,
@@ -328,37 +340,47 @@ pub fn party_upload_batch(
     })
 }
 
-/// The score roots u[n][k] of every row of `batch` (`vtwin_fixed::score_root`), B x K, from
+/// The score roots u[n][k] of every row of `batch` (`vtwin_fixed::score_root`), B x K (`k_n`), from
 /// each record's nonzero statistics only: at most `slots` per record (one per one-hot
 /// column, two per Beta column, [`Layout::stat_nonzeros`]), padded with zero entries so that
 /// every row, padding rows included, takes the same `K slots` terms. Padding rows' roots are
-/// then 0. None when a record has more than `slots` nonzero statistics or a root is out of
-/// range (unreachable for codec statistics once the public map check has passed).
-/// Cost O(B |T_p| + B K slots) integer operations.
-fn score_roots(map: &PartyMap, stats: &[Fx], batch: &PartyBatch, slots: usize) -> Option<Vec<Fx>> {
-    let roots = ScoreRoots::new(&map.scale, &map.offset, map.width)?;
-    let k_n = roots.components();
+/// then 0. Errors (unreachable for codec statistics once the public map check has passed)
+/// name the party: a record with more than `slots` nonzero statistics, or a root out of
+/// range. Cost O(B |T_p| + B K slots) integer operations.
+fn score_roots(
+    map: &PartyMap,
+    stats: &[Fx],
+    batch: &PartyBatch,
+    slots: usize,
+    k_n: usize,
+    party: &str,
+) -> Result<Vec<Fx>, BackendError> {
+    let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
+        party: party.to_string(),
+        what,
+        value,
+        range,
+    };
+    let out_of_range = || range("score root", f64::NAN, "[0, 2^-11 sqrt(2^36)]");
+    let wd = map.width;
+    let roots = ScoreRoots::new(&map.scale, &map.offset, k_n, wd).ok_or_else(out_of_range)?;
     let mut out = Vec::with_capacity(batch.rows * k_n);
-    let mut entries = Vec::with_capacity(slots);
-    for (n, t_n) in stats.chunks_exact(map.width).enumerate().take(batch.rows) {
-        entries.clear();
-        entries.extend(
-            t_n.iter()
-                .enumerate()
-                .filter(|(_, t)| t.raw() != 0)
-                .map(|(j, &t)| (j, t)),
-        );
-        if entries.len() > slots {
-            return None;
-        }
-        entries.resize(slots, (0, Fx::ZERO));
+    let mut row = SparseRow::with_slots(slots);
+    for n in 0..batch.rows {
+        row.set(&stats[n * wd..(n + 1) * wd]).map_err(|nonzero| {
+            range(
+                "nonzero statistics in a record",
+                nonzero as f64,
+                "at most one per one-hot column and two per Beta column",
+            )
+        })?;
         for k in 0..k_n {
-            let u = roots.root(k, &entries)?;
+            let u = roots.root(k, &row).ok_or_else(out_of_range)?;
             // Computed for padding rows too (same work), then replaced by 0.
             out.push(if n < batch.real { u } else { Fx::ZERO });
         }
     }
-    Some(out)
+    Ok(out)
 }
 
 /// The tempered mixture weights softmax(beta theta[..K]) (proportional to pi^beta, summing
@@ -604,6 +626,95 @@ impl GradientBackend for FixedBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::ColumnModel;
+
+    /// The party's sparse score roots equal the dense root of each record's encoded
+    /// statistics (`vtwin_fixed::score_root::score_root_raw`) for every column kind (Beta,
+    /// categorical, cells, the pinned target), and padding rows get 0; a record with a
+    /// second level set in one column is refused, naming the party.
+    #[test]
+    fn sparse_party_roots_equal_the_dense_roots() {
+        use rand::{Rng, SeedableRng};
+        use vtwin_fixed::score_root::score_root_raw;
+
+        let layout = Layout::new(
+            6,
+            vec!["a".into()],
+            vec![
+                ("x".into(), 0, ColumnModel::Beta),
+                ("c".into(), 0, ColumnModel::Categorical { cardinality: 3 }),
+                ("h".into(), 0, ColumnModel::Cells { cells: 5 }),
+                ("y".into(), 0, ColumnModel::Categorical { cardinality: 2 }),
+            ],
+        )
+        .unwrap()
+        .with_target("y")
+        .unwrap();
+        let w = layout.stat_width(0);
+        assert_eq!(layout.stat_nonzeros(0), 5);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let theta: Vec<f64> = (0..layout.dim()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let (rows, real) = (9, 6);
+        let mut stats = vec![0.0; rows * w];
+        for t in stats.chunks_exact_mut(w).take(real) {
+            let u: f64 = rng.random_range(0.001..0.999);
+            t[0] = u.ln();
+            t[1] = (-u).ln_1p();
+            t[2 + rng.random_range(0..3)] = 1.0;
+            t[5 + rng.random_range(0..5)] = 1.0;
+            t[10 + rng.random_range(0..2)] = 1.0;
+        }
+        let batch = PartyBatch {
+            party: 0,
+            width: w,
+            rows,
+            real,
+            stats,
+        };
+        let up = party_upload_batch(
+            &Device::Cpu,
+            &layout,
+            &theta,
+            1.0,
+            &batch,
+            Renormalise::ClosedForm,
+        )
+        .unwrap();
+        let k_n = layout.components;
+        for n in 0..rows {
+            for k in 0..k_n {
+                let cols = k * w..(k + 1) * w;
+                let dense = score_root_raw(
+                    &up.map.scale[cols.clone()],
+                    &up.stats[n * w..(n + 1) * w],
+                    &up.map.offset[cols],
+                )
+                .unwrap();
+                let want = if n < real { dense } else { Fx::ZERO };
+                assert_eq!(up.root[n * k_n + k], want, "record {n}, component {k}");
+            }
+        }
+        // Two levels of the categorical set in one record: more nonzeros than the layout allows.
+        let mut bad = batch.clone();
+        bad.stats[2..5].copy_from_slice(&[1.0, 1.0, 0.0]);
+        bad.stats[5..10].fill(0.0);
+        bad.stats[5] = 1.0;
+        bad.stats[6] = 1.0;
+        let err = party_upload_batch(
+            &Device::Cpu,
+            &layout,
+            &theta,
+            1.0,
+            &bad,
+            Renormalise::ClosedForm,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, BackendError::Range { party, what, .. }
+                if party == "a" && what.contains("nonzero statistics")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn fold_weights_floors_pi_times_mat_and_zeroes_padding() {
