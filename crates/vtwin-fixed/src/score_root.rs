@@ -20,7 +20,8 @@
 //! `|T| <= 14`) keeps `|s| 2^32 < 2^58`, each `m^2 < 2^116`, the dense sum over at most 2^12
 //! terms below 2^128 and, by the second bound, every sum here (the sparse form's base plus
 //! its slots' terms included) below 2^113; every operation is checked all the same (an
-//! overflow refuses, it never under-bounds), and a root above [`crate::clip_bound::score_root_max`] is refused.
+//! overflow refuses, it never under-bounds), and a root above
+//! [`crate::clip_bound::score_root_max`] is refused.
 
 use crate::clip_bound::NORM_SCALE_BITS;
 use crate::value::{Fx, FRAC_BITS};
@@ -40,7 +41,8 @@ fn grid_square(a: Fx, t: Fx, b: Fx) -> Option<u128> {
     m.checked_mul(m)
 }
 
-/// [`crate::clip_bound::score_root_max`] raw, once (`2^39 + 2`; a test checks it against the function).
+/// [`crate::clip_bound::score_root_max`] raw, once (`2^39 + 2`; a test checks it against
+/// the function).
 const ROOT_MAX_RAW: u128 = (1 << 39) + 2;
 
 /// The root `ceil(ceil_sqrt(sum2) / 2^L)` raw of a squared norm `sum2` at scale 2^64, or None
@@ -57,8 +59,9 @@ fn root_of(sum2: u128) -> Option<Fx> {
 
 /// The party's score root for one record and component from its dense statistics `stats`
 /// and the component's rows `scale` (A) and `offset` (b) of the encoded map. None when the
-/// lengths differ, w > [`SCORE_WIDTH_MAX`], or the root exceeds [`crate::clip_bound::score_root_max`] (the
-/// public map check makes that impossible for |T| <= 14). Cost O(w) integer operations.
+/// lengths differ, w > [`SCORE_WIDTH_MAX`], or the root exceeds
+/// [`crate::clip_bound::score_root_max`] (the public map check makes that impossible for
+/// |T| <= 14). Cost O(w) integer operations.
 pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
     if scale.len() != stats.len() || offset.len() != stats.len() || stats.len() > SCORE_WIDTH_MAX {
         return None;

@@ -11,9 +11,10 @@
 //!    beta l_p[n][.], which cancels in r;
 //! 3. mat_p[n][k] = encode(exp(beta l_p[n][k] + c_n^p)); encode T_p; the score root
 //!    u_p[n][k] >= 2^-L |s_p[n][k]| from the encoded maps and T_p, rounded up
-//!    ([`vtwin_fixed::score_root`], exact integers, from the record's nonzero statistics); party 0 then replaces mat_0[n][k] by
-//!    floor(w_k mat_0[n][k]) with the public weights w = softmax(beta theta_w) (pi at
-//!    beta = 1), and by 0 on the padding rows ([`fold_weights`]).
+//!    ([`vtwin_fixed::score_root`], exact integers, from the record's nonzero
+//!    statistics); party 0 then replaces mat_0[n][k] by floor(w_k mat_0[n][k]) with the
+//!    public weights w = softmax(beta theta_w) (pi at beta = 1), and by 0 on the padding
+//!    rows ([`fold_weights`]).
 //!
 //! Noise: before the data phase every party samples its share of Z, d exact discrete
 //! Gaussians N_Z(0, (sigma C 2^32)^2 / P) ([`vtwin_dp::DiscreteGaussian::share_of`]).
@@ -653,7 +654,9 @@ mod tests {
         let w = layout.stat_width(0);
         assert_eq!(layout.stat_nonzeros(0), 5);
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-        let theta: Vec<f64> = (0..layout.dim()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let theta: Vec<f64> = (0..layout.dim())
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
         let (rows, real) = (9, 6);
         let mut stats = vec![0.0; rows * w];
         for t in stats.chunks_exact_mut(w).take(real) {
