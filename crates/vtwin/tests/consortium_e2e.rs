@@ -6,12 +6,14 @@
 //!   restarts, `--resume` finishes with the model and checkpoint of an uninterrupted run.
 //! - The coordinator killed between an opening and the next checkpoint: `--resume` charges
 //!   every opening of its log, and privacy.json counts every opening.
+//! - A schema with a target column trains across the processes.
 
 mod consortium_support;
 
 use std::time::{Duration, Instant};
 
 use consortium_support::{coordinate, keygen, wait_until, Job, Kids};
+use vtwin_consortium::config::{self, PartyConfig};
 use vtwin_model::checkpoint::Checkpoint;
 
 fn read(p: &std::path::Path) -> Vec<u8> {
@@ -309,4 +311,42 @@ fn processes_align_their_records_before_training() {
         let log = std::fs::read_to_string(c.dir.join(format!("party-{p}.log"))).unwrap();
         assert!(log.contains("record alignment done"), "party {p}: {log}");
     }
+}
+
+#[test]
+fn processes_train_a_schema_with_a_target() {
+    // With a target every layout needs at least one component per class; `vtwin party`
+    // built its statistics' layout with K = 1 and refused such a schema at start.
+    let tmp = tempfile::tempdir().unwrap();
+    let job = Job::default();
+    let c = keygen(&tmp.path().join("keys"), &job, 0);
+    let schema = tmp.path().join("schema.toml");
+    let with_target = vtwin_data::demo::demo_schema()
+        .with_target(Some("condition".into()))
+        .unwrap();
+    std::fs::write(&schema, with_target.to_toml()).unwrap();
+    for f in &c.parties {
+        let mut p = PartyConfig::load(f).unwrap();
+        p.schema = Some(schema.clone());
+        config::write(f, &p).unwrap();
+    }
+    let mut kids = Kids::default();
+    c.start_all(&mut kids);
+    let out = tmp.path().join("net");
+    let cfg = c.coordinator_config("coordinator-target.toml", &out, |t| {
+        t.training.schema = Some(schema.clone());
+    });
+    let (status, stderr, secs) = coordinate(&cfg, &[]);
+    assert!(
+        status.success(),
+        "coordinator failed after {secs:.1} s: {stderr}"
+    );
+    let ck = Checkpoint::load(&out.join("checkpoint.bin")).unwrap();
+    assert_eq!(ck.state.iteration, job.iters);
+    assert_eq!(ck.state.ledger.as_ref().map(|l| l.steps()), Some(job.iters));
+    let model = std::fs::read_to_string(out.join("model.json")).unwrap();
+    assert!(
+        model.contains("\"condition\""),
+        "model.json names the target"
+    );
 }

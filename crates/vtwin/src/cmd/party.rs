@@ -55,8 +55,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         Some(p) => Schema::load(p)?,
         None => vtwin_data::demo::demo_schema(),
     };
-    // The statistics do not depend on K; the layout is rebuilt per request's K.
-    let layout = Layout::from_schema(&schema, 1)?;
+    // The statistics do not depend on K; the layout is rebuilt per request's K. The policy's
+    // K (the only one the party accepts) also satisfies a target's at least one component per
+    // class, which K = 1 would not.
+    let layout = Layout::from_schema(&schema, cfg.policy.components as usize)?;
     let own = match &cfg.data {
         DataSource::Csv { path } => PartyData::from_party_csv(&schema, &layout, &cfg.name, path)?,
         DataSource::Demo { rows, seed } => PartyData::from_demo(&layout, &cfg.name, *rows, *seed)?,
