@@ -78,11 +78,21 @@ pub fn score_root_raw(scale: &[Fx], stats: &[Fx], offset: &[Fx]) -> Option<Fx> {
 /// every record (a padding row's zero statistics included) takes the same work. Built only
 /// from the dense row ([`SparseRow::set`]), so no nonzero statistic can be left out or
 /// counted twice.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SparseRow {
     entries: Vec<(usize, Fx)>,
     slots: usize,
     width: usize,
+}
+
+impl std::fmt::Debug for SparseRow {
+    /// Shape only: the entries are a record's statistics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SparseRow")
+            .field("slots", &self.slots)
+            .field("width", &self.width)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SparseRow {
@@ -178,7 +188,7 @@ impl<'a> ScoreRoots<'a> {
         let mut sum = *self.base.get(k)?;
         let mut zero_part = 0u128;
         for &(j, t) in &row.entries {
-            let (a, b) = (self.scale[at + j], self.offset[at + j]);
+            let (a, b) = (*self.scale.get(at + j)?, *self.offset.get(at + j)?);
             // Bounded by the public map check (sum_j (14 |A| + |b|)^2 <= 2^36, so below
             // 2^113 with the slots' terms); checked all the same.
             sum = sum.checked_add(grid_square(a, t, b)?)?;
@@ -254,10 +264,13 @@ mod tests {
         assert_eq!(roots.root(0, &row), None);
         assert!(ScoreRoots::new(&scale, &offset[..7], 2, 4).is_none());
         assert!(ScoreRoots::new(&scale, &offset, 3, 3).is_none());
-        // A party without statistics: every root 0.
+        // A party without statistics: every root 0; slots padded past the map: refused.
         let empty = ScoreRoots::new(&[], &[], 3, 0).unwrap();
         let mut row = SparseRow::with_slots(0);
         row.set(&[]).unwrap();
         assert_eq!(empty.root(2, &row), Some(Fx::ZERO));
+        let mut row = SparseRow::with_slots(2);
+        row.set(&[]).unwrap();
+        assert_eq!(empty.root(0, &row), None);
     }
 }

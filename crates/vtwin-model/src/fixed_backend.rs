@@ -277,11 +277,13 @@ pub fn party_upload_batch(
     let mat_limit = mat_max(renormalise, layout.n_parties());
     let mut mat = Vec::with_capacity(t.log_density.len());
     let mut tempered = Vec::with_capacity(k_n);
+    let stand_in = padding_stand_in(&maps);
     for (n, row) in t.log_density.chunks_exact(k_n).enumerate() {
-        // Padding rows (zero statistics; no class under a target mask) take the same
-        // arithmetic, so the party's work does not depend on the real batch size; their
-        // values and refusals are discarded (mat = 1 below).
+        // Padding rows (zero statistics; no class under a target mask) take the same steps on
+        // a public stand-in row of a real row's shape, so the party's work does not depend on
+        // the real batch size; their values and refusals are discarded (mat = 1).
         let real = n < batch.real;
+        let row = if real { row } else { &stand_in[..] };
         // beta = 1 multiplies exactly, so an untempered upload is bit for bit the same.
         tempered.clear();
         tempered.extend(row.iter().map(|&l| beta * l));
@@ -302,15 +304,17 @@ pub fn party_upload_batch(
             }
         };
         for &l in row {
-            let v = std::hint::black_box((l + c).exp());
-            if !real {
-                mat.push(Fx::ONE);
-                continue;
+            let v = (l + c).exp();
+            let encoded = if v.is_nan() || v > mat_limit {
+                Err(range("mat", v, "[0, mat_max]"))
+            } else {
+                Fx::from_f64(v).map_err(|_| range("mat", v, "[0, mat_max]"))
+            };
+            match std::hint::black_box(encoded) {
+                _ if !real => mat.push(Fx::ONE),
+                Ok(m) => mat.push(m),
+                Err(e) => return Err(e),
             }
-            if v.is_nan() || v > mat_limit {
-                return Err(range("mat", v, "[0, mat_max]"));
-            }
-            mat.push(Fx::from_f64(v).map_err(|_| range("mat", v, "[0, mat_max]"))?);
         }
     }
     // Padding rows: mat = 1, T = 0, root 0. Party 0 then folds in the public weights and
@@ -339,6 +343,19 @@ pub fn party_upload_batch(
         flags: batch.flags(),
         map,
     })
+}
+
+/// What a padding row's renormalisation and exp run on instead of its own log-densities
+/// (which a target mask makes all -inf, a cheaper path): a public row of a real row's shape,
+/// distinct finite values `-(k + 1/2)`, and -inf where a record of the first class has
+/// likelihood 0 (the other classes' components). Cost O(K).
+fn padding_stand_in(maps: &PartyMaps) -> Vec<f64> {
+    (0..maps.components)
+        .map(|k| match &maps.target {
+            Some(mask) if mask.class[k] != 0 => f64::NEG_INFINITY,
+            _ => -(k as f64) - 0.5,
+        })
+        .collect()
 }
 
 /// The score roots u[n][k] of every row of `batch` (`vtwin_fixed::score_root`), B x K (`k_n`), from
@@ -408,11 +425,9 @@ pub fn fold_weights(mat: &mut [Fx], pi: &[Fx], real: usize) {
     let k_n = pi.len();
     for (n, row) in mat.chunks_exact_mut(k_n).enumerate() {
         for (m, p) in row.iter_mut().zip(pi) {
-            *m = if n < real {
-                vtwin_fixed::mul(*p, *m, &mut Floor)
-            } else {
-                Fx::ZERO
-            };
+            // Every row takes the product (the work does not depend on `real`).
+            let folded = std::hint::black_box(vtwin_fixed::mul(*p, *m, &mut Floor));
+            *m = if n < real { folded } else { Fx::ZERO };
         }
     }
 }

@@ -360,8 +360,8 @@ pub async fn gradient(
     //    then one truncated reshare per output. The replicated product's three cross terms
     //    w_o t_o + w_o t_n + w_n t_o = w_o t_b + w_n t_o (t_b = t_o + t_n) summed over the
     //    records are an inner product of length 2B, taken by Winograd's pairing
-    //    ([`paired_inner_products`]): B K w_p ring products instead of 2 B K w_p, the same
-    //    sum in the ring.
+    //    ([`paired_inner_products`]): B K w_p + B w_p ring products per party and B K once
+    //    (xi), instead of 2 B K w_p; the same sum in the ring.
     let xi: Vec<u128> = (0..k_n)
         .map(|k| {
             (0..b).fold(0u128, |acc, n| {
