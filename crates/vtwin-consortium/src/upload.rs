@@ -89,7 +89,32 @@ pub struct SealedInputs {
     /// [`map_statement`] of the score map its score roots were computed with.
     pub maps: [u8; 32],
     /// `Message::encode()` of each message to this node, in order.
+    #[serde(with = "byte_strings")]
     pub messages: Vec<Vec<u8>>,
+}
+
+/// `Vec<Vec<u8>>` as a sequence of byte strings: in postcard the same bytes as serde's
+/// default (a length, then each byte raw), written and read in bulk instead of one serde
+/// call per byte (most of a party's upload is these messages).
+mod byte_strings {
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(blobs: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(blobs.len()))?;
+        for blob in blobs {
+            seq.serialize_element(serde_bytes::Bytes::new(blob))?;
+        }
+        seq.end()
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
+        let blobs = Vec::<serde_bytes::ByteBuf>::deserialize(d)?;
+        Ok(blobs
+            .into_iter()
+            .map(serde_bytes::ByteBuf::into_vec)
+            .collect())
+    }
 }
 
 impl Drop for SealedInputs {
@@ -106,5 +131,48 @@ impl std::fmt::Debug for SealedInputs {
             .field("clip", &self.clip)
             .field("messages", &self.messages.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same fields with serde's default `Vec<Vec<u8>>`: the wire format before the bulk
+    /// byte strings.
+    #[derive(Serialize)]
+    struct PlainInputs {
+        sigma: f64,
+        clip: f64,
+        rows: [u8; 32],
+        batch: [u8; 32],
+        maps: [u8; 32],
+        messages: Vec<Vec<u8>>,
+    }
+
+    #[test]
+    fn sealed_inputs_keep_their_wire_format_and_round_trip() {
+        let messages = vec![vec![], vec![7u8], (0..=255u8).cycle().take(1000).collect()];
+        let s = SealedInputs {
+            sigma: 1.25,
+            clip: 0.5,
+            rows: [1; 32],
+            batch: [2; 32],
+            maps: [3; 32],
+            messages: messages.clone(),
+        };
+        let plain = PlainInputs {
+            sigma: 1.25,
+            clip: 0.5,
+            rows: [1; 32],
+            batch: [2; 32],
+            maps: [3; 32],
+            messages: messages.clone(),
+        };
+        let bytes = postcard::to_allocvec(&s).unwrap();
+        assert_eq!(bytes, postcard::to_allocvec(&plain).unwrap());
+        let back: SealedInputs = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back.messages, messages);
+        assert_eq!((back.sigma, back.clip, back.maps), (1.25, 0.5, [3; 32]));
     }
 }
