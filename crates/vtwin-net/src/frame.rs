@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 9;
+pub const WIRE_VERSION: u8 = 10;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -109,7 +109,10 @@ pub enum Body {
     },
     /// Coordinator -> party: compute and upload the shares for this batch.
     Request {
-        /// Batch indices (record numbers).
+        /// Batch indices (record numbers; the real ones, then padding up to the public size),
+        /// each written as 4 bytes: varints would be shorter for real indices than for the
+        /// padding, and the frame's size would tell the real batch size.
+        #[serde(with = "fixed_width_indices")]
         batch: Vec<u32>,
         /// theta_t.
         theta: Vec<f64>,
@@ -357,6 +360,32 @@ impl std::fmt::Display for Refusal {
 }
 
 /// `[Vec<u8>; 3]` as three postcard byte arrays.
+/// `Vec<u32>` as one byte string of 4-byte little-endian words: its length depends only on
+/// the number of indices, never on their values.
+mod fixed_width_indices {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(indices: &[u32], s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = indices.iter().flat_map(|i| i.to_le_bytes()).collect();
+        s.serialize_bytes(&bytes)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+        let bytes = serde_bytes::ByteBuf::deserialize(d)?;
+        if bytes.len() % 4 != 0 {
+            return Err(D::Error::custom(format!(
+                "batch indices: {} bytes, not a whole number of 4-byte words",
+                bytes.len()
+            )));
+        }
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect())
+    }
+}
+
 mod three_blobs {
     use serde::ser::SerializeTuple;
     use serde::{Deserialize, Deserializer, Serializer};

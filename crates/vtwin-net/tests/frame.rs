@@ -549,3 +549,24 @@ fn overlong_varints_refused() {
     b.extend_from_slice(&wire[6..]);
     assert_eq!(decode(&b), Err(FrameError::NonCanonical));
 }
+
+proptest! {
+    /// A `Request`'s size depends on how many batch indices it carries, never on their
+    /// values: padding (u32::MAX) and real record numbers take 4 bytes each, so the frame's
+    /// length does not tell the real batch size.
+    #[test]
+    fn request_size_does_not_depend_on_the_indices(
+        a in proptest::collection::vec(any::<u32>(), 0..200),
+        seed in any::<u32>(),
+        terms in terms(),
+    ) {
+        let b: Vec<u32> = a.iter().map(|x| x ^ seed).collect();
+        let size = |batch: Vec<u32>| {
+            let body = Body::Request { batch, theta: vec![0.5; 3], terms };
+            encode(&Frame::new([1; 16], 2, 0, Role::Coordinator, body)).unwrap().len()
+        };
+        let padding = vec![u32::MAX; a.len()];
+        prop_assert_eq!(size(a.clone()), size(b));
+        prop_assert_eq!(size(a), size(padding));
+    }
+}
