@@ -4,7 +4,7 @@
 # flags; only AddressSanitizer would need nightly, and vtwin-net forbids unsafe code.
 # The flags apply to the target only (--target), not to build scripts. RUSTFLAGS replaces
 # the repository's .cargo/config.toml, so the IFMA cfg of curve25519-dalek is repeated here.
-# Binaries: ${CARGO_TARGET_DIR:-fuzz/target}/<host>/release/{frame_decode,unseal,mpc_message,psi_message}
+# Binaries: ${CARGO_TARGET_DIR:-fuzz/target}/<host>/release/{frame_decode,unseal,sealed_inputs,mpc_message,psi_message}
 set -euo pipefail
 cd "$(dirname "$0")"
 host="$(rustc -vV | sed -n 's/^host: //p')"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one fuzz target for a given time: fuzz/run.sh frame_decode|unseal|mpc_message SECONDS
+# Runs one fuzz target for a given time: fuzz/run.sh frame_decode|unseal|sealed_inputs|mpc_message|psi_message SECONDS
 # Corpus in fuzz/corpus/<target> (git-ignored), crashes in fuzz/artifacts/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")"
