@@ -138,18 +138,6 @@ impl std::fmt::Debug for SealedInputs {
 mod tests {
     use super::*;
 
-    /// The same fields with serde's default `Vec<Vec<u8>>`: the wire format before the bulk
-    /// byte strings.
-    #[derive(Serialize)]
-    struct PlainInputs {
-        sigma: f64,
-        clip: f64,
-        rows: [u8; 32],
-        batch: [u8; 32],
-        maps: [u8; 32],
-        messages: Vec<Vec<u8>>,
-    }
-
     #[test]
     fn sealed_inputs_keep_their_wire_format_and_round_trip() {
         let messages = vec![vec![], vec![7u8], (0..=255u8).cycle().take(1000).collect()];
@@ -161,15 +149,10 @@ mod tests {
             maps: [3; 32],
             messages: messages.clone(),
         };
-        let plain = PlainInputs {
-            sigma: 1.25,
-            clip: 0.5,
-            rows: [1; 32],
-            batch: [2; 32],
-            maps: [3; 32],
-            messages: messages.clone(),
-        };
         let bytes = postcard::to_allocvec(&s).unwrap();
+        // postcard writes a struct as the tuple of its fields: these are the same fields with
+        // serde's default `Vec<Vec<u8>>`, the wire format before the bulk byte strings.
+        let plain = (1.25f64, 0.5f64, [1u8; 32], [2u8; 32], [3u8; 32], &messages);
         assert_eq!(bytes, postcard::to_allocvec(&plain).unwrap());
         let back: SealedInputs = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(back.messages, messages);
