@@ -224,13 +224,16 @@ mod tests {
         assert!(score_root_raw(&[f(1e6)], &[f(14.0)], &[f(0.0)]).is_none());
         assert!(score_root_max().to_f64() >= 2f64.powi(7));
         assert_eq!(score_root_max().raw(), ROOT_MAX_RAW);
-        // A negative score rounds up in magnitude too: |-(1 + 2^-33)| -> 1 + 2^-32 on the grid.
-        let s = grid_square(
-            Fx::ONE,
-            Fx::from_signed(-(1i128 << 32)),
-            Fx::from_signed(-1),
+        // A score off the 2^-32 grid rounds up in magnitude, negative or not: 2^-32 * -(1/2)
+        // = -2^-33 -> 2^-32 (m = 1), and 2^-32 * (1/2) - 1 = -(1 - 2^-33) -> 1 (m = 2^32).
+        let half = Fx::from_signed(1i128 << 31);
+        let minus_half = Fx::from_signed(-(1i128 << 31));
+        assert_eq!(grid_square(Fx::from_raw(1), minus_half, Fx::ZERO), Some(1));
+        assert_eq!(grid_square(Fx::from_raw(1), half, Fx::ZERO), Some(1));
+        assert_eq!(
+            grid_square(Fx::from_raw(1), half, Fx::from_signed(-(1i128 << 32))),
+            Some(1u128 << 64)
         );
-        assert_eq!(s, Some(((1u128 << 32) + 1).pow(2)));
     }
 
     #[test]
