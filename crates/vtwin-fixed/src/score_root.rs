@@ -129,19 +129,22 @@ impl SparseRow {
     }
 }
 
-/// One party's encoded score map (K rows of w) with each component's `base_k = sum_j
-/// m(b_kj)^2`, for roots from a record's nonzero statistics only (module docs).
+/// One party's encoded score map (K rows of w) with each coordinate's zero-statistic term
+/// `m(b_kj)^2` and each component's `base_k = sum_j m(b_kj)^2`, for roots from a record's
+/// nonzero statistics only (module docs).
 #[derive(Clone, Debug)]
 pub struct ScoreRoots<'a> {
     scale: &'a [Fx],
     offset: &'a [Fx],
     width: usize,
+    /// `m(b_kj)^2`, K x w.
+    zero: Vec<u128>,
     base: Vec<u128>,
 }
 
 impl<'a> ScoreRoots<'a> {
-    /// Precomputes the bases of the map `scale` (A) and `offset` (b), both `components` x
-    /// `width` row-major. None when the shapes disagree, `width` is above
+    /// Precomputes the zero-statistic terms and bases of the map `scale` (A) and `offset` (b),
+    /// both `components` x `width` row-major. None when the shapes disagree, `width` is above
     /// [`SCORE_WIDTH_MAX`], or a base overflows. Cost O(K w).
     pub fn new(
         scale: &'a [Fx],
@@ -155,19 +158,22 @@ impl<'a> ScoreRoots<'a> {
         {
             return None;
         }
+        let zero = offset
+            .iter()
+            .map(|&b| grid_square(Fx::ZERO, Fx::ZERO, b))
+            .collect::<Option<Vec<_>>>()?;
         let base = (0..components)
             .map(|k| {
-                offset[k * width..(k + 1) * width]
+                zero[k * width..(k + 1) * width]
                     .iter()
-                    .try_fold(0u128, |acc, &b| {
-                        acc.checked_add(grid_square(Fx::ZERO, Fx::ZERO, b)?)
-                    })
+                    .try_fold(0u128, |acc, &z| acc.checked_add(z))
             })
             .collect::<Option<Vec<_>>>()?;
         Some(ScoreRoots {
             scale,
             offset,
             width,
+            zero,
             base,
         })
     }
@@ -192,7 +198,7 @@ impl<'a> ScoreRoots<'a> {
             // Bounded by the public map check (sum_j (14 |A| + |b|)^2 <= 2^36, so below
             // 2^113 with the slots' terms); checked all the same.
             sum = sum.checked_add(grid_square(a, t, b)?)?;
-            zero_part = zero_part.checked_add(grid_square(Fx::ZERO, Fx::ZERO, b)?)?;
+            zero_part = zero_part.checked_add(self.zero[at + j])?;
         }
         // The base counted m(b_kj)^2 for every listed j; each is replaced by m(s_kj)^2 (the
         // same for T_j = 0), so the difference is exact and never negative.

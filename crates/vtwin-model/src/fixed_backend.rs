@@ -268,12 +268,7 @@ pub fn party_upload_batch(
     // Kernels on every row, padding included (zero statistics), so the party's work does
     // not depend on the real batch size; the padding rows' values are replaced below.
     let t = local_terms(device, &maps, &batch.stats, batch.rows, false)?;
-    let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
-        party: name.clone(),
-        what,
-        value,
-        range,
-    };
+    let range = |what, value, range| range_error(name, what, value, range);
     let mat_limit = mat_max(renormalise, layout.n_parties());
     let mut mat = Vec::with_capacity(t.log_density.len());
     let mut tempered = Vec::with_capacity(k_n);
@@ -292,15 +287,14 @@ pub fn party_upload_batch(
             Ok(c) => c,
             Err(_) if !real => 0.0,
             Err(e) => {
-                return Err(BackendError::Range {
-                    party: name.clone(),
-                    what: "log-density (paper renormalisation)",
-                    value: row.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    range: match e {
+                return Err(range(
+                    "log-density (paper renormalisation)",
+                    row.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    match e {
                         vtwin_fixed::paper::PaperError::Encode { .. } => "(-2^31, 2^31)",
                         _ => "non-empty",
                     },
-                })
+                ))
             }
         };
         for &l in row {
@@ -345,6 +339,16 @@ pub fn party_upload_batch(
     })
 }
 
+/// [`BackendError::Range`] naming `party`: `what` had `value`, outside `range`.
+fn range_error(party: &str, what: &'static str, value: f64, range: &'static str) -> BackendError {
+    BackendError::Range {
+        party: party.to_string(),
+        what,
+        value,
+        range,
+    }
+}
+
 /// What a padding row's renormalisation and exp run on instead of its own log-densities
 /// (which a target mask makes all -inf, a cheaper path): a public row of a real row's shape,
 /// distinct finite values `-(k + 1/2)`, and -inf where a record of the first class has
@@ -373,12 +377,7 @@ fn score_roots(
     k_n: usize,
     party: &str,
 ) -> Result<Vec<Fx>, BackendError> {
-    let range = |what: &'static str, value: f64, range: &'static str| BackendError::Range {
-        party: party.to_string(),
-        what,
-        value,
-        range,
-    };
+    let range = |what, value, range| range_error(party, what, value, range);
     let out_of_range = || range("score root", f64::NAN, "[0, 2^-11 sqrt(2^36)]");
     let wd = map.width;
     let roots = ScoreRoots::new(&map.scale, &map.offset, k_n, wd).ok_or_else(out_of_range)?;
@@ -456,12 +455,12 @@ pub(crate) fn check_score_map_bound(
     let bound = per_coord.iter().copied().fold(0.0, f64::max) + slack;
     // Inflated for the f64 rounding of 14 |A| + |b| and of the product.
     if bound * (b_rows as f64) * (1.0 + 2f64.powi(-40)) >= MAP_BATCH_LIMIT {
-        return Err(BackendError::Range {
-            party: party.to_string(),
-            what: "public score map B (14 |A| + |b|)",
-            value: bound * b_rows as f64,
-            range: "[0, 2^22)",
-        });
+        return Err(range_error(
+            party,
+            "public score map B (14 |A| + |b|)",
+            bound * b_rows as f64,
+            "[0, 2^22)",
+        ));
     }
     if maps.width > 0 {
         // The same encoding slack per coordinate, and the f64 sum inflated.
@@ -469,12 +468,12 @@ pub(crate) fn check_score_map_bound(
             let s2: f64 =
                 row.iter().map(|v| (v + slack) * (v + slack)).sum::<f64>() * (1.0 + 2f64.powi(-40));
             if s2.is_nan() || s2 > SCORE_NORM2_MAX {
-                return Err(BackendError::Range {
-                    party: party.to_string(),
-                    what: "public score map sum_j (14 |A| + |b|)^2",
-                    value: s2,
-                    range: "[0, 2^36]",
-                });
+                return Err(range_error(
+                    party,
+                    "public score map sum_j (14 |A| + |b|)^2",
+                    s2,
+                    "[0, 2^36]",
+                ));
             }
         }
     }

@@ -362,26 +362,10 @@ pub async fn gradient(
     //    records are an inner product of length 2B, taken by Winograd's pairing
     //    ([`paired_inner_products`]): B K w_p + B w_p ring products per party and B K once
     //    (xi), instead of 2 B K w_p; the same sum in the ring.
-    let xi: Vec<u128> = (0..k_n)
-        .map(|k| {
-            (0..b).fold(0u128, |acc, n| {
-                let i = n * k_n + k;
-                acc.wrapping_add(w.own[i].wrapping_mul(w.next[i]))
-            })
-        })
-        .collect();
+    let xi = share_products(&w, k_n);
     let mut m_add = Vec::with_capacity(public.dim() - k_n);
     for (u, p) in uploads.iter().zip(&public.parties) {
-        m_add.extend(paired_inner_products(
-            &w.own,
-            &w.next,
-            &xi,
-            k_n,
-            &u.stats.own,
-            &u.stats.next,
-            p.width,
-            b,
-        ));
+        m_add.extend(paired_inner_products(&w, &xi, &u.stats, p.width));
     }
     ctx.count(|c| c.mults += (b * (public.dim() - k_n)) as u64);
     let n_m = m_add.len();
@@ -417,35 +401,44 @@ pub async fn gradient(
     Shared::concat(&[&g_w, &g_p]).add(noise)
 }
 
+/// `xi[k] = sum_n w_o[n][k] w_n[n][k]`: the sums of the products of a node's two shares of w
+/// (B x `k_n`) down each column, the pairing's correction on w's side
+/// ([`paired_inner_products`]). Cost B K ring products.
+fn share_products(w: &Shared, k_n: usize) -> Vec<u128> {
+    let mut xi = vec![0u128; k_n];
+    for (o, n) in w
+        .own
+        .chunks_exact(k_n.max(1))
+        .zip(w.next.chunks_exact(k_n.max(1)))
+    {
+        for ((x, a), c) in xi.iter_mut().zip(o).zip(n) {
+            *x = x.wrapping_add(a.wrapping_mul(*c));
+        }
+    }
+    xi
+}
+
 /// Node i's additive share of `M[k][j] = sum_n w_o[n][k] t_b[n][j] + w_n[n][k] t_o[n][j]`
 /// (`t_b = t_o + t_n`; K x `wd` row-major) from its two shares of w (B x K) and of T
 /// (B x `wd`), by Winograd's inner product (1968): in any commutative ring
-/// `x y + u v = (x + v)(u + y) - x u - v y`, so with `xi[k] = sum_n w_o[n][k] w_n[n][k]`
-/// (given, shared by every party's block) and `eta[j] = sum_n t_o[n][j] t_b[n][j]`,
+/// `x y + u v = (x + v)(u + y) - x u - v y`, so with `xi` = [`share_products`] of w (the same
+/// for every party's block) and `eta[j] = sum_n t_o[n][j] t_b[n][j]`,
 /// `M[k][j] = sum_n (w_o[n][k] + t_o[n][j]) (w_n[n][k] + t_b[n][j]) - xi[k] - eta[j]`,
 /// exactly in Z_2^128. Cost: B K `wd` + B `wd` ring products (against 2 B K `wd` directly).
-#[allow(clippy::too_many_arguments)]
-fn paired_inner_products(
-    w_own: &[u128],
-    w_next: &[u128],
-    xi: &[u128],
-    k_n: usize,
-    t_own: &[u128],
-    t_next: &[u128],
-    wd: usize,
-    b: usize,
-) -> Vec<u128> {
+fn paired_inner_products(w: &Shared, xi: &[u128], t: &Shared, wd: usize) -> Vec<u128> {
+    let k_n = xi.len();
     let mut z = vec![0u128; k_n * wd];
     let mut eta = vec![0u128; wd];
     let mut t_both = vec![0u128; wd];
-    for n in 0..b {
-        let (to, tn) = (&t_own[n * wd..(n + 1) * wd], &t_next[n * wd..(n + 1) * wd]);
+    let rows = w.own.len().checked_div(k_n).unwrap_or(0);
+    for n in 0..rows {
+        let (to, tn) = (&t.own[n * wd..(n + 1) * wd], &t.next[n * wd..(n + 1) * wd]);
         for ((tb, e), (o, x)) in t_both.iter_mut().zip(&mut eta).zip(to.iter().zip(tn)) {
             *tb = o.wrapping_add(*x);
             *e = e.wrapping_add(o.wrapping_mul(*tb));
         }
         for k in 0..k_n {
-            let (wo, wn) = (w_own[n * k_n + k], w_next[n * k_n + k]);
+            let (wo, wn) = (w.own[n * k_n + k], w.next[n * k_n + k]);
             let row = &mut z[k * wd..(k + 1) * wd];
             for ((r, tb), o) in row.iter_mut().zip(&t_both).zip(to) {
                 *r = r.wrapping_add(wo.wrapping_add(*o).wrapping_mul(wn.wrapping_add(*tb)));
@@ -664,14 +657,15 @@ mod tests {
                     .collect::<Vec<_>>()
             };
             let (wo, wn, to, tn) = (ring(b * k_n), ring(b * k_n), ring(b * wd), ring(b * wd));
-            let xi: Vec<u128> = (0..k_n)
-                .map(|k| {
-                    (0..b).fold(0u128, |a, n| {
-                        a.wrapping_add(wo[n * k_n + k].wrapping_mul(wn[n * k_n + k]))
-                    })
-                })
-                .collect();
-            let got = paired_inner_products(&wo, &wn, &xi, k_n, &to, &tn, wd, b);
+            let w = Shared {
+                own: wo.clone(),
+                next: wn.clone(),
+            };
+            let t = Shared {
+                own: to.clone(),
+                next: tn.clone(),
+            };
+            let got = paired_inner_products(&w, &share_products(&w, k_n), &t, wd);
             let mut want = vec![0u128; k_n * wd];
             for n in 0..b {
                 for k in 0..k_n {
