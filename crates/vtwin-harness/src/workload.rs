@@ -23,7 +23,8 @@ pub const SYNTHETIC_PARTIES: std::ops::RangeInclusive<usize> = 2..=16;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkloadKind {
     /// `adult.data` in this directory, under the shipped Adult schema (30162 complete
-    /// records, 2 parties, d = K (1 + 149)).
+    /// records, 2 parties, target Y; d = K (1 + 318) with age and hours by their cells, K 9 by
+    /// default: `vtwin_model::components`).
     Adult {
         /// The directory holding `adult.data`.
         data_dir: PathBuf,

@@ -51,6 +51,7 @@ pub mod gradient;
 pub mod input;
 pub mod inv_sqrt;
 pub mod keys;
+mod le_bytes;
 pub mod message;
 pub mod multiply;
 pub mod normalise;

@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::le_bytes::le_bytes;
+
 /// Header size in bytes of an encoded message.
 pub const HEADER_BYTES: usize = 38;
 const MAGIC: &[u8; 4] = b"VTM1";
@@ -157,9 +159,7 @@ impl Message {
         // Payload lengths are bounded by memory; a protocol never sends 2^32 elements.
         let len = u32::try_from(self.payload.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&len.to_le_bytes());
-        for v in &self.payload {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+        out.extend_from_slice(&le_bytes(&self.payload));
         out
     }
 

@@ -14,6 +14,8 @@ use chacha20::cipher::{KeyIvInit, StreamCipher};
 use chacha20::ChaCha12;
 use zeroize::Zeroizing;
 
+use crate::le_bytes::words_from_le;
+
 /// A 32-byte PRG seed, zeroized on drop.
 pub type Seed = Zeroizing<[u8; 32]>;
 
@@ -22,26 +24,13 @@ pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     let mut nonce = [0u8; 12];
     nonce[..8].copy_from_slice(&stream.to_le_bytes());
     let mut cipher = ChaCha12::new(seed.into(), &nonce.into());
-    let mut out = Vec::with_capacity(n);
-    // Keystream through a small zeroized buffer: no large secret temporaries on the heap.
-    let mut buf = Zeroizing::new([0u8; CHUNK_BYTES]);
-    let mut left = n;
-    while left > 0 {
-        let take = left.min(CHUNK_BYTES / 16);
-        let bytes = &mut buf[..16 * take];
-        bytes.fill(0);
-        cipher.apply_keystream(bytes);
-        out.extend(bytes.chunks_exact(16).map(|c| {
-            let mut w = [0u8; 16];
-            w.copy_from_slice(c);
-            u128::from_le_bytes(w)
-        }));
-        left -= take;
-    }
+    // The keystream straight into the output words (no buffer to copy through: the output
+    // is the secret anyway), then each word read as little endian (a no-op on x86 and ARM).
+    let mut out = vec![0u128; n];
+    cipher.apply_keystream(bytemuck::cast_slice_mut(&mut out));
+    words_from_le(&mut out);
     out
 }
-
-const CHUNK_BYTES: usize = 4096;
 
 #[cfg(test)]
 mod tests {

@@ -44,6 +44,7 @@ use crate::counters::Counters;
 use crate::error::MpcError;
 use crate::input::words;
 use crate::keys::PairSeeds;
+use crate::le_bytes::le_bytes;
 use crate::message::{Message, NodeId, Peer, SessionId, HEADER_BYTES};
 use crate::prg;
 use zeroize::Zeroizing;
@@ -207,9 +208,7 @@ impl Ctx {
         h.update(client.to_le_bytes());
         h.update(seq.to_le_bytes());
         h.update((payload.len() as u64).to_le_bytes());
-        for v in payload {
-            h.update(v.to_le_bytes());
-        }
+        h.update(le_bytes(payload));
     }
 
     /// Notes that client `client`'s seeds were accepted (every node, at the same program

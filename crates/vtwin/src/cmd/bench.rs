@@ -13,7 +13,7 @@ use vtwin_host::atomic::{self, Mode};
 /// Which data the iterations run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum WorkloadFlag {
-    /// Adult training set (30162 records, 2 parties, d = K (1 + 149)).
+    /// Adult training set (30162 records, 2 parties, the shipped schema: d = K (1 + 318), K 9).
     Adult,
     /// Built-in demo data (2 parties, 7 columns).
     Demo,
