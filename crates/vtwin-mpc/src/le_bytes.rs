@@ -1,15 +1,17 @@
 //! Ring elements as the bytes the protocols send and hash: each element's 16 little-endian
 //! bytes, in order (`protocols/wire-format.md`).
 
-use std::borrow::Cow;
-
-/// The little-endian bytes of `words`, 16 per element. On a little-endian machine this is a
-/// view of the words themselves (no copy); elsewhere a converted copy. Cost O(1) or O(n).
-pub(crate) fn le_bytes(words: &[u128]) -> Cow<'_, [u8]> {
+/// Passes the little-endian bytes of `words`, 16 per element and in order, to `sink`: on a
+/// little-endian machine in one call with a view of the words themselves (no copy),
+/// elsewhere one element at a time from the stack (no heap copy of what may be secret).
+/// Cost O(n).
+pub(crate) fn with_le_bytes(words: &[u128], mut sink: impl FnMut(&[u8])) {
     if cfg!(target_endian = "little") {
-        Cow::Borrowed(bytemuck::cast_slice(words))
+        sink(bytemuck::cast_slice(words));
     } else {
-        Cow::Owned(words.iter().flat_map(|w| w.to_le_bytes()).collect())
+        for w in words {
+            sink(&w.to_le_bytes());
+        }
     }
 }
 
@@ -33,7 +35,9 @@ mod tests {
             0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10,
         ];
         let want: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        assert_eq!(le_bytes(&words).as_ref(), &want[..]);
+        let mut got = Vec::new();
+        with_le_bytes(&words, |b| got.extend_from_slice(b));
+        assert_eq!(got, want);
         let mut back = words;
         bytemuck::cast_slice_mut::<u128, u8>(&mut back).copy_from_slice(&want);
         words_from_le(&mut back);

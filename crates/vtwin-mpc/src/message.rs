@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::le_bytes::le_bytes;
+use crate::le_bytes::with_le_bytes;
 
 /// Header size in bytes of an encoded message.
 pub const HEADER_BYTES: usize = 38;
@@ -159,7 +159,7 @@ impl Message {
         // Payload lengths are bounded by memory; a protocol never sends 2^32 elements.
         let len = u32::try_from(self.payload.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&le_bytes(&self.payload));
+        with_le_bytes(&self.payload, |b| out.extend_from_slice(b));
         out
     }
 

@@ -25,7 +25,7 @@ pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     nonce[..8].copy_from_slice(&stream.to_le_bytes());
     let mut cipher = ChaCha12::new(seed.into(), &nonce.into());
     // The keystream straight into the output words (no buffer to copy through: the output
-    // is the secret anyway), then each word read as little endian (a no-op on x86 and ARM).
+    // is the secret anyway), then each word read as little endian (a no-op on little-endian targets).
     let mut out = vec![0u128; n];
     cipher.apply_keystream(bytemuck::cast_slice_mut(&mut out));
     words_from_le(&mut out);
@@ -43,7 +43,8 @@ mod tests {
         assert_ne!(expand(&seed, 3, 5), expand(&seed, 4, 5));
         // A prefix of a longer expansion is the shorter expansion (counter addressing).
         assert_eq!(expand(&seed, 9, 10)[..4], expand(&seed, 9, 4)[..]);
-        // Across the internal chunk boundary (256 elements) the stream continues.
+        // Past the first 256 elements (a boundary of an earlier chunked version) the stream
+        // continues.
         assert_eq!(expand(&seed, 9, 600)[..257], expand(&seed, 9, 257)[..]);
         assert_ne!(expand(&seed, 9, 600)[256], expand(&seed, 9, 600)[0]);
     }

@@ -44,7 +44,7 @@ use crate::counters::Counters;
 use crate::error::MpcError;
 use crate::input::words;
 use crate::keys::PairSeeds;
-use crate::le_bytes::le_bytes;
+use crate::le_bytes::with_le_bytes;
 use crate::message::{Message, NodeId, Peer, SessionId, HEADER_BYTES};
 use crate::prg;
 use zeroize::Zeroizing;
@@ -208,7 +208,7 @@ impl Ctx {
         h.update(client.to_le_bytes());
         h.update(seq.to_le_bytes());
         h.update((payload.len() as u64).to_le_bytes());
-        h.update(le_bytes(payload));
+        with_le_bytes(payload, |b| h.update(b));
     }
 
     /// Notes that client `client`'s seeds were accepted (every node, at the same program
