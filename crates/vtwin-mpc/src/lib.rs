@@ -6,7 +6,7 @@
 //!   replicated-shared ([`Shared`]; node i holds `(x_i, x_{i+1})`), bits are XOR-shared 128
 //!   to a word ([`BitShared`]).
 //! - Correlated randomness comes from pairwise seeds (X25519 + HKDF-SHA256, [`keys`]) and a
-//!   counter-addressed ChaCha12 PRG ([`prg`]): zero-sharings, random sharings and masks known
+//!   counter-addressed AES-128-CTR PRG ([`prg`]): zero-sharings, random sharings and masks known
 //!   to one pair of nodes (or, from a node's private seed, to that node alone), all without
 //!   communication or a dealer.
 //! - Each node is a sans-IO state machine ([`Node`]): `handle(msg) -> messages to send`,
