@@ -295,7 +295,7 @@ mod tests {
             assert_eq!(*s.next, k((i + 1) % 3), "k_{} at node {i}", (i + 1) % 3);
         }
         // Both PRG vectors: the short one, and the long one over a stream that fills the
-        // stream word and 656 bytes (8-block AES-NI batches, single blocks, a partial batch).
+        // stream word and 656 bytes (five 8-block AES-NI batches and a single tail block).
         for name in ["prg", "prg_long"] {
             let p = &v[name];
             assert_eq!(p["cipher"], "AES-128-CTR");

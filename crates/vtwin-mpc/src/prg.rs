@@ -12,7 +12,7 @@
 //! seed's prefix is a uniform key). Every protocol invocation takes a fresh stream number from
 //! a counter that all nodes advance identically, so the output is deterministic given the
 //! session (through the seed) and the position in the program, and no keystream block is
-//! reused (a stream has 2^64 blocks before its counter could reach the next stream's). The
+//! reused (a stream's block index would need 2^64 blocks to carry into its stream bytes). The
 //! cipher state is zeroized on drop (the `ctr` and `aes` crates' `zeroize` features).
 
 use aes::cipher::{KeyIvInit, StreamCipher};
@@ -39,9 +39,9 @@ pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     let mut key = Zeroizing::new([0u8; 16]);
     key.copy_from_slice(&seed[..16]);
     let mut cipher = Aes128Ctr::new((&*key).into(), &counter_block(stream).into());
-    // The keystream straight into the output words (no buffer to copy through: the output
-    // is the secret anyway), then each word read as little endian (a no-op on little-endian
-    // targets).
+    // The keystream XORed over the zeroed output words (no staging buffer of ours; the cipher
+    // crate batches at most 8 blocks on its stack), then each word read as little endian (a
+    // no-op on little-endian targets).
     let mut out = vec![0u128; n];
     cipher.apply_keystream(bytemuck::cast_slice_mut(&mut out));
     words_from_le(&mut out);

@@ -8,8 +8,8 @@ zero-sharing is F(k_i, c) - F(k_{i+1}, c) mod 2^128 (XOR for binary sharings). T
 computes them with the `cryptography` package's AES in CTR mode (no Rust code involved), after
 checking that package against the NIST SP 800-38A F.5.1 CTR-AES128 example (four blocks). Two
 vectors: `prg` (stream 5, 9 elements) and `prg_long` (stream 0x0123456789abcdef, which fills
-the stream word, 41 elements: 656 bytes, so the 8-block batches of the AES-NI backend,
-single blocks and a partial batch are all covered).
+the stream word, 41 elements: 656 bytes, five 8-block batches of the AES-NI backend and a
+single tail block).
 
     python3 crates/vtwin-mpc/tests/vectors/gen_prg_vectors.py [--check]
 """
