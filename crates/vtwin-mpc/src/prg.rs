@@ -2,18 +2,19 @@
 //! number.
 //!
 //! `expand(seed, stream, n)` is the first `16 n` bytes of the AES-128-CTR keystream under key
-//! `seed[..16]` with initial counter block `stream (u64 LE) || 0u64` incremented as one
-//! 128-bit big-endian integer (NIST SP 800-38A; the `cryptography` package's `modes.CTR`),
-//! read as `n` u128 words (little endian): block i of stream s is `AES_k(LE64(s) || BE64(i))`,
-//! one ring element. Why AES: with AES-NI it expands 2.3x faster than the ChaCha12 it replaced
+//! `seed[..16]` with initial counter block `stream (u64 LE) || 0u64` incremented as one 128-bit
+//! big-endian integer (NIST SP 800-38A; the `cryptography` package's `modes.CTR`), read as `n`
+//! u128 words (little endian): block i of stream s is `AES_k(LE64(s) || BE64(i))`, one ring
+//! element. Why AES: with AES-NI it expands 2.3x faster than the ChaCha12 it replaced
 //! (2026-11-28, 16 MiB on this VM), and the PRG is the nodes' largest cost after `M_p`
-//! (protocols/mpc-sharing.md, "PRG"). Why 128-bit keys: the seeds come from X25519 and
-//! HKDF-SHA256, which give 128-bit security; the seed's other 16 bytes are unused (a uniform
-//! seed's prefix is a uniform key). Every protocol invocation takes a fresh stream number from
-//! a counter that all nodes advance identically, so the output is deterministic given the
-//! session (through the seed) and the position in the program, and no keystream block is
-//! reused (a stream's block index would need 2^64 blocks to carry into its stream bytes). The
-//! cipher state is zeroized on drop (the `ctr` and `aes` crates' `zeroize` features).
+//! (protocols/mpc-sharing.md, "PRG"). Why 128-bit keys: the nodes' pair and private seeds come
+//! from X25519 and HKDF-SHA256 (about 128-bit secure), clients' seeds from their CSPRNG; the
+//! seed's other 16 bytes are unused (a uniform seed's prefix is a uniform key). Every protocol
+//! invocation takes a fresh stream number from a counter that all nodes advance identically, so
+//! the output is deterministic given the session (through the seed) and the position in the
+//! program, and no keystream block is reused (a stream's block index would need 2^64 blocks to
+//! carry into its stream bytes). The cipher state is zeroized on drop (the `ctr` and `aes`
+//! crates' `zeroize` features).
 
 use aes::cipher::{KeyIvInit, StreamCipher};
 use aes::Aes128;
