@@ -359,7 +359,6 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// `[Vec<u8>; 3]` as three postcard byte arrays.
 /// `Vec<u32>` as one byte string of 4-byte little-endian words: its length depends only on
 /// the number of indices, never on their values.
 mod fixed_width_indices {
@@ -386,6 +385,7 @@ mod fixed_width_indices {
     }
 }
 
+/// `[Vec<u8>; 3]` as three postcard byte arrays.
 mod three_blobs {
     use serde::ser::SerializeTuple;
     use serde::{Deserialize, Deserializer, Serializer};
