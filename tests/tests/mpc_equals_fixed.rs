@@ -29,7 +29,7 @@ use vtwin_mpc::{
     InputClient, Message, NodeId, NodeKey, Opening, PairSeeds, Peer, SessionId, Simulation,
 };
 
-use vtwin_tests::{demo, input};
+use vtwin_tests::{demo, demo_one_hot, input};
 
 const SESSION: SessionId = SessionId(*b"vtwin-model-mpc!");
 
@@ -88,7 +88,19 @@ fn run_recorded(
 /// `fixed_gradient`'s truncator replays the nodes' masks.
 #[test]
 fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
+    // The demo's Beta columns (T_p at scale 2^32) and every column one-hot (both parties
+    // input integer statistics, one truncation layer fewer).
     let (layout, data, _) = demo(300, 4, 21);
+    assert!(!layout.integer_stats(0) && !layout.integer_stats(1));
+    equal_with_replayed_masks(&layout, &data, 18 + 2);
+    let (layout, data, _) = demo_one_hot(300, 4, 21);
+    assert!(layout.integer_stats(0) && layout.integer_stats(1));
+    equal_with_replayed_masks(&layout, &data, 17 + 2);
+}
+
+/// The backend's mapping through the circuit against `fixed_gradient` replaying its masks,
+/// over trials with padding and tempering; the circuit has `layers` truncation layers.
+fn equal_with_replayed_masks(layout: &Layout, data: &[PartyData], layers: usize) {
     let mut rng = ChaCha20Rng::seed_from_u64(2);
     // (trial, real records, padded size): the last two pad (party 0 zeroes those rows).
     for (trial, real, b) in [
@@ -111,7 +123,7 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
         let beta = [1.0, 1.0, 0.2, 0.5, 1.0][trial];
         let inp = GradientInput {
             beta,
-            ..input(&layout, &theta, &parties, 1.0, 1.0)
+            ..input(layout, &theta, &parties, 1.0, 1.0)
         };
         let ups: Vec<_> = (0..layout.n_parties())
             .map(|p| {
@@ -127,8 +139,9 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
             .enumerate()
             .map(|(p, up)| plain_upload(up, p))
             .collect();
-        let (opened, masks) = run_recorded(&public, &plain, &noise_to_canonical(&layout, &noise));
-        let got = gradient_from_canonical(&layout, &opened);
+        let (opened, masks) = run_recorded(&public, &plain, &noise_to_canonical(layout, &noise));
+        assert_eq!(masks.len(), layers);
+        let got = gradient_from_canonical(layout, &opened);
         let total: usize = masks.iter().map(Vec::len).sum();
         let mut seq = masks_in_reference_order(&public, &masks).into_iter();
         let mut t = Probabilistic::new(move || seq.next().expect("enough masks"));
@@ -321,6 +334,7 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
         root: vec![root],
         stats: vec![t],
         flags: vec![Fx::from_raw(1)],
+        integer_stats: false,
     };
     let ok = up(bounds.mat.1, bounds.root.1, bounds.stats.0);
     let (mut c, _) = InputClient::new(0, SESSION, &mut ChaCha20Rng::seed_from_u64(1));
@@ -334,6 +348,21 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
     ] {
         assert!(upload_messages(&mut c, &bad, bounds).is_err());
     }
+    // An integer party's T_p is checked as raw integers against the same real range: 14 and
+    // -14 pass, 15 and -15 do not, nor does 14 at scale 2^32 (raw 14 2^32).
+    let int = |t: i128| PlainUpload {
+        stats: vec![Fx::from_signed(t)],
+        integer_stats: true,
+        ..up(Fx::ZERO, Fx::ZERO, Fx::ZERO)
+    };
+    for (t, fine) in [(14, true), (-14, true), (15, false), (-15, false)] {
+        assert_eq!(
+            upload_messages(&mut c, &int(t), bounds).is_ok(),
+            fine,
+            "{t}"
+        );
+    }
+    assert!(upload_messages(&mut c, &int(14 << 32), bounds).is_err());
     // Closed-form renormalisation puts every record's largest mat_p at exactly 1.
     assert_eq!(bounds.mat.1, Fx::ONE);
     let paper = input_bounds(Renormalise::Paper, 2);

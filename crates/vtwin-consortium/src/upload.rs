@@ -29,8 +29,8 @@ pub fn batch_statement(session: &[u8; 16], t: u64, batch: &[u32]) -> [u8; 32] {
 }
 
 /// The party's statement of the score map it computed its score roots with: SHA-256 over a
-/// domain tag, the width w_p, the number of entries and every raw fixed-point entry of A and
-/// then b (little-endian u128). Why: the clip's proof (`protocols/clip-bound.md`) needs each
+/// domain tag, the width w_p, whether T_p is input as integers (one byte), the number of
+/// entries and every raw fixed-point entry of A and then b (little-endian u128). Why: the clip's proof (`protocols/clip-bound.md`) needs each
 /// root to bound the norm of the scores under the maps the nodes apply; a party derives its
 /// map from theta and its own schema, the nodes take theirs from the coordinator, so the nodes
 /// compare the two (a coordinator that sent a party another theta, or whose schema models a
@@ -38,8 +38,10 @@ pub fn batch_statement(session: &[u8; 16], t: u64, batch: &[u32]) -> [u8; 32] {
 /// over 32 K w_p bytes.
 pub fn map_statement(map: &PartyMap) -> [u8; 32] {
     let mut h = Sha256::new();
-    h.update(b"vtwin score map statement v1\0");
+    h.update(b"vtwin score map statement v2\0");
     h.update((map.width as u64).to_le_bytes());
+    // The scale the party inputs T_p at: a node that read another would misscale G_p.
+    h.update([u8::from(map.integer_stats)]);
     h.update((map.scale.len() as u64).to_le_bytes());
     for v in map.scale.iter().chain(&map.offset) {
         h.update(v.raw().to_le_bytes());

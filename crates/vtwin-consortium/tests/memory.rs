@@ -1336,6 +1336,23 @@ fn a_party_sent_another_theta_than_the_nodes_maps_is_caught_by_the_nodes() {
 }
 
 #[test]
+fn nodes_told_another_statistics_scale_than_the_party_used_refuse_its_upload() {
+    // The coordinator tells all three nodes (so their Start digests agree) that party 0
+    // inputs T_p at the other scale (integers for 2^32, or the reverse): its G_p would be
+    // off by 2^32 and the clip's bound void. Party 0's sealed statement names the scale it
+    // used, from its own schema, so the nodes' map for it differs and its upload is refused.
+    assert_aborts_with(
+        |_, to, f| {
+            if let (Role::Node(_), Body::Start { public, .. }) = (to, &mut f.body) {
+                public.parties[0].integer_stats = !public.parties[0].integer_stats;
+            }
+            true
+        },
+        "another score map",
+    );
+}
+
+#[test]
 fn nodes_started_with_different_weights_refuse_each_other() {
     // The coordinator sends node 2 mixture weights one ulp off the others' (still inside
     // every public bound, so each node alone accepts its Start). A public constant sits in a

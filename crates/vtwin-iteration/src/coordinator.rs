@@ -58,6 +58,9 @@ pub struct ScoreMap<'a> {
     pub scale: &'a [f64],
     /// b, K x w_p.
     pub offset: &'a [f64],
+    /// Every statistic of the party is an integer (one-hot columns only): it inputs T_p
+    /// at scale 1 ([`PartyMap::integer_stats`]).
+    pub integer_stats: bool,
 }
 
 fn encode(v: f64, what: &'static str) -> Result<Fx, PublicError> {
@@ -96,6 +99,7 @@ pub fn encode_party_map(map: ScoreMap<'_>) -> Result<PartyMap, PublicError> {
         width: map.width,
         scale: enc(map.scale)?,
         offset: enc(map.offset)?,
+        integer_stats: map.integer_stats,
     })
 }
 

@@ -164,6 +164,7 @@ mod tests {
                 width,
                 scale: &scale[p],
                 offset: &offset[p],
+                integer_stats: p == 1,
             })
             .collect();
         circuit_public(10, &[0.3, 0.7], 1.0, &maps).unwrap()

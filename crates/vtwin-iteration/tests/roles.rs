@@ -124,11 +124,13 @@ fn the_coordinator_refuses_shapes_beyond_the_clip_window() {
                 width: 1,
                 scale: &scale,
                 offset: &offset,
+                integer_stats: false,
             },
             ScoreMap {
                 width: 1,
                 scale: &scale,
                 offset: &offset,
+                integer_stats: true,
             },
         ];
         circuit_public(100, &pi, 1.0, &maps)

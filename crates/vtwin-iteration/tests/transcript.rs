@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::gradient_ref::{self, instance};
+use common::gradient_ref::{self, instance_with};
 use common::{shard_all, split_noise};
 use serde::{Deserialize, Serialize};
 use vtwin_fixed::Fx;
@@ -26,6 +26,8 @@ struct Map {
     width: usize,
     scale: Vec<Hex>,
     offset: Vec<Hex>,
+    /// The party inputs T_p as raw integers (its `stats` below are then scale 1).
+    integer_stats: bool,
 }
 
 #[derive(Serialize, Deserialize, PartialEq, Debug, Clone)]
@@ -93,6 +95,7 @@ fn inputs(v: &Vector) -> (CircuitPublic, InputBounds, Vec<PlainUpload>, Vec<Vec<
                 width: m.width,
                 scale: fxs(&m.scale),
                 offset: fxs(&m.offset),
+                integer_stats: m.integer_stats,
             })
             .collect(),
         noise_contributors: v.maps.len(),
@@ -106,11 +109,13 @@ fn inputs(v: &Vector) -> (CircuitPublic, InputBounds, Vec<PlainUpload>, Vec<Vec<
     let uploads = v
         .uploads
         .iter()
-        .map(|u| PlainUpload {
+        .zip(&v.maps)
+        .map(|(u, m)| PlainUpload {
             mat: fxs(&u.mat),
             root: fxs(&u.root),
             stats: fxs(&u.stats),
             flags: fxs(&u.flags),
+            integer_stats: m.integer_stats,
         })
         .collect();
     let noise = v
@@ -142,10 +147,10 @@ fn replay(v: &Vector) -> Vector {
     }
 }
 
-/// Fresh inputs: a random instance (B = 3, K = 2, two parties of widths 1 and 2), its noise
-/// split between the parties.
+/// Fresh inputs: a random instance (B = 3, K = 2, two parties of widths 1 and 2, the second
+/// inputting integer statistics), its noise split between the parties.
 fn generate() -> Vector {
-    let mut inst = instance(31, 3, 2, &[1, 2]);
+    let mut inst = instance_with(31, 3, 2, &[1, 2], &[false, true]);
     inst.public.noise_contributors = 2;
     let noise = split_noise(&inst, 5);
     let b = gradient_ref::bounds();
@@ -164,6 +169,7 @@ fn generate() -> Vector {
                 width: m.width,
                 scale: hexes(&m.scale),
                 offset: hexes(&m.offset),
+                integer_stats: m.integer_stats,
             })
             .collect(),
         bounds: [b.mat, b.root, b.stats].map(|(lo, hi)| [hex(lo.raw()), hex(hi.raw())]),

@@ -28,8 +28,9 @@
 //!    C' of [`vtwin_fixed::clip_bound::effective_clip`]: every record's released contribution,
 //!    and the distance between neighbouring released sums, is then at most C after every
 //!    rounding (`protocols/clip-bound.md`);
-//! 8. w = c r; M_p = W^T T_p (one truncation per element); sw = sum_n w;
-//!    sc = sum_n flag_n c_n (padding rows have r = 0, hence w = 0, and flag 0);
+//! 8. w = c r; M_p = W^T T_p (one truncation per element, none for a party whose statistics
+//!    are all integers, [`crate::layout::Layout::integer_stats`]: it inputs T_p at scale 1);
+//!    sw = sum_n w; sc = sum_n flag_n c_n (padding rows have r = 0, hence w = 0, and flag 0);
 //! 9. G = [sw - pi sc ; A_k M_p[k] + b_k sw[k]] + sum_p Z_p (A, b the public affine score
 //!    maps; each element one truncation); decode.
 //!
@@ -328,7 +329,7 @@ pub fn party_upload_batch(
             }
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let map = crate::mpc_backend::encoded_party_map(&maps, layout.stat_width(party))?;
+    let map = crate::mpc_backend::encoded_party_map(&maps, layout, party)?;
     let root = score_roots(&map, &stats, batch, layout.stat_nonzeros(party), k_n, name)?;
     Ok(PartyUpload {
         mat,
@@ -565,14 +566,24 @@ pub fn fixed_gradient<T: Truncator>(
     let idx = crate::float_backend::param_indices(layout);
     for (p, (up, map)) in uploads.iter().zip(&public.parties).enumerate() {
         let wd = map.width;
+        // An integer party inputs T_p at scale 1: its M_p is at scale 2^32 untruncated.
+        let stats = if map.integer_stats {
+            crate::iteration_inputs::integer_stats(&up.stats)
+        } else {
+            up.stats.clone()
+        };
         for k in 0..k_n {
             for j in 0..wd {
-                // M_p[k][j] = sum_n w[n][k] T_p[n][j], truncated once.
+                // M_p[k][j] = sum_n w[n][k] T_p[n][j], truncated once (at scale 2^32 only).
                 let mut acc = 0u128;
                 for n in 0..b {
-                    acc = acc.wrapping_add(w[n * k_n + k].0.wrapping_mul(up.stats[n * wd + j].0));
+                    acc = acc.wrapping_add(w[n * k_n + k].0.wrapping_mul(stats[n * wd + j].0));
                 }
-                let m = Fx(t.trunc(acc, FRAC_BITS));
+                let m = if map.integer_stats {
+                    Fx(acc)
+                } else {
+                    Fx(t.trunc(acc, FRAC_BITS))
+                };
                 let (a, o) = (map.scale[k * wd + j], map.offset[k * wd + j]);
                 let raw =
                     a.0.wrapping_mul(m.0)

@@ -31,18 +31,38 @@ pub fn input_bounds(renormalise: Renormalise, parties: usize) -> InputBounds {
 }
 
 /// Party `party`'s fixed-backend upload as the circuit's plaintext input (same encoded
-/// values); party 0 also inputs the padding flags.
+/// values, but an integer party's T_p as raw integers: [`integer_stats`]); party 0 also
+/// inputs the padding flags.
 pub fn plain_upload(up: &PartyUpload, party: usize) -> PlainUpload {
+    let integer = up.map.integer_stats;
     PlainUpload {
         mat: up.mat.clone(),
         root: up.root.clone(),
-        stats: up.stats.clone(),
+        stats: if integer {
+            integer_stats(&up.stats)
+        } else {
+            up.stats.clone()
+        },
+        integer_stats: integer,
         flags: if party == 0 {
             up.flags.clone()
         } else {
             Vec::new()
         },
     }
+}
+
+/// Statistics encoded at scale 2^32 as raw integers (scale 1): exact for the one-hot
+/// statistics of an integer party ([`Layout::integer_stats`]), which are 0 or 1 (a value
+/// off the integers would be floored). Cost O(len).
+pub fn integer_stats(stats: &[Fx]) -> Vec<Fx> {
+    stats
+        .iter()
+        .map(|v| {
+            debug_assert_eq!(v.raw() % vtwin_fixed::ONE_RAW, 0, "an integer statistic");
+            Fx::from_signed(v.signed() >> vtwin_fixed::FRAC_BITS)
+        })
+        .collect()
 }
 
 /// The circuit's public side for `input` and a batch of `b` rows:
@@ -93,6 +113,7 @@ pub fn circuit_public_for(
             width: layout.stat_width(p),
             scale: &m.scale,
             offset: &m.offset,
+            integer_stats: layout.integer_stats(p),
         })
         .collect();
     Ok(coordinator::circuit_public(b, &pi, clip, &maps)?)
@@ -112,13 +133,18 @@ pub fn circuit_clip(
     Ok(coordinator::circuit_clip(clip, shape)?)
 }
 
-/// One party's public score maps encoded at scale 2^32 (what the circuit and the party's
-/// score roots use). Cost O(K w_p).
-pub fn encoded_party_map(maps: &PartyMaps, width: usize) -> Result<PartyMap, BackendError> {
+/// Party `party`'s public score maps encoded at scale 2^32 (what the circuit and the party's
+/// score roots use), with the layout's [`Layout::integer_stats`]. Cost O(K w_p).
+pub fn encoded_party_map(
+    maps: &PartyMaps,
+    layout: &Layout,
+    party: usize,
+) -> Result<PartyMap, BackendError> {
     Ok(coordinator::encode_party_map(ScoreMap {
-        width,
+        width: layout.stat_width(party),
         scale: &maps.scale,
         offset: &maps.offset,
+        integer_stats: layout.integer_stats(party),
     })?)
 }
 

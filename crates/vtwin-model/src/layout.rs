@@ -69,6 +69,12 @@ impl ColumnModel {
         }
     }
 
+    /// Whether every statistic of this column is an integer (one-hot: 0 or 1); a Beta's
+    /// (log u, log(1-u)) are not.
+    pub fn integer_stats(&self) -> bool {
+        !matches!(self, ColumnModel::Beta)
+    }
+
     /// The most statistics of this column that are nonzero for one record: 2 for a Beta
     /// (log u, log(1-u)), 1 for a one-hot column.
     pub fn max_nonzero(&self) -> usize {
@@ -345,6 +351,15 @@ impl Layout {
         self.columns_of(party)
             .map(|ci| self.columns[ci].model.max_nonzero())
             .sum()
+    }
+
+    /// Whether every statistic of `party` is an integer (only one-hot columns): the party
+    /// then inputs T_p at scale 1 and the circuit forms its G_p with one truncation
+    /// (`vtwin_mpc::gradient::PartyMap::integer_stats`). Public: a property of the schema.
+    /// Cost O(columns).
+    pub fn integer_stats(&self, party: usize) -> bool {
+        self.columns_of(party)
+            .all(|ci| self.columns[ci].model.integer_stats())
     }
 
     /// Index in theta of the weight logit of component k.

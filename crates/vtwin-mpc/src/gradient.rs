@@ -4,7 +4,7 @@
 //! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
 //! caller as the fixed backend does), per party the public score maps `scale`/`offset`
 //! (K x w_p, row-major); shared per party `mat_p` and the score roots `u_p` (B x K) and
-//! `T_p` (B x w_p); the
+//! `T_p` (B x w_p; raw integers for an integer party); the
 //! shared noise `Z` in the canonical output order. Output, in canonical order:
 //! `[G_weights (K); for each party p: G_p (K x w_p, row-major)]`, shared.
 //!
@@ -31,13 +31,17 @@
 //!    record (padding rows have `r = 0` exactly, so `w = 0`, and the flag keeps their c out of
 //!    `sc`: they add exactly nothing, so the public batch size B hides the real one);
 //! 5. `sw = sum_n w`, `sc = sum_n flag_n c_n` (local);
-//! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one reshare per output,
-//!    all parties in order, sum_p K w_p) followed by `trunc(pi sc)` (K), giving
-//!    `G_w = sw - trunc(pi sc)`; then `G_p = trunc(scale M_p + offset sw)` (a public linear
-//!    map, sum_p K w_p), plus Z.
+//! 6. one layer: `M_p = W^T T_p` (inner products over the batch, one truncated reshare per
+//!    output) for every party whose T_p is at scale 2^32, in party order, then `trunc(pi sc)`
+//!    (K), giving `G_w = sw - trunc(pi sc)`, then `G_p = trunc(scale M_p + offset sw)` for
+//!    every integer party ([`PartyMap::integer_stats`]: T_p at scale 1, so `M_p` is at 2^32
+//!    untruncated and the public map is applied to its additive shares); then one layer
+//!    `G_p = trunc(scale M_p + offset sw)` for the parties at scale 2^32 (none when every party
+//!    is integer), plus Z.
 //!
-//! Truncation layers: P + 18, 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 17 + 1 + 1 + 1 + 21 + 1 + 1 + 1 = P + 43.
+//! Truncation layers: P + 18 ([`CircuitPublic::truncation_layers`]: P + 17 when every party
+//! is integer), 1 round each like every layer ([`crate::multiply`]). Rounds:
+//! (P - 1) + 17 + 1 + 1 + 1 + 21 + 1 + 1 + 1 = P + 43 (P + 42 when every party is integer).
 
 use vtwin_fixed::clip::{CLIP_RSQRT_ITERATIONS, CLIP_X_LIMIT};
 use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};
@@ -80,6 +84,11 @@ pub struct PartyMap {
     pub scale: Vec<Fx>,
     /// b, K x w_p row-major.
     pub offset: Vec<Fx>,
+    /// Whether every statistic of the party is an integer (one-hot columns only), so that it
+    /// inputs T_p as raw integers (scale 1) instead of at scale 2^32. `W^T T_p` is then
+    /// already at scale 2^32 and its product with the map is truncated once: `G_p` in one
+    /// layer instead of two (`M_p`, then `G_p`), one round fewer when every party is integer.
+    pub integer_stats: bool,
 }
 
 /// One party's shared upload.
@@ -96,6 +105,13 @@ pub struct SharedUpload {
 }
 
 impl CircuitPublic {
+    /// Truncation layers of [`gradient`], each one round: P + 18, one fewer when every party
+    /// inputs integer statistics ([`PartyMap::integer_stats`]: `G_p` needs no `M_p` layer).
+    pub fn truncation_layers(&self) -> usize {
+        let real = self.parties.iter().any(|p| !p.integer_stats);
+        self.parties.len() + 17 + usize::from(real)
+    }
+
     /// The coordinator's client id, P + m: the only receiver of the opened G.
     pub fn coordinator(&self) -> u16 {
         (self.parties.len() + self.noise_contributors) as u16
@@ -159,8 +175,9 @@ impl CircuitPublic {
     /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
-    /// by 1.5 per step; `CLIP_RSQRT_ITERATIONS` = 2 steps), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T, pi sc 1.01 B, and
-    /// G_p |A| 1.5 B T + |b| 1.5 B per coordinate (the maps' actual values). Cost O(d).
+    /// by 1.5 per step; `CLIP_RSQRT_ITERATIONS` = 2 steps), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T
+    /// (parties at scale 2^32 only), pi sc 1.01 B, and G_p |A| 1.5 B T + |b| 1.5 B per
+    /// coordinate (the maps' actual values; T the same real bound at either scale). Cost O(d).
     pub fn truncation_failure_bound(&self, bounds: &InputBounds) -> f64 {
         let (b, k) = (self.batch as f64, self.components as f64);
         let p_n = self.parties.len() as i32;
@@ -195,7 +212,13 @@ impl CircuitPublic {
                 roots1 += u;
             }
         }
-        let coords = (self.dim() - self.components) as f64;
+        // M_p's own truncation: only the parties at scale 2^32 have one.
+        let coords = self
+            .parties
+            .iter()
+            .filter(|p| !p.integer_stats)
+            .map(|p| p.width * self.components)
+            .sum::<usize>() as f64;
         // divide_fraction: pm p < 2^64 raw because pm <= den < 2^32, pm' y < 3. den =
         // sum_k pi_k prod_p mat_p <= M^P (party 0 folds pi in) plus a few ulps of rounding;
         // should the public ranges allow more, the reciprocal's window no longer holds den
@@ -356,49 +379,81 @@ pub async fn gradient(
     // trunc(pi sc) is truncated in the same layer as M_p (below).
     let pisc_add = mul_public_each(&sc_k, &pi_k).own;
 
-    // 6. M_p = W^T T_p: node i's additive share of every output, accumulated in place,
-    //    then one truncated reshare per output. The replicated product's three cross terms
-    //    w_o t_o + w_o t_n + w_n t_o = w_o t_b + w_n t_o (t_b = t_o + t_n) summed over the
-    //    records are an inner product of length 2B, taken by Winograd's pairing
-    //    ([`paired_inner_products`]): B K w_p + B w_p ring products per party and B K once
-    //    (xi), instead of 2 B K w_p; the same sum in the ring.
+    // 6. M_p = W^T T_p: node i's additive share of every output, accumulated in place.
+    //    The replicated product's three cross terms w_o t_o + w_o t_n + w_n t_o =
+    //    w_o t_b + w_n t_o (t_b = t_o + t_n) summed over the records are an inner product of
+    //    length 2B, taken by Winograd's pairing ([`paired_inner_products`]): B K w_p + B w_p
+    //    ring products per party and B K once (xi), instead of 2 B K w_p; the same sum in the
+    //    ring. A party whose T_p is at scale 2^32 has M_p truncated in the first layer (beside
+    //    trunc(pi sc)) and G_p = trunc(A M + b sw) in a second; an integer party's (scale 1)
+    //    M_p is at scale 2^32 already, so its G_p is formed on the additive shares and
+    //    truncated in the first layer: one layer in all when every party is integer.
     let xi = share_products(&w, k_n);
-    let mut m_add = Vec::with_capacity(public.dim() - k_n);
+    let mut first = Vec::with_capacity(public.dim());
+    let mut g_int = Vec::new();
     for (u, p) in uploads.iter().zip(&public.parties) {
-        m_add.extend(paired_inner_products(&w, &xi, &u.stats, p.width));
-    }
-    ctx.count(|c| c.mults += (b * (public.dim() - k_n)) as u64);
-    let n_m = m_add.len();
-    m_add.extend(pisc_add);
-    let both = crate::multiply::layer(ctx, Vec::new(), m_add, FRAC_BITS)
-        .await?
-        .1;
-    let m = both.slice(0..n_m);
-    let g_w = sw.sub(&both.slice(n_m..n_m + k_n))?;
-    // G_p = trunc(A M + b sw): a public linear map, local, then one truncation.
-    let mut lin = Shared {
-        own: Vec::with_capacity(m.len()),
-        next: Vec::with_capacity(m.len()),
-    };
-    let mut idx = 0;
-    for p in &public.parties {
-        for k in 0..k_n {
-            for j in 0..p.width {
-                let (a, o) = (p.scale[k * p.width + j].0, p.offset[k * p.width + j].0);
-                lin.own.push(
-                    a.wrapping_mul(m.own[idx])
-                        .wrapping_add(o.wrapping_mul(sw.own[k])),
-                );
-                lin.next.push(
-                    a.wrapping_mul(m.next[idx])
-                        .wrapping_add(o.wrapping_mul(sw.next[k])),
-                );
-                idx += 1;
-            }
+        let z = paired_inner_products(&w, &xi, &u.stats, p.width);
+        if p.integer_stats {
+            g_int.extend(affine_map(&z, &sw.own, p));
+        } else {
+            first.extend(z);
         }
     }
-    let g_p = truncate(ctx, &lin, FRAC_BITS).await?;
-    Shared::concat(&[&g_w, &g_p]).add(noise)
+    ctx.count(|c| c.mults += (b * (public.dim() - k_n)) as u64);
+    let (n_m, n_g) = (first.len(), g_int.len());
+    first.extend(pisc_add);
+    first.extend(g_int);
+    let first = crate::multiply::layer(ctx, Vec::new(), first, FRAC_BITS)
+        .await?
+        .1;
+    let m = first.slice(0..n_m);
+    let g_w = sw.sub(&first.slice(n_m..n_m + k_n))?;
+    let g_int = first.slice(n_m + k_n..n_m + k_n + n_g);
+    // The parties at scale 2^32: G_p = trunc(A M + b sw), a public map, local, then one
+    // truncation layer (none when every party is integer).
+    let mut lin = Shared::default();
+    let mut at = 0;
+    for p in public.parties.iter().filter(|p| !p.integer_stats) {
+        let len = k_n * p.width;
+        lin.own.extend(affine_map(&m.own[at..at + len], &sw.own, p));
+        lin.next
+            .extend(affine_map(&m.next[at..at + len], &sw.next, p));
+        at += len;
+    }
+    let g_real = if lin.own.is_empty() {
+        lin
+    } else {
+        truncate(ctx, &lin, FRAC_BITS).await?
+    };
+    // Back to the canonical party order.
+    let (mut at_int, mut at_real) = (0, 0);
+    let mut parts = vec![g_w];
+    for p in &public.parties {
+        let len = k_n * p.width;
+        parts.push(if p.integer_stats {
+            at_int += len;
+            g_int.slice(at_int - len..at_int)
+        } else {
+            at_real += len;
+            g_real.slice(at_real - len..at_real)
+        });
+    }
+    Shared::concat(&parts.iter().collect::<Vec<_>>()).add(noise)
+}
+
+/// `A m + b sw` for one party's map (K x w_p, row-major) on one share vector of `m` (K x w_p)
+/// and of `sw` (K): local, untruncated (scale 2^64). Cost 2 K w_p ring products.
+fn affine_map(m: &[u128], sw: &[u128], map: &PartyMap) -> Vec<u128> {
+    let wd = map.width;
+    m.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            map.scale[i]
+                .0
+                .wrapping_mul(*v)
+                .wrapping_add(map.offset[i].0.wrapping_mul(sw[i / wd]))
+        })
+        .collect()
 }
 
 /// `xi[k] = sum_n w_o[n][k] w_n[n][k]`: the sums of the products of a node's two shares of w
@@ -460,11 +515,13 @@ pub struct PlainUpload {
     pub mat: Vec<Fx>,
     /// The score roots u_p = 2^-L sqrt(|s|^2) rounded up, B x K.
     pub root: Vec<Fx>,
-    /// T_p, B x w_p.
+    /// T_p, B x w_p: at scale 2^32, or raw integers (scale 1) when `integer_stats`.
     pub stats: Vec<Fx>,
     /// Party 0 only (empty for the others): raw 0/1 per record, 1 for a real record, 0 for
     /// a padding row (the public batch size hides the real one).
     pub flags: Vec<Fx>,
+    /// Whether `stats` are raw integers: must be the party's [`PartyMap::integer_stats`].
+    pub integer_stats: bool,
 }
 
 /// Public closed ranges every party checks before sharing (from the model's fixed-point
@@ -475,8 +532,25 @@ pub struct InputBounds {
     pub mat: (Fx, Fx),
     /// Range of the score roots.
     pub root: (Fx, Fx),
-    /// Range of T_p.
+    /// Range of T_p (as reals).
     pub stats: (Fx, Fx),
+}
+
+impl InputBounds {
+    /// The range of T_p's encoded values: `stats` at scale 2^32, or for an integer party
+    /// (raw integers at scale 1) the integers within it, `[ceil(lo), floor(hi)]`.
+    pub fn stats_encoded(&self, integer_stats: bool) -> (Fx, Fx) {
+        if integer_stats {
+            let (lo, hi) = self.stats;
+            let lo = -((-lo.signed()) >> FRAC_BITS);
+            (
+                Fx::from_signed(lo),
+                Fx::from_signed(hi.signed() >> FRAC_BITS),
+            )
+        } else {
+            self.stats
+        }
+    }
 }
 
 /// A party's upload as input messages: each segment checked against its public range (an
@@ -501,7 +575,11 @@ pub fn upload_messages(
     };
     check(&up.mat, bounds.mat, 0)?;
     check(&up.root, bounds.root, up.mat.len())?;
-    check(&up.stats, bounds.stats, up.mat.len() + up.root.len())?;
+    check(
+        &up.stats,
+        bounds.stats_encoded(up.integer_stats),
+        up.mat.len() + up.root.len(),
+    )?;
     let one = Fx::from_raw(1);
     check(
         &up.flags,
@@ -573,13 +651,19 @@ pub async fn receive_inputs(
 /// truncator: per record the mat products, the reciprocal (its multi-part layers part by
 /// part), the two truncations of `divide_fraction` per component (`pm'`, from the
 /// reciprocal's first layer, then `r`), the score-root products y (P K,
-/// party-major), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then M and G_p per coordinate. Feeding them, in this order, to a
+/// party-major), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then
+/// per party and coordinate M and G_p (G_p alone for an integer party). Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
-/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has P + 18
-/// vectors of the layer lengths `public` implies. Cost O(total mask count).
+/// tests (here and in vtwin-model) use it for that. Panics unless `layers` has
+/// [`CircuitPublic::truncation_layers`] vectors of the layer lengths `public` implies.
+/// Cost O(total mask count).
 pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) -> Vec<u128> {
     let (b, k_n, parties) = (public.batch, public.components, public.parties.len());
-    assert_eq!(layers.len(), parties + 18, "truncation layers");
+    assert_eq!(
+        layers.len(),
+        public.truncation_layers(),
+        "truncation layers"
+    );
     let mut it = layers.iter();
     let mut take =
         |n: usize| -> Vec<&Vec<u128>> { (0..n).map(|_| it.next().expect("layer")).collect() };
@@ -601,9 +685,16 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         "clip factor layers"
     );
     let w = take(1)[0];
-    let m_pisc = take(1)[0];
-    let g = take(1)[0];
-    let (m, pisc) = m_pisc.split_at(g.len());
+    let first = take(1)[0];
+    let real: Vec<bool> = public.parties.iter().map(|p| !p.integer_stats).collect();
+    let no_layer = Vec::new();
+    let g_real = if real.contains(&true) {
+        take(1)[0]
+    } else {
+        &no_layer
+    };
+    let (m, rest) = first.split_at(g_real.len());
+    let (pisc, g_int) = rest.split_at(k_n);
     let mut out = Vec::new();
     for n in 0..b {
         for k in 0..k_n {
@@ -632,9 +723,19 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         out.extend((0..k_n).map(|k| w[n * k_n + k]));
     }
     out.extend(pisc.iter().copied());
-    for i in 0..m.len() {
-        out.push(m[i]);
-        out.push(g[i]);
+    // Per party in order: M then G_p per coordinate at scale 2^32, G_p alone for an integer
+    // party.
+    let (mut real_at, mut int_at) = (0, 0);
+    for (p, &is_real) in public.parties.iter().zip(&real) {
+        for _ in 0..k_n * p.width {
+            if is_real {
+                out.extend([m[real_at], g_real[real_at]]);
+                real_at += 1;
+            } else {
+                out.push(g_int[int_at]);
+                int_at += 1;
+            }
+        }
     }
     out
 }

@@ -61,7 +61,8 @@ fn regime() -> impl Strategy<Value = Regime> {
     ]
 }
 
-/// An adversarial instance with honest score roots (the tightest the party may send).
+/// An adversarial instance with honest score roots (the tightest the party may send), all
+/// parties inputting T_p at scale 2^32.
 fn adversarial(
     seed: u64,
     b: usize,
@@ -71,6 +72,23 @@ fn adversarial(
     clip: f64,
     score_norm: f64,
 ) -> Instance {
+    adversarial_with(seed, b, k_n, widths, regime, clip, score_norm, &[])
+}
+
+/// [`adversarial`] where the parties whose `integer` entry is set have integer statistics
+/// (each rounded to an integer in [-14, 14]) and input them at scale 1.
+#[allow(clippy::too_many_arguments)]
+fn adversarial_with(
+    seed: u64,
+    b: usize,
+    k_n: usize,
+    widths: &[usize],
+    regime: Regime,
+    clip: f64,
+    score_norm: f64,
+    integer: &[bool],
+) -> Instance {
+    let integer = |p: usize| integer.get(p).copied().unwrap_or(false);
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut u = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
     // Weights: some tiny, renormalised to sum to 1 (as softmax does).
@@ -109,6 +127,7 @@ fn adversarial(
                 width: wd,
                 scale,
                 offset,
+                integer_stats: integer(p),
             }
         })
         .collect();
@@ -148,10 +167,12 @@ fn adversarial(
         .collect();
     let stats: Vec<Vec<Fx>> = widths
         .iter()
-        .map(|&wd| {
+        .enumerate()
+        .map(|(p, &wd)| {
             (0..b * wd)
                 .map(|_| {
                     let v = if u() < 0.7 { 14.0 } else { 28.0 * u() - 14.0 };
+                    let v = if integer(p) { v.round() } else { v };
                     enc(if u() < 0.5 { -v } else { v })
                 })
                 .collect()
@@ -174,6 +195,20 @@ fn adversarial(
                     .expect("inside the public map bound")
                 })
                 .collect()
+        })
+        .collect();
+    // The roots are computed from T at scale 2^32; an integer party inputs the integers.
+    let stats: Vec<Vec<Fx>> = stats
+        .into_iter()
+        .enumerate()
+        .map(|(p, st)| {
+            if integer(p) {
+                st.iter()
+                    .map(|v| Fx::from_signed(v.signed() >> 32))
+                    .collect()
+            } else {
+                st
+            }
         })
         .collect();
     let pi: Vec<Fx> = raw_pi.iter().map(|p| enc(p / s)).collect();
@@ -354,9 +389,10 @@ proptest! {
         regime in regime(),
         clip in 0usize..CLIPS.len(),
         mask_seed in any::<u64>(),
+        ints in any::<[bool; 2]>(),
     ) {
         let clip = CLIPS[clip];
-        let inst = adversarial(seed, b, k, &[w1, w2], regime, clip, EDGE);
+        let inst = adversarial_with(seed, b, k, &[w1, w2], regime, clip, EDGE, &ints);
         check_neighbours(&inst, clip, None)?;
         check_neighbours(&inst, clip, Some(mask_seed))?;
     }
@@ -370,9 +406,10 @@ proptest! {
         w2 in 1usize..4,
         regime in regime(),
         clip in 0usize..CLIPS.len(),
+        ints in any::<[bool; 2]>(),
     ) {
         let clip = CLIPS[clip];
-        let inst = adversarial(seed, 1, k, &[w1, w2], regime, clip, EDGE);
+        let inst = adversarial_with(seed, 1, k, &[w1, w2], regime, clip, EDGE, &ints);
         let (got, _, _) = run_mpc(&inst);
         let d2 = dist2(&got, &vec![0; got.len()]);
         prop_assert!(d2 <= clip2(clip), "|G|^2 = {d2} > C^2 (raw), {regime:?}");
@@ -530,7 +567,10 @@ fn truncation_failure_bound_covers_adversarial_runs() {
         .map(|seed| (seed, cycle[seed as usize % 4]))
         .chain((30..40).map(|seed| (seed, Regime::EmptyClass)));
     for (seed, regime) in runs {
-        let inst = adversarial(seed, 5, 4, &[3, 2], regime, CLIPS[seed as usize % 5], EDGE);
+        // Integer statistics for party 1 on odd seeds, for party 0 on seeds 2 mod 4.
+        let ints = [seed % 4 == 2, seed % 2 == 1];
+        let clip = CLIPS[seed as usize % 5];
+        let inst = adversarial_with(seed, 5, 4, &[3, 2], regime, clip, EDGE, &ints);
         // Every third instance padded (den = 0 rows, as the parties write them).
         let inst = if seed % 3 == 1 {
             padded(&inst, 3, seed + 300)
@@ -565,7 +605,15 @@ fn padded(inst: &Instance, extra: usize, seed: u64) -> Instance {
         let zero = p == 0;
         out.mat[p].extend((0..extra * k_n).map(|_| if zero { Fx::ZERO } else { enc(u()) }));
         out.root[p].extend((0..extra * k_n).map(|_| enc(100.0 * u())));
-        out.stats[p].extend((0..extra * wd).map(|_| enc(28.0 * u() - 14.0)));
+        let integer = inst.public.parties[p].integer_stats;
+        out.stats[p].extend((0..extra * wd).map(|_| {
+            let v = 28.0 * u() - 14.0;
+            if integer {
+                Fx::from_signed(v.round() as i128)
+            } else {
+                enc(v)
+            }
+        }));
     }
     out.flags.extend(vec![Fx::ZERO; extra]);
     out

@@ -5,7 +5,7 @@
 #[path = "common/gradient_ref.rs"]
 mod gradient_ref;
 
-use gradient_ref::{instance, reference, run_mpc, Instance};
+use gradient_ref::{instance, instance_with, reference, run_mpc, Instance};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use vtwin_fixed::Probabilistic;
@@ -28,6 +28,23 @@ fn check(inst: &Instance) -> Result<(), TestCaseError> {
 fn gradient_matches_the_fixed_backend_order_bit_for_bit() {
     check(&instance(1, 6, 3, &[2, 3])).expect("P = 2");
     check(&instance(2, 4, 2, &[1, 2, 2])).expect("P = 3");
+}
+
+/// Parties that input T_p as raw integers (`PartyMap::integer_stats`): G_p in one truncation,
+/// equal to the reference bit for bit whether all, some or none of the parties are integer;
+/// and when all are, one truncation layer (and round) fewer.
+#[test]
+fn integer_parties_match_the_reference_and_save_a_layer() {
+    for (seed, ints) in [(3u64, [true, true]), (4, [true, false]), (5, [false, true])] {
+        let inst = instance_with(seed, 6, 3, &[2, 3], &ints);
+        check(&inst).expect("integer parties");
+        let (_, masks, counters) = run_mpc(&inst);
+        let all = ints.iter().all(|&i| i);
+        assert_eq!(masks.len(), 2 + 18 - usize::from(all), "{ints:?}");
+        assert_eq!(masks.len(), inst.public.truncation_layers());
+        assert_eq!(counters[0].rounds, 2 + 43 + 1 - u64::from(all), "{ints:?}");
+    }
+    check(&instance_with(6, 4, 2, &[1, 2, 2], &[true, false, true])).expect("P = 3");
 }
 
 /// A batch where some records clip (over = 1) and some do not (over = 0), with padding rows
@@ -69,8 +86,8 @@ proptest! {
     })]
 
     #[test]
-    fn gradient_equivalence(seed in any::<u64>(), b in 1usize..8, k in 1usize..5, w1 in 1usize..4, w2 in 1usize..4) {
-        check(&instance(seed, b, k, &[w1, w2]))?;
+    fn gradient_equivalence(seed in any::<u64>(), b in 1usize..8, k in 1usize..5, w1 in 1usize..4, w2 in 1usize..4, ints in any::<[bool; 2]>()) {
+        check(&instance_with(seed, b, k, &[w1, w2], &ints))?;
     }
 }
 
@@ -125,5 +142,39 @@ fn adult_scale_costs() {
         total.elements,
         total.bytes_to_clients,
         masks.len()
+    );
+}
+
+/// The shipped Adult schema's shape (every column one-hot, so both parties input integer
+/// statistics; B = 178 padded, K = 9, |T_1| = 167, |T_2| = 151, d = 2871): one round and
+/// 5 (d - K) elements fewer than at scale 2^32, G_p's single truncation in the layer of
+/// trunc(pi sc).
+#[test]
+fn adult_scale_costs_with_integer_statistics() {
+    let (b, k, widths) = (178usize, 9usize, [167usize, 151]);
+    let run = |ints: [bool; 2]| {
+        let inst = instance_with(7, b, k, &widths, &ints);
+        let (_, masks, counters) = run_mpc(&inst);
+        let total = counters[0].plus(counters[1]).plus(counters[2]);
+        (inst.public.dim(), masks.len() as u64, total)
+    };
+    let (d, layers, int) = run([true, true]);
+    let (_, layers_real, real) = run([false, false]);
+    let p = widths.len() as u64;
+    assert_eq!((int.rounds, layers), ((p + 42) + 1, p + 17));
+    assert_eq!((real.rounds, layers_real), ((p + 43) + 1, p + 18));
+    let (t, r) = (5u64, 3u64);
+    let per_bk = (2 * p + 2) * t + r;
+    let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
+    let inputs = 12u64;
+    assert_eq!(
+        int.elements - inputs,
+        per_bk * bk + 513 * bb + t * kk + t * dd
+    );
+    assert_eq!(real.elements - int.elements, t * dd);
+    println!(
+        "B = {b}, K = {k}, d = {d}: integer statistics {} rounds, {} bytes between nodes; \
+         at scale 2^32 {} rounds, {} bytes",
+        int.rounds, int.bytes, real.rounds, real.bytes
     );
 }

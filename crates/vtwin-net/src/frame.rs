@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 11;
+pub const WIRE_VERSION: u8 = 12;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -430,6 +430,8 @@ pub struct WirePartyMap {
     pub scale: Vec<u128>,
     /// b, K x w_p row-major, raw fixed point.
     pub offset: Vec<u128>,
+    /// [`PartyMap::integer_stats`]: the party inputs T_p as raw integers.
+    pub integer_stats: bool,
 }
 
 /// A [`WirePublic`] / [`CircuitPublic`] whose sizes do not agree or do not fit.
@@ -544,6 +546,7 @@ impl TryFrom<&CircuitPublic> for WirePublic {
                     width: to_u32(&format!("parties[{p}].width"), m.width)?,
                     scale: raw(&m.scale),
                     offset: raw(&m.offset),
+                    integer_stats: m.integer_stats,
                 })
             })
             .collect::<Result<Vec<_>, PublicError>>()?;
@@ -589,6 +592,7 @@ impl TryFrom<WirePublic> for CircuitPublic {
                     width: p.width as usize,
                     scale: fx(p.scale),
                     offset: fx(p.offset),
+                    integer_stats: p.integer_stats,
                 })
                 .collect(),
             noise_contributors: w.noise_contributors as usize,

@@ -26,11 +26,13 @@ fn wire_public() -> impl Strategy<Value = WirePublic> {
         any::<u32>(),
         proptest::collection::vec(any::<u128>(), 0..6),
         proptest::collection::vec(any::<u128>(), 0..6),
+        any::<bool>(),
     )
-        .prop_map(|(width, scale, offset)| WirePartyMap {
+        .prop_map(|(width, scale, offset, integer_stats)| WirePartyMap {
             width,
             scale,
             offset,
+            integer_stats,
         });
     (
         any::<u32>(),
@@ -439,6 +441,7 @@ fn circuit(parties: &[usize], k: usize) -> CircuitPublic {
                 width: w,
                 scale: fx(k * w, -5),
                 offset: fx(k * w, 7),
+                integer_stats: w % 2 == 0,
             })
             .collect(),
         noise_contributors: parties.len(),
@@ -452,10 +455,7 @@ fn same(a: &CircuitPublic, b: &CircuitPublic) -> bool {
         && a.clip == b.clip
         && a.noise_contributors == b.noise_contributors
         && a.parties.len() == b.parties.len()
-        && a.parties
-            .iter()
-            .zip(&b.parties)
-            .all(|(x, y)| x.width == y.width && x.scale == y.scale && x.offset == y.offset)
+        && a.parties.iter().zip(&b.parties).all(|(x, y)| x == y)
 }
 
 #[test]

@@ -89,7 +89,12 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
                     acc = acc
                         .wrapping_add(w[n * k_n + k].0.wrapping_mul(inst.stats[pp][n * wd + j].0));
                 }
-                let m = Fx(t.trunc(acc, FRAC_BITS));
+                // An integer party's T_p is at scale 1: M_p is at 2^32 untruncated.
+                let m = if map.integer_stats {
+                    Fx(acc)
+                } else {
+                    Fx(t.trunc(acc, FRAC_BITS))
+                };
                 let raw = map.scale[k * wd + j]
                     .0
                     .wrapping_mul(m.0)
@@ -109,6 +114,18 @@ pub fn enc(v: f64) -> Fx {
 }
 
 pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
+    instance_with(seed, b, k_n, widths, &vec![false; widths.len()])
+}
+
+/// [`instance`] with the parties whose `integer` entry is set inputting T_p as raw integers
+/// (the same values, -1..=2, at scale 1).
+pub fn instance_with(
+    seed: u64,
+    b: usize,
+    k_n: usize,
+    widths: &[usize],
+    integer: &[bool],
+) -> Instance {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut u = move || {
         use rand_chacha::rand_core::RngCore;
@@ -118,10 +135,12 @@ pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
     let s: f64 = raw_pi.iter().sum();
     let parties: Vec<PartyMap> = widths
         .iter()
-        .map(|&wd| PartyMap {
+        .zip(integer)
+        .map(|(&wd, &integer_stats)| PartyMap {
             width: wd,
             scale: (0..k_n * wd).map(|_| enc(2.0 * u() - 1.0)).collect(),
             offset: (0..k_n * wd).map(|_| enc(2.0 * u() - 1.0)).collect(),
+            integer_stats,
         })
         .collect();
     let mat = widths
@@ -134,9 +153,17 @@ pub fn instance(seed: u64, b: usize, k_n: usize, widths: &[usize]) -> Instance {
         .collect();
     let stats = widths
         .iter()
-        .map(|&wd| {
+        .zip(integer)
+        .map(|(&wd, &int)| {
             (0..b * wd)
-                .map(|_| enc((4.0 * u()).floor() - 1.0))
+                .map(|_| {
+                    let v = (4.0 * u()).floor() - 1.0;
+                    if int {
+                        Fx::from_signed(v as i128)
+                    } else {
+                        enc(v)
+                    }
+                })
                 .collect()
         })
         .collect();
@@ -220,6 +247,7 @@ pub fn plain(inst: &Instance, p: usize) -> PlainUpload {
         } else {
             Vec::new()
         },
+        integer_stats: inst.public.parties[p].integer_stats,
     }
 }
 
