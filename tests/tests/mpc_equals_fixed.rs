@@ -92,10 +92,10 @@ fn mpc_equals_fixed_gradient_bit_for_bit_with_replayed_masks() {
     // input integer statistics, one truncation layer fewer).
     let (layout, data, _) = demo(300, 4, 21);
     assert!(!layout.integer_stats(0) && !layout.integer_stats(1));
-    equal_with_replayed_masks(&layout, &data, 18 + 2);
+    equal_with_replayed_masks(&layout, &data, 17 + 2);
     let (layout, data, _) = demo_one_hot(300, 4, 21);
     assert!(layout.integer_stats(0) && layout.integer_stats(1));
-    equal_with_replayed_masks(&layout, &data, 17 + 2);
+    equal_with_replayed_masks(&layout, &data, 16 + 2);
 }
 
 /// The backend's mapping through the circuit against `fixed_gradient` replaying its masks,
@@ -215,7 +215,7 @@ fn mpc_backend_is_close_to_fixed_backend_with_the_same_noise() {
         assert_eq!(c.len(), 1);
         // Inputs 0 (the parties send their corrections to nodes 1 and 2), circuit P + 43
         // (every layer 1 round, protocols/mpc-gradient.md), reveal 1.
-        assert_eq!(c[0].rounds, layout.n_parties() as u64 + 44);
+        assert_eq!(c[0].rounds, layout.n_parties() as u64 + 43);
         assert!(c[0].bytes_between_nodes > 0 && c[0].mults > 0);
         assert_eq!(c[0].bytes_uploaded_per_party.len(), layout.n_parties());
         // Every client is a party (its data, and its noise share as its noise contributor),

@@ -133,9 +133,23 @@ impl Reciprocal {
     /// precision), so at most `1 + 2^-27 + 2^-31`. MPC: 2 multiplications, 2 truncations, and 1 round after the mantissa,
     /// because `t(a p)` rides in the layer of `m = t(x p)`.
     pub fn divide_fraction<T: Truncator + ?Sized>(&self, a: Fx, t: &mut T) -> Fx {
+        let scaled = self.normalise_fraction(a, t);
+        self.times_mantissa(scaled, t)
+    }
+
+    /// The first half of [`Self::divide_fraction`]: `a' = t(a p)`, the fraction normalised
+    /// like `x` (below `m + 2^-32 < 1` for `0 <= a <= x`). MPC: 1 truncation, in the layer of
+    /// `m`.
+    pub fn normalise_fraction<T: Truncator + ?Sized>(&self, a: Fx, t: &mut T) -> Fx {
         let p = (self.scale_int << FRAC_BITS).wrapping_add(self.scale_frac);
-        let scaled = t.trunc(a.0.wrapping_mul(p), FRAC_BITS);
-        Fx(t.trunc(scaled.wrapping_mul(self.mantissa), FRAC_BITS))
+        Fx(t.trunc(a.0.wrapping_mul(p), FRAC_BITS))
+    }
+
+    /// `t(z y)`: a normalised value times the mantissa (the second half of
+    /// [`Self::divide_fraction`], and the score-root products `t(t(a' u) y)` of the gradient
+    /// circuit). MPC: 1 truncation, 1 round after the mantissa.
+    pub fn times_mantissa<T: Truncator + ?Sized>(&self, z: Fx, t: &mut T) -> Fx {
+        Fx(t.trunc(z.0.wrapping_mul(self.mantissa), FRAC_BITS))
     }
 }
 

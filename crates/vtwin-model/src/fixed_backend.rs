@@ -508,6 +508,7 @@ pub fn fixed_gradient<T: Truncator>(
     let mut sc = Fx::ZERO;
     let mut pm = vec![Fx::ZERO; k_n];
     let mut r = vec![Fx::ZERO; k_n];
+    let mut pmn = vec![Fx::ZERO; k_n];
     for n in 0..b {
         // A padding row's flag (raw 0) keeps its factor out of sc; party 0 zeroed its mat.
         let flag = uploads[0].flags[n];
@@ -527,13 +528,18 @@ pub fn fixed_gradient<T: Truncator>(
         }
         let recip = Reciprocal::new_unchecked(den, t);
         for k in 0..k_n {
-            r[k] = recip.divide_fraction(pm[k], t);
+            pmn[k] = recip.normalise_fraction(pm[k], t);
+            r[k] = recip.times_mantissa(pmn[k], t);
         }
-        // |g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2).
+        // |g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2) with the score-root
+        // products y_pk = trunc(trunc(pm'_k u_pk) y), within 2^-32 (4 + u_pk) of r_k u_pk
+        // (`protocols/clip-bound.md`): pm'_k u_pk rides in the reciprocal's layer of e, y in
+        // r's. Per component, the parties in order.
         let mut acc_b = 0u128;
-        for up in uploads {
-            for (&rk, &u) in r.iter().zip(&up.root[n * k_n..(n + 1) * k_n]) {
-                let y = mul(rk, u, t);
+        for (k, &pk) in pmn.iter().enumerate() {
+            for up in uploads {
+                let z = mul(pk, up.root[n * k_n + k], t);
+                let y = recip.times_mantissa(z, t);
                 acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
             }
         }

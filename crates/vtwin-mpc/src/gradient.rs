@@ -15,11 +15,13 @@
 //!    with tempering the weights party 0 folds are softmax(beta theta_w), which also sum to 1
 //!    within K / 2 ulps: the circuit cannot tell and need not);
 //!    `den[n] = sum_k pm` (local);
-//! 2. normalised reciprocal of den (5 truncation layers of B + B K, B, 2 B, 2 B and B values,
-//!    part after part: the first layer holds `m = trunc(den p)` and `pm' = trunc(pm p)`),
-//!    `r = trunc(pm' y)` (1 layer of B K; `vtwin_fixed::Reciprocal::divide_fraction`);
-//! 3. `y = trunc(r_k u_pk)` (P B K, record-major `[n][p][k]`);
-//!    `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
+//! 2. normalised reciprocal of den (5 truncation layers of B + B K, B + P B K, 2 B, 2 B and B
+//!    values, part after part: the first layer holds `m = trunc(den p)` and
+//!    `pm' = trunc(pm p)`, the second `e` and `z = trunc(pm'_k u_pk)` for every (record,
+//!    component, party), `[n][k][p]`), then one layer of `r = trunc(pm' y)` (B K;
+//!    `vtwin_fixed::Reciprocal::divide_fraction`) and the score-root products
+//!    `y_pk = trunc(z y)` (P B K, `[n][k][p]`; within `2^-32 (4 + u_pk)` of `r_k u_pk`);
+//! 3. `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
 //!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
 //!    first sums, then the second); every truncated value stays small, see
 //!    `protocols/clip-bound.md`;
@@ -39,9 +41,9 @@
 //!    `G_p = trunc(scale M_p + offset sw)` for the parties at scale 2^32 (none when every party
 //!    is integer), plus Z.
 //!
-//! Truncation layers: P + 18 ([`CircuitPublic::truncation_layers`]: P + 17 when every party
+//! Truncation layers: P + 17 ([`CircuitPublic::truncation_layers`]: P + 16 when every party
 //! is integer), 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 17 + 1 + 1 + 1 + 21 + 1 + 1 + 1 = P + 43 (P + 42 when every party is integer).
+//! (P - 1) + 17 + 1 + 1 + 21 + 1 + 1 + 1 = P + 42 (P + 41 when every party is integer).
 
 use vtwin_fixed::clip::{CLIP_RSQRT_ITERATIONS, CLIP_X_LIMIT};
 use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};
@@ -52,7 +54,7 @@ use crate::input::{accept_client, input_many, InputClient, InputError};
 use crate::inv_sqrt::clip_parts;
 use crate::message::Message;
 use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc, truncate};
-use crate::reciprocal::reciprocal_and_fractions;
+use crate::reciprocal::reciprocal_fractions_and_products;
 use crate::runtime::Ctx;
 use crate::share::{repeat_each, Shared};
 
@@ -105,11 +107,11 @@ pub struct SharedUpload {
 }
 
 impl CircuitPublic {
-    /// Truncation layers of [`gradient`], each one round: P + 18, one fewer when every party
+    /// Truncation layers of [`gradient`], each one round: P + 17, one fewer when every party
     /// inputs integer statistics ([`PartyMap::integer_stats`]: `G_p` needs no `M_p` layer).
     pub fn truncation_layers(&self) -> usize {
         let real = self.parties.iter().any(|p| !p.integer_stats);
-        self.parties.len() + 17 + usize::from(real)
+        self.parties.len() + 16 + usize::from(real)
     }
 
     /// The coordinator's client id, P + m: the only receiver of the opened G.
@@ -171,8 +173,10 @@ impl CircuitPublic {
     /// the reciprocal's normalisation 1 and its six later truncations (`e`, three Goldschmidt
     /// factors, two squarings of `e`) 24 each (4 when den > 0; a padding row's den = 0 gives
     /// m = 0, e = 1, and y doubles from
-    /// 2.91 to 23.3), the divide `pm p` 1 and `pm' y` 3 (pm <= den), the score-root products R u_pk (R = 1.5 + 2^-20
-    /// the largest responsibility), the norm sums K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
+    /// 2.91 to 23.3), the divide `pm p` 1 and `pm' y` 3 (pm <= den), the score-root products
+    /// `pm' u_pk` 1.01 u_pk and their products by the mantissa 3 u_pk (pm' < 1 + 2^-31,
+    /// y < 2.91 when den > 0; both exactly 0 when den = 0), the norm sums (R = 1.5 + 2^-20 the
+    /// largest responsibility) K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
     /// by 1.5 per step; `CLIP_RSQRT_ITERATIONS` = 2 steps), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T
@@ -243,7 +247,7 @@ impl CircuitPublic {
             + k * r * r + r * r * roots2 // the two norm sums
             + clip_norm + 1.22 + f64::from(CLIP_RSQRT_ITERATIONS) * (24.0 + 1.0 + 8.0 + 4.0)
             + 10.0 * clip // clip factor
-            + r * roots1; // score-root products, sum_(p,k) R u_pk
+            + 4.01 * roots1; // score-root products, sum_(p,k) (1.01 + 3) u_pk
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
         let total = b * k * per_record_component + b * per_record + batch;
         // Values are in units of 2^64 raw (a 2^32-scale product), failure |X| / 2^128.
@@ -307,28 +311,22 @@ pub async fn gradient(
     let den = group_sums(&pm, k_n);
 
     // 2. r = pm / den: pm normalised beside den (pm <= den), then one product by the
-    //    mantissa.
-    let (_, r) = reciprocal_and_fractions(ctx, &den, &pm, k_n).await?;
-
-    // 3. |g|^2, with every truncated value small (vtwin_fixed::clip_bound): y = trunc(r u)
-    //    per (record, party, component) from the parties' score roots u (scaled by 2^-L),
-    //    then norm2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2).
+    //    mantissa; 3. beside them the score-root products y = trunc(trunc(pm' u) y_mant),
+    //    within 2^-32 (4 + u) of r u (`protocols/clip-bound.md`): pm' u per (record,
+    //    component, party), from the parties' score roots u (scaled by 2^-L), in the layer of
+    //    the reciprocal's e, y in r's layer. Then
+    //    norm2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2), every truncated value
+    //    small (vtwin_fixed::clip_bound).
     let p_n = uploads.len();
     let roots = Shared::concat(&uploads.iter().map(|u| &u.root).collect::<Vec<_>>());
-    // Record-major [n][p][k] so that each record's second sum is one inner product.
-    let by_record: Vec<usize> = (0..b)
-        .flat_map(|n| (0..p_n).flat_map(move |p| (0..k_n).map(move |k| (p * b + n) * k_n + k)))
+    // [n][k][p], so that each fraction's P multipliers are in a row and each record's second
+    // sum is one inner product.
+    let by_fraction: Vec<usize> = (0..b)
+        .flat_map(|n| (0..k_n).flat_map(move |k| (0..p_n).map(move |p| (p * b + n) * k_n + k)))
         .collect();
-    let r_rep: Vec<usize> = (0..b)
-        .flat_map(|n| (0..p_n).flat_map(move |_| (0..k_n).map(move |k| n * k_n + k)))
-        .collect();
-    let y = mul_trunc(
-        ctx,
-        &gather(&r, &r_rep),
-        &gather(&roots, &by_record),
-        FRAC_BITS,
-    )
-    .await?;
+    let (_, r, y) =
+        reciprocal_fractions_and_products(ctx, &den, &pm, k_n, &gather(&roots, &by_fraction), p_n)
+            .await?;
     let pi_shared = Shared::public(me, &pi_bk);
     let e = r.sub(&pi_shared)?;
     // Both inner products in one layer: [sum_k e^2 (B) ; sum_(p,k) y^2 (B)].
@@ -650,8 +648,9 @@ pub async fn receive_inputs(
 /// rearranged into the order in which `vtwin_model::fixed_backend::fixed_gradient` calls its
 /// truncator: per record the mat products, the reciprocal (its multi-part layers part by
 /// part), the two truncations of `divide_fraction` per component (`pm'`, from the
-/// reciprocal's first layer, then `r`), the score-root products y (P K,
-/// party-major), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then
+/// reciprocal's first layer, then `r`), the score-root products per component and party
+/// (`trunc(pm' u)` from the reciprocal's layer of e, then its product by the mantissa from
+/// r's layer), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then
 /// per party and coordinate M and G_p (G_p alone for an integer party). Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
 /// tests (here and in vtwin-model) use it for that. Panics unless `layers` has
@@ -670,13 +669,18 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     let mat = take(parties - 1);
     let recip = take(5);
     let lens = |ls: &[&Vec<u128>]| ls.iter().map(|l| l.len()).collect::<Vec<_>>();
+    let bkp = b * k_n * parties;
     assert_eq!(
         lens(&recip),
-        [b + b * k_n, b, 2 * b, 2 * b, b],
+        [b + b * k_n, b + bkp, 2 * b, 2 * b, b],
         "reciprocal layers"
     );
     let quotient = take(1)[0];
-    let y = take(1)[0];
+    assert_eq!(
+        quotient.len(),
+        b * k_n + bkp,
+        "quotients and score-root products"
+    );
     let acc = take(1)[0];
     let clip = take(8);
     assert_eq!(
@@ -703,9 +707,9 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         }
         // Layers of several parts (Goldschmidt, Newton-Raphson): part by part; the first
         // layer's second part is pm' (B K), taken with the quotients.
-        out.push(recip[0][n]);
+        out.extend([recip[0][n], recip[1][n]]);
         out.extend(
-            recip[1..]
+            recip[2..]
                 .iter()
                 .flat_map(|l| l.iter().skip(n).step_by(b).copied()),
         );
@@ -713,8 +717,11 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
             out.push(recip[0][b + n * k_n + k]);
             out.push(quotient[n * k_n + k]);
         }
-        let pk = parties * k_n;
-        out.extend((0..pk).map(|i| y[n * pk + i]));
+        // The score-root products per (component, party): trunc(pm' u) from e's layer, then
+        // its product by the mantissa from the quotients' layer.
+        for i in (n * k_n * parties)..((n + 1) * k_n * parties) {
+            out.extend([recip[1][b + i], quotient[b * k_n + i]]);
+        }
         out.extend([acc[n], acc[b + n]]);
         out.extend(
             clip.iter()

@@ -62,7 +62,28 @@ pub async fn reciprocal_and_fractions(
     a: &Shared,
     per: usize,
 ) -> Result<(SharedReciprocal, Shared), MpcError> {
+    let (recip, quotients, _) =
+        reciprocal_fractions_and_products(ctx, x, a, per, &Shared::default(), 0).await?;
+    Ok((recip, quotients))
+}
+
+/// [`reciprocal_and_fractions`], and for each fraction `q` products `trunc(trunc(a' u) y)`
+/// with the multipliers `u` (fraction-major: the fraction's `q` in a row): `trunc(a' u)`
+/// rides in the layer of `e`, the product by the mantissa in the quotients' layer, so they
+/// take no round of their own (twin of `vtwin_fixed::Reciprocal::normalise_fraction` then
+/// `t(a' u)` and `times_mantissa`). Each is within `2^-32 (1 + |y| + |u|)` of the quotient
+/// times `u`. 18 rounds; 2 truncations per fraction and 2 per product. Returns the
+/// reciprocal, the quotients and the products.
+pub async fn reciprocal_fractions_and_products(
+    ctx: &Ctx,
+    x: &Shared,
+    a: &Shared,
+    per: usize,
+    u: &Shared,
+    q: usize,
+) -> Result<(SharedReciprocal, Shared, Shared), MpcError> {
     check_len("reciprocal fractions", x.len() * per, a.len())?;
+    check_len("reciprocal products", a.len() * q, u.len())?;
     let me = ctx.id();
     let h = msb_one_hot(ctx, x, RECIP_WINDOW_BITS).await?;
     let (t_int, t_frac) = tables();
@@ -88,9 +109,17 @@ pub async fn reciprocal_and_fractions(
     .await?;
     ctx.count(|c| c.mults += (x.len() + a.len()) as u64);
     let mut y = m.mul_public(2).public_minus(me, RECIP_Y0_RAW);
-    let mut e = mul_trunc(ctx, &m, &y, FRAC_BITS)
-        .await?
-        .public_minus(me, ONE_RAW);
+    let [me_y, scaled_u] = truncate_many(
+        ctx,
+        [
+            local_products(&m, &y),
+            local_products(&repeat_each(&scaled, q), u),
+        ],
+        FRAC_BITS,
+    )
+    .await?;
+    ctx.count(|c| c.mults += (m.len() + u.len()) as u64);
+    let mut e = me_y.public_minus(me, ONE_RAW);
     // Goldschmidt factors: y (1 + e) and the next e = e^2 in one layer; the last e is not
     // needed.
     for _ in 1..RECIP_ITERATIONS {
@@ -102,10 +131,21 @@ pub async fn reciprocal_and_fractions(
         [y, e] = truncate_many(ctx, parts, FRAC_BITS).await?;
     }
     y = mul_trunc(ctx, &y, &e.add_public(me, ONE_RAW), FRAC_BITS).await?;
-    let quotients = if per == 0 {
-        Shared::default()
+    let (quotients, products) = if per == 0 {
+        (Shared::default(), Shared::default())
     } else {
-        mul_trunc(ctx, &scaled, &repeat_each(&y, per), FRAC_BITS).await?
+        let y_each = repeat_each(&y, per);
+        let [quotients, products] = truncate_many(
+            ctx,
+            [
+                local_products(&scaled, &y_each),
+                local_products(&scaled_u, &repeat_each(&y_each, q)),
+            ],
+            FRAC_BITS,
+        )
+        .await?;
+        ctx.count(|c| c.mults += (scaled.len() + scaled_u.len()) as u64);
+        (quotients, products)
     };
     Ok((
         SharedReciprocal {
@@ -114,6 +154,7 @@ pub async fn reciprocal_and_fractions(
             scale_frac,
         },
         quotients,
+        products,
     ))
 }
 

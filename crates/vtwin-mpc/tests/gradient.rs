@@ -40,9 +40,9 @@ fn integer_parties_match_the_reference_and_save_a_layer() {
         check(&inst).expect("integer parties");
         let (_, masks, counters) = run_mpc(&inst);
         let all = ints.iter().all(|&i| i);
-        assert_eq!(masks.len(), 2 + 18 - usize::from(all), "{ints:?}");
+        assert_eq!(masks.len(), 2 + 17 - usize::from(all), "{ints:?}");
         assert_eq!(masks.len(), inst.public.truncation_layers());
-        assert_eq!(counters[0].rounds, 2 + 43 + 1 - u64::from(all), "{ints:?}");
+        assert_eq!(counters[0].rounds, 2 + 42 + 1 - u64::from(all), "{ints:?}");
     }
     check(&instance_with(6, 4, 2, &[1, 2, 2], &[true, false, true])).expect("P = 3");
 }
@@ -103,9 +103,9 @@ fn adult_scale_costs() {
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
     // Inputs (all parties and the noise): no round (the clients send their corrections to
-    // nodes 1 and 2); circuit P + 43 (every layer 1 round); reveal 1.
-    assert_eq!(total.rounds, (p + 43) + 1);
-    assert_eq!(masks.len() as u64, p + 18, "truncation layers");
+    // nodes 1 and 2); circuit P + 42 (every layer 1 round); reveal 1.
+    assert_eq!(total.rounds, (p + 42) + 1);
+    assert_eq!(masks.len() as u64, p + 17, "truncation layers");
     // Between nodes: the circuit, plus the input check on the circuit's first round (a
     // truncation layer, whose four messages between node 0 and nodes 1, 2 and between nodes
     // 1 and 2 carry it): node 0's seed digests, 4 elements to each of nodes 1 and 2, and
@@ -118,22 +118,22 @@ fn adult_scale_costs() {
     // Elements in all per truncated value (`multiply::layer`) and per reshared one.
     let (t, r) = (5u64, 3u64);
     // Per (record, component): mat products t (P - 1) + divide 2 t (pm' beside m, then
-    // r = trunc(pm' y)) + score-root products t P + over r (untruncated, in the clip's
-    // first layer) r + w t = (2 P + 2) t + r = 10 P + 13 (pi is folded into party 0's
-    // factor);
+    // r = trunc(pm' y)) + score-root products 2 t P (trunc(pm' u) beside e, then its product
+    // by the mantissa beside r) + over r (untruncated, in the clip's first layer) r + w t =
+    // (3 P + 2) t + r = 15 P + 13 (pi is folded into party 0's factor);
     // per record: normalised reciprocal 54 r + 7 t (reshares of the one-hot MSB, injections
     // and selection; 7 truncations in 5 layers) + two norm inner products 2 t + clip factor
     // 80 r + 12 t (its selection product is gone) + over flag r (in its first layer) +
     // (s - gamma - 1) over flag r (in w's layer) = 513;
     // per component: pi sc t; per gradient coordinate of the parties: M and G_p, 2 t.
-    let per_bk = (2 * p + 2) * t + r;
+    let per_bk = (3 * p + 2) * t + r;
     let per_record = (54 * r + 7 * t) + 2 * t + (80 * r + 12 * t) + r + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
-    assert_eq!((per_bk, per_record), (10 * p + 13, 513));
+    assert_eq!((per_bk, per_record), (15 * p + 13, 513));
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} of the input check + circuit (13 + 10 P) B K + 513 B + 5 K + 10 (d - K) \
+         ({} elements = {inputs} of the input check + circuit (13 + 15 P) B K + 513 B + 5 K + 10 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
          uploaded to each of nodes 1 and 2",
         total.rounds,
@@ -161,10 +161,10 @@ fn adult_scale_costs_with_integer_statistics() {
     let (d, layers, int) = run([true, true]);
     let (_, layers_real, real) = run([false, false]);
     let p = widths.len() as u64;
-    assert_eq!((int.rounds, layers), ((p + 42) + 1, p + 17));
-    assert_eq!((real.rounds, layers_real), ((p + 43) + 1, p + 18));
+    assert_eq!((int.rounds, layers), ((p + 41) + 1, p + 16));
+    assert_eq!((real.rounds, layers_real), ((p + 42) + 1, p + 17));
     let (t, r) = (5u64, 3u64);
-    let per_bk = (2 * p + 2) * t + r;
+    let per_bk = (3 * p + 2) * t + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
     let inputs = 12u64;
     assert_eq!(

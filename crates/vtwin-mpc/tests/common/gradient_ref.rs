@@ -53,13 +53,16 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
             den += m;
         }
         let recip = Reciprocal::new_unchecked(den, t);
+        let mut pmn = vec![Fx::ZERO; k_n];
         for k in 0..k_n {
-            r[k] = recip.divide_fraction(pm[k], t);
+            pmn[k] = recip.normalise_fraction(pm[k], t);
+            r[k] = recip.times_mantissa(pmn[k], t);
         }
         let mut acc_b = 0u128;
-        for root in &inst.root {
-            for k in 0..k_n {
-                let y = mul(r[k], root[n * k_n + k], t);
+        for k in 0..k_n {
+            for root in &inst.root {
+                let z = mul(pmn[k], root[n * k_n + k], t);
+                let y = recip.times_mantissa(z, t);
                 acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
             }
         }
