@@ -326,6 +326,22 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
     assert!(msg.contains("14.5") && msg.contains("[-14, 14]"), "{msg}");
     assert!(costs.snapshot().is_empty(), "a protocol ran");
 
+    // An integer party (one-hot columns only) inputs T_p as raw integers: a statistic off the
+    // integers is refused rather than floored.
+    let (one_hot, one_hot_data, _) = demo_one_hot(30, 3, 21);
+    let theta = vec![0.0; one_hot.dim()];
+    let mut parties: Vec<PartyBatch> = one_hot_data.iter().map(|p| p.batch(&[0, 1, 2])).collect();
+    parties[1].stats[1] = 0.5;
+    let inp = input(&one_hot, &theta, &parties, 1.0, 0.0);
+    let err =
+        party_upload(&candle_core::Device::Cpu, &inp, 1, Renormalise::ClosedForm).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(&err, BackendError::Range { party, what: "T", .. } if *party == one_hot.parties[1]),
+        "{msg}"
+    );
+    assert!(msg.contains("integers in [-14, 14]"), "{msg}");
+
     // The circuit's own check (the public bounds every party applies to its encoded
     // upload) refuses the first encoding past each bound.
     let bounds = input_bounds(Renormalise::ClosedForm, 2);

@@ -318,11 +318,16 @@ pub fn party_upload_batch(
     if party == 0 {
         fold_weights(&mut mat, &weights_encoded(theta, beta, k_n)?, batch.real);
     }
+    // An integer party (one-hot columns only) inputs T_p as raw integers, so a value off
+    // the integers would be floored there while its score root saw the real value: refused.
+    let integer = layout.integer_stats(party);
     let stats = batch
         .stats
         .iter()
         .map(|&v| {
-            if v.abs() <= 14.0 {
+            if integer && v.fract() != 0.0 {
+                Err(range("T", v, "integers in [-14, 14]"))
+            } else if v.abs() <= 14.0 {
                 Fx::from_f64(v).map_err(|_| range("T", v, "[-14, 14]"))
             } else {
                 Err(range("T", v, "[-14, 14]"))

@@ -1,7 +1,7 @@
 //! The gradient circuit of `docs/architecture.md` step 4 (nodes' side), vectorised over the batch:
 //! the MPC twin of `vtwin_model::fixed_backend::fixed_gradient` (same products, same truncations).
 //!
-//! Inputs (all at scale 2^32): public `pi` (K), the clip bound (already reduced by the
+//! Inputs (at scale 2^32 except an integer party's T_p): public `pi` (K), the clip bound (already reduced by the
 //! caller as the fixed backend does), per party the public score maps `scale`/`offset`
 //! (K x w_p, row-major); shared per party `mat_p` and the score roots `u_p` (B x K) and
 //! `T_p` (B x w_p; raw integers for an integer party); the
@@ -110,8 +110,13 @@ impl CircuitPublic {
     /// Truncation layers of [`gradient`], each one round: P + 17, one fewer when every party
     /// inputs integer statistics ([`PartyMap::integer_stats`]: `G_p` needs no `M_p` layer).
     pub fn truncation_layers(&self) -> usize {
-        let real = self.parties.iter().any(|p| !p.integer_stats);
-        self.parties.len() + 16 + usize::from(real)
+        self.parties.len() + 16 + usize::from(self.second_map_layer())
+    }
+
+    /// Whether [`gradient`] truncates some `G_p` in a layer after `M_p`'s: a party at scale
+    /// 2^32 with at least one statistic.
+    fn second_map_layer(&self) -> bool {
+        self.parties.iter().any(|p| !p.integer_stats && p.width > 0)
     }
 
     /// The coordinator's client id, P + m: the only receiver of the opened G.
@@ -418,7 +423,7 @@ pub async fn gradient(
             .extend(affine_map(&m.next[at..at + len], &sw.next, p));
         at += len;
     }
-    let g_real = if lin.own.is_empty() {
+    let g_real = if !public.second_map_layer() {
         lin
     } else {
         truncate(ctx, &lin, FRAC_BITS).await?
@@ -692,7 +697,7 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     let first = take(1)[0];
     let real: Vec<bool> = public.parties.iter().map(|p| !p.integer_stats).collect();
     let no_layer = Vec::new();
-    let g_real = if real.contains(&true) {
+    let g_real = if public.second_map_layer() {
         take(1)[0]
     } else {
         &no_layer
