@@ -72,7 +72,8 @@ pub fn norm2_max(parties: usize, components: usize) -> f64 {
 
 /// Largest squared norm the circuit can form for K components and score roots whose squares
 /// sum to at most `roots2` over (party, component): `K R^2 + 2^(2L) R^2 roots2`, inflated by
-/// 2^-20 (the truncations of the two sums and of `y = r u` are far inside it).
+/// 2^-20 (the truncations of the two sums and of the score-root products `y ~ r u` are far
+/// inside it).
 pub fn norm2_bound(components: usize, roots2: f64) -> f64 {
     let r2 = RESPONSIBILITY_MAX * RESPONSIBILITY_MAX;
     (components as f64 * r2 + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r2 * roots2)
@@ -137,6 +138,18 @@ pub enum ClipBoundError {
     },
 }
 
+/// The coefficient `a = 2^(L-31) sqrt(P K) (4 + u_max)` of the norm's rounding bound
+/// `2^(2L) sum y^2 >= Y^2 - a Y` (module docs; `protocols/clip-bound.md`), for P `parties`
+/// and K `components`. Cost O(1).
+pub fn score_product_slack(parties: usize, components: usize) -> f64 {
+    // y_pk^2 >= (r_k u_pk)^2 - 2 eps r_k u_pk with eps = 2^-32 (4 + u_max) (the score-root
+    // products are formed from pm' and the mantissa, not from r), then Cauchy-Schwarz over
+    // the P K terms.
+    2f64.powi(NORM_SCALE_BITS as i32 - 31)
+        * ((parties * components) as f64).sqrt()
+        * (4.0 + score_root_max().to_f64())
+}
+
 fn terms(c_prime: f64, shape: ClipShape) -> (f64, f64, f64) {
     let (k, p, d) = (
         shape.components as f64,
@@ -145,10 +158,7 @@ fn terms(c_prime: f64, shape: ClipShape) -> (f64, f64, f64) {
     );
     let ulp = 2f64.powi(-(FRAC_BITS as i32));
     let l = NORM_SCALE_BITS as i32;
-    // y_pk^2 >= (r_k u_pk)^2 - 2 eps r_k u_pk with eps = 2^-32 (4 + u_max) (the score-root
-    // products are formed from pm' and the mantissa, not from r: protocols/clip-bound.md),
-    // then Cauchy-Schwarz over the P K terms.
-    let a = 2f64.powi(l - 31) * (p * k).sqrt() * (4.0 + score_root_max().to_f64());
+    let a = score_product_slack(shape.parties, shape.components);
     // a^2 / 4: the roots are rounded up, so the Cauchy-Schwarz step bounds Y^2 - a Y with
     // Y >= V (not V itself); y^2 - a y >= V^2 - a V - a^2 / 4 for y >= V.
     let b0 = 2f64.powi(2 * l - 32) + ulp + a * a / 4.0;

@@ -57,7 +57,7 @@ pub const DIVIDE_NUMERATOR_LIMIT: f64 = 4_194_304.0;
 /// numerator).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reciprocal {
-    /// Raw mantissa `y ~ 1/m`, in (1, 2].
+    /// Raw mantissa `y ~ 1/m`, in (1, 2] up to rounding (at most `2 + 2^-31`).
     pub mantissa: u128,
     /// `2^(31-e)` if e <= 31, else 0.
     pub scale_int: u128,

@@ -22,8 +22,10 @@
 //! Nodes (here in the clear, every product truncated once, in this order):
 //! 4. pm = prod_p mat_p (pi is in party 0's factor); den[n] = sum_k pm[n][k];
 //! 5. one normalised reciprocal of den per record ([`Reciprocal`]); r = pm / den;
-//! 6. |g_n|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) trunc(r_k u_pk)^2) (two inner
-//!    products; L = [`vtwin_fixed::clip_bound::NORM_SCALE_BITS`]);
+//! 6. |g_n|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2) with the score-root
+//!    products y_pk = trunc(trunc(pm'_k u_pk) y) (pm' the normalised numerator, y the
+//!    reciprocal's mantissa; within 2^-32 (4 + u_pk) of r_k u_pk) (two inner products;
+//!    L = [`vtwin_fixed::clip_bound::NORM_SCALE_BITS`]);
 //! 7. c_n = min(1, C'/|g_n|) ([`clip_factor_unchecked`], rounded down) with the circuit clip
 //!    C' of [`vtwin_fixed::clip_bound::effective_clip`]: every record's released contribution,
 //!    and the distance between neighbouring released sums, is then at most C after every

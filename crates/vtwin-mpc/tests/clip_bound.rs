@@ -221,6 +221,19 @@ fn adversarial_with(
             32,
         ));
     }
+    if matches!(regime, Regime::TinyDenominator) {
+        // Folding pi into 1-3 ulps floors to 0: instead party 0's folded factor is 1 ulp on
+        // one to three components (the record's den of 1-3 ulps), the others' factors 1.
+        for n in 0..b {
+            let live = 1 + (u() * 3.0) as usize;
+            for k in 0..k_n {
+                mat[0][n * k_n + k] = Fx::from_raw(u128::from(k < live));
+            }
+            for m in &mut mat[1..] {
+                m[n * k_n..(n + 1) * k_n].fill(Fx::ONE);
+            }
+        }
+    }
     let mut public = CircuitPublic {
         batch: b,
         components: k_n,
@@ -667,4 +680,153 @@ fn truncation_failure_bound_refuses_norms_beyond_the_clip_window() {
     };
     assert!(edge(40).is_finite(), "{}", edge(40));
     assert_eq!(edge(4000), f64::INFINITY);
+}
+
+/// The record that stresses the score-root products' rounding (`protocols/clip-bound.md`):
+/// K components, two parties of width 1; component 0 holds almost all the responsibility and a
+/// zero score map (u = 0), every other component a responsibility of about `m 2^-20` and the
+/// largest score the public maps allow (u near 2^7), so that many terms `r_k u_pk` near one ulp
+/// each carry the products' error; the norm crosses C' between m 0.7 and 0.9.
+fn stressed(k_n: usize, m: f64) -> Instance {
+    let tiny = 2f64.powi(-20);
+    let mut pi = vec![tiny; k_n];
+    pi[0] = 1.0 - tiny * (k_n - 1) as f64;
+    let pi: Vec<Fx> = pi.iter().map(|&p| enc(p)).collect();
+    // 14 |A| + |b| = 2^18 - 64 per component: sum_j (14 |A| + |b|)^2 just below 2^36.
+    let edge = 262_080.0;
+    let map = |k: usize| if k == 0 { 0.0 } else { edge * 0.5 };
+    let parties: Vec<PartyMap> = (0..2)
+        .map(|_| PartyMap {
+            width: 1,
+            scale: (0..k_n).map(|k| enc(map(k) / 14.0)).collect(),
+            offset: (0..k_n).map(|k| enc(map(k))).collect(),
+            integer_stats: false,
+        })
+        .collect();
+    // Party 0's factor with pi folded in (floor(pi_k mat_0)), party 1's 1.
+    let mat0 = (0..k_n)
+        .map(|k| {
+            let v = enc(if k == 0 { 1.0 } else { m });
+            Fx(vtwin_fixed::trunc_floor(
+                pi[k].raw().wrapping_mul(v.raw()),
+                32,
+            ))
+        })
+        .collect();
+    let stats = vec![vec![enc(14.0)]; 2];
+    let root = parties
+        .iter()
+        .map(|p| {
+            (0..k_n)
+                .map(|k| score_root_raw(&p.scale[k..=k], &stats[0], &p.offset[k..=k]).unwrap())
+                .collect()
+        })
+        .collect();
+    let mut public = CircuitPublic {
+        batch: 1,
+        components: k_n,
+        pi,
+        clip: Fx::ONE,
+        parties,
+        noise_contributors: 1,
+    };
+    let shape = ClipShape {
+        components: k_n,
+        parties: 2,
+        dim: public.dim(),
+    };
+    public.clip = effective_clip(1.0, shape).unwrap().circuit;
+    let d = public.dim();
+    Instance {
+        public,
+        mat: vec![mat0, vec![Fx::ONE; k_n]],
+        root,
+        stats,
+        flags: vec![Fx::from_raw(1)],
+        noise: vec![0; d],
+    }
+}
+
+/// `(D, Y)` for the single record of `inst`: `Y^2 = 2^(2L) sum_(p,k) (r_k u_pk)^2` and
+/// `D = Y^2 - 2^(2L) sum_(p,k) y_pk^2`, exactly (big integers at scale 2^128), with the
+/// circuit's `r = trunc(pm' y)` and `y_pk = trunc(trunc(pm' u) y)` rounded by `rule`:
+/// `None` rounds every `r` up and every `trunc(pm' u)` and `y_pk` down (each truncation may
+/// round either way), `Some(seed)` draws the probabilistic truncation's masks.
+fn score_product_deficit(inst: &Instance, rule: Option<u64>) -> (f64, f64) {
+    use num_bigint::BigInt;
+    let k_n = inst.public.components;
+    let mut prob = rule.map(|s| vtwin_fixed::probabilistic_from_rng(ChaCha20Rng::seed_from_u64(s)));
+    let mut trunc = |x: u128, up: bool| match prob.as_mut() {
+        Some(t) => t.trunc(x, 32),
+        None => vtwin_fixed::trunc_floor(x, 32) + u128::from(up && x & 0xffff_ffff != 0),
+    };
+    // One party's factor is 1, so pm is party 0's folded factor.
+    let pm: Vec<Fx> = (0..k_n)
+        .map(|k| {
+            Fx(trunc(
+                inst.mat[0][k].0.wrapping_mul(inst.mat[1][k].0),
+                false,
+            ))
+        })
+        .collect();
+    let den = pm.iter().fold(Fx::ZERO, |s, v| s + *v);
+    let recip = vtwin_fixed::Reciprocal::new_unchecked(den, &mut Floor);
+    let (mut y2, mut ru2) = (BigInt::from(0), BigInt::from(0));
+    for (k, &pmk) in pm.iter().enumerate() {
+        let pmn = recip.normalise_fraction(pmk, &mut Floor);
+        let r = trunc(pmn.0.wrapping_mul(recip.mantissa), true);
+        for root in &inst.root {
+            let u = root[k].0;
+            let z = trunc(pmn.0.wrapping_mul(u), false);
+            let y = trunc(z.wrapping_mul(recip.mantissa), false);
+            ru2 += BigInt::from(r * u).pow(2);
+            y2 += BigInt::from(y).pow(2) << 64;
+        }
+    }
+    let scale = 2f64.powi(2 * vtwin_fixed::clip_bound::NORM_SCALE_BITS as i32 - 128);
+    let to_f64 = |v: &BigInt| v.to_string().parse::<f64>().unwrap();
+    let big_y = (to_f64(&ru2) * scale).sqrt();
+    (to_f64(&(ru2 - y2)) * scale, big_y)
+}
+
+/// The score-root products' rounding stays within the clip proof's charge
+/// (`2^(2L) sum y^2 >= Y^2 - a Y`, `vtwin_fixed::clip_bound::score_product_slack`) on the
+/// record that stresses it, under adversarial and probabilistic rounding, and the record is
+/// released at most C; and the check has power: adversarial rounding uses most of `a`, more
+/// than ten times the charge of the earlier `trunc(r u)` (`2^(L-31) sqrt(P K)`), which would
+/// not have covered it.
+#[test]
+fn the_score_products_rounding_is_within_its_charge_and_needs_it() {
+    let k_n = 20;
+    let a = vtwin_fixed::clip_bound::score_product_slack(2, k_n);
+    let a_before = 2f64.powi(11 - 31) * ((2 * k_n) as f64).sqrt();
+    let (mut adversarial, mut random, mut released) = (0.0f64, 0.0f64, 0.0f64);
+    for m in [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9] {
+        let inst = stressed(k_n, m);
+        let (d, y) = score_product_deficit(&inst, None);
+        assert!(d <= a * y, "m {m}: deficit {d:e} > a Y = {:e}", a * y);
+        adversarial = adversarial.max(d / (a * y));
+        for seed in 0..200 {
+            let (d, y) = score_product_deficit(&inst, Some(seed));
+            assert!(d <= a * y, "m {m}, seed {seed}: deficit {d:e} > a Y");
+            random = random.max(d / (a * y));
+        }
+        for seed in 0..50u64 {
+            let g = reference(
+                &inst,
+                &mut vtwin_fixed::probabilistic_from_rng(ChaCha20Rng::seed_from_u64(seed)),
+            );
+            let d2 = dist2(&g, &vec![0; g.len()]);
+            assert!(d2 <= clip2(1.0), "m {m}, seed {seed}: |G|^2 = {d2} > C^2");
+            released = released.max(d2.to_string().parse::<f64>().unwrap().sqrt() / 2f64.powi(32));
+        }
+    }
+    println!(
+        "MEASURED deficit / (a Y): adversarial rounding {adversarial:.3}, probabilistic {random:.3}; \
+         largest release {released:.6} C"
+    );
+    assert!(
+        adversarial * a > 10.0 * a_before,
+        "the stressed record does not need the charge"
+    );
 }
