@@ -234,20 +234,7 @@ fn adversarial_with(
             }
         }
     }
-    let mut public = CircuitPublic {
-        batch: b,
-        components: k_n,
-        pi,
-        clip: Fx::ONE,
-        parties,
-        noise_contributors: 1,
-    };
-    let shape = ClipShape {
-        components: k_n,
-        parties: widths.len(),
-        dim: public.dim(),
-    };
-    public.clip = effective_clip(clip, shape).expect("clip in range").circuit;
+    let public = public_at_clip(b, pi, parties, clip);
     let d = public.dim();
     Instance {
         public,
@@ -257,6 +244,26 @@ fn adversarial_with(
         flags: vec![Fx::from_raw(1); b],
         noise: vec![0; d],
     }
+}
+
+/// The public side of a batch of `batch` rows with weights `pi` and `parties`' maps, one
+/// noise contributor, and the circuit clip derived for the nominal `clip`.
+fn public_at_clip(batch: usize, pi: Vec<Fx>, parties: Vec<PartyMap>, clip: f64) -> CircuitPublic {
+    let mut public = CircuitPublic {
+        batch,
+        components: pi.len(),
+        pi,
+        clip: Fx::ONE,
+        parties,
+        noise_contributors: 1,
+    };
+    let shape = ClipShape {
+        components: public.components,
+        parties: public.parties.len(),
+        dim: public.dim(),
+    };
+    public.clip = effective_clip(clip, shape).expect("clip in range").circuit;
+    public
 }
 
 /// The instance restricted to the records `keep` (in order).
@@ -722,20 +729,7 @@ fn stressed(k_n: usize, m: f64) -> Instance {
                 .collect()
         })
         .collect();
-    let mut public = CircuitPublic {
-        batch: 1,
-        components: k_n,
-        pi,
-        clip: Fx::ONE,
-        parties,
-        noise_contributors: 1,
-    };
-    let shape = ClipShape {
-        components: k_n,
-        parties: 2,
-        dim: public.dim(),
-    };
-    public.clip = effective_clip(1.0, shape).unwrap().circuit;
+    let public = public_at_clip(1, pi, parties, 1.0);
     let d = public.dim();
     Instance {
         public,
