@@ -61,22 +61,9 @@ fn regime() -> impl Strategy<Value = Regime> {
     ]
 }
 
-/// An adversarial instance with honest score roots (the tightest the party may send), all
-/// parties inputting T_p at scale 2^32.
-fn adversarial(
-    seed: u64,
-    b: usize,
-    k_n: usize,
-    widths: &[usize],
-    regime: Regime,
-    clip: f64,
-    score_norm: f64,
-) -> Instance {
-    adversarial_with(seed, b, k_n, widths, regime, clip, score_norm, &[])
-}
-
-/// [`adversarial`] where the parties whose `integer` entry is set have integer statistics
-/// (each rounded to an integer in [-14, 14]) and input them at scale 1.
+/// An adversarial instance with honest score roots (the tightest the party may send); the
+/// parties whose `integer` entry is set have integer statistics (each rounded to an integer
+/// in [-14, 14]) and input them at scale 1, the others at scale 2^32.
 #[allow(clippy::too_many_arguments)]
 fn adversarial_with(
     seed: u64,
@@ -445,10 +432,10 @@ fn the_bound_is_tight_and_the_margin_is_needed() {
     let mut exceeded = 0;
     for seed in 0..60u64 {
         let regime = [Regime::Random, Regime::TinyResponsibility][seed as usize % 2];
-        let inst = adversarial(seed, 3, 3, &[2, 3], regime, 1.0, EDGE);
+        let inst = adversarial_with(seed, 3, 3, &[2, 3], regime, 1.0, EDGE, &[]);
         worst = worst.max(check_neighbours(&inst, 1.0, Some(seed)).expect("bound holds"));
         // Scores of norm ~1, so |g| is near C, clipped at C itself (no margin).
-        let mut naive = adversarial(seed, 3, 3, &[2, 3], Regime::Random, 1.0, 0.9);
+        let mut naive = adversarial_with(seed, 3, 3, &[2, 3], Regime::Random, 1.0, 0.9, &[]);
         naive.public.clip = Fx::ONE;
         if check_neighbours(&naive, 1.0, Some(seed)).is_err() {
             exceeded += 1;
@@ -469,7 +456,7 @@ fn the_bound_is_tight_and_the_margin_is_needed() {
 #[test]
 fn real_rows_with_zero_denominator_are_released_and_checked() {
     for seed in 0..6u64 {
-        let inst = adversarial(seed, 3, 3, &[2, 3], Regime::EmptyClass, CLIPS[0], EDGE);
+        let inst = adversarial_with(seed, 3, 3, &[2, 3], Regime::EmptyClass, CLIPS[0], EDGE, &[]);
         check_neighbours(&inst, CLIPS[0], Some(seed)).expect("bound holds");
         let mut loose = inst.clone();
         loose.public.clip = Fx::ONE;
@@ -646,7 +633,7 @@ fn padded(inst: &Instance, extra: usize, seed: u64) -> Instance {
 #[test]
 fn padding_rows_add_exactly_nothing() {
     for seed in 0..12u64 {
-        let inst = adversarial(seed, 4, 3, &[2, 3], Regime::Random, 1.0, EDGE);
+        let inst = adversarial_with(seed, 4, 3, &[2, 3], Regime::Random, 1.0, EDGE, &[]);
         let pad = padded(&inst, 3, seed + 100);
         assert_eq!(reference(&inst, &mut Floor), reference(&pad, &mut Floor));
         let only_padding = padded(&subset(&inst, &[]), 4, seed + 200);
