@@ -16,9 +16,10 @@
 //! them carries the check (the runtime does it, [`crate::runtime`]): node 0 sends its
 //! SHA-256 digests of both seeds (`[H(s_1), H(s_0)]` to node 1, `[H(s_0), H(s_1)]` to node
 //! 2, over client and seed, 4 elements each); nodes 1 and 2 compare node 0's digest of the
-//! seed they hold with their own, and exchange a (BLAKE3) digest of the corrections they received
-//! (client, input number, length, elements) together with the digest of the seed they hold
-//! (2 elements each way), which the other recomputes with node 0's digest in its place.
+//! seed they hold with their own, and exchange a (BLAKE3) digest of the corrections they
+//! received (client, input number, length, elements) together with the digest of the seed
+//! they hold (2 elements each way), which the other recomputes with node 0's digest in its
+//! place.
 //! Both nodes 1 and 2 thus catch any of the three inconsistencies, in the same round. No
 //! extra round in a circuit that computes anything, and no extra message where that round
 //! already has the four messages between node 0 and nodes 1, 2 and between nodes 1 and 2
