@@ -581,9 +581,9 @@ pub fn fixed_gradient<T: Truncator>(
         let wd = map.width;
         // An integer party inputs T_p at scale 1: its M_p is at scale 2^32 untruncated.
         let stats = if map.integer_stats {
-            crate::iteration_inputs::integer_stats(&up.stats)
+            std::borrow::Cow::Owned(crate::iteration_inputs::integer_stats(&up.stats))
         } else {
-            up.stats.clone()
+            std::borrow::Cow::Borrowed(&up.stats[..])
         };
         for k in 0..k_n {
             for j in 0..wd {

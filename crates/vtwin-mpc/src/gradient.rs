@@ -53,7 +53,7 @@ use crate::error::MpcError;
 use crate::input::{accept_client, input_many, InputClient, InputError};
 use crate::inv_sqrt::clip_parts;
 use crate::message::Message;
-use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc, truncate};
+use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc};
 use crate::reciprocal::reciprocal_fractions_and_products;
 use crate::runtime::Ctx;
 use crate::share::{repeat_each, Shared};
@@ -412,21 +412,22 @@ pub async fn gradient(
     let m = first.slice(0..n_m);
     let g_w = sw.sub(&first.slice(n_m..n_m + k_n))?;
     let g_int = first.slice(n_m + k_n..n_m + k_n + n_g);
-    // The parties at scale 2^32: G_p = trunc(A M + b sw), a public map, local, then one
-    // truncation layer (none when every party is integer).
-    let mut lin = Shared::default();
+    // The parties at scale 2^32: G_p = trunc(A M + b sw), the public map on each node's
+    // additive share (its `own`), then one truncation layer (none when every party is
+    // integer).
+    let mut lin = Vec::with_capacity(n_m);
     let mut at = 0;
     for p in public.parties.iter().filter(|p| !p.integer_stats) {
         let len = k_n * p.width;
-        lin.own.extend(affine_map(&m.own[at..at + len], &sw.own, p));
-        lin.next
-            .extend(affine_map(&m.next[at..at + len], &sw.next, p));
+        lin.extend(affine_map(&m.own[at..at + len], &sw.own, p));
         at += len;
     }
-    let g_real = if !public.second_map_layer() {
-        lin
+    let g_real = if public.second_map_layer() {
+        crate::multiply::layer(ctx, Vec::new(), lin, FRAC_BITS)
+            .await?
+            .1
     } else {
-        truncate(ctx, &lin, FRAC_BITS).await?
+        Shared::default()
     };
     // Back to the canonical party order.
     let (mut at_int, mut at_real) = (0, 0);
@@ -695,7 +696,6 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     );
     let w = take(1)[0];
     let first = take(1)[0];
-    let real: Vec<bool> = public.parties.iter().map(|p| !p.integer_stats).collect();
     let no_layer = Vec::new();
     let g_real = if public.second_map_layer() {
         take(1)[0]
@@ -711,7 +711,8 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
             out.extend(mat.iter().map(|l| l[i]));
         }
         // Layers of several parts (Goldschmidt, Newton-Raphson): part by part; the first
-        // layer's second part is pm' (B K), taken with the quotients.
+        // layer's second part is pm' (B K), taken with the quotients, the second's the
+        // score-root products' first halves, taken with theirs.
         out.extend([recip[0][n], recip[1][n]]);
         out.extend(
             recip[2..]
@@ -738,9 +739,9 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     // Per party in order: M then G_p per coordinate at scale 2^32, G_p alone for an integer
     // party.
     let (mut real_at, mut int_at) = (0, 0);
-    for (p, &is_real) in public.parties.iter().zip(&real) {
+    for p in &public.parties {
         for _ in 0..k_n * p.width {
-            if is_real {
+            if !p.integer_stats {
                 out.extend([m[real_at], g_real[real_at]]);
                 real_at += 1;
             } else {

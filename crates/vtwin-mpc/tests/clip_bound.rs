@@ -222,15 +222,8 @@ fn adversarial_with(
         }
     }
     let public = public_at_clip(b, pi, parties, clip);
-    let d = public.dim();
-    Instance {
-        public,
-        mat,
-        root,
-        stats,
-        flags: vec![Fx::from_raw(1); b],
-        noise: vec![0; d],
-    }
+    let noise = vec![0; public.dim()];
+    Instance::real_rows(public, mat, root, stats, noise)
 }
 
 /// The public side of a batch of `batch` rows with weights `pi` and `parties`' maps, one
@@ -717,15 +710,8 @@ fn stressed(k_n: usize, m: f64) -> Instance {
         })
         .collect();
     let public = public_at_clip(1, pi, parties, 1.0);
-    let d = public.dim();
-    Instance {
-        public,
-        mat: vec![mat0, vec![Fx::ONE; k_n]],
-        root,
-        stats,
-        flags: vec![Fx::from_raw(1)],
-        noise: vec![0; d],
-    }
+    let noise = vec![0; public.dim()];
+    Instance::real_rows(public, vec![mat0, vec![Fx::ONE; k_n]], root, stats, noise)
 }
 
 /// `(D, Y)` for the single record of `inst`: `Y^2 = 2^(2L) sum_(p,k) (r_k u_pk)^2` and

@@ -178,17 +178,30 @@ pub fn instance_with(
         parties,
         noise_contributors: 1,
     };
-    let d = public.dim();
-    let noise = (0..d)
+    let noise = (0..public.dim())
         .map(|_| ((u() - 0.5) * 2f64.powi(33)) as i128)
         .collect();
-    Instance {
-        public,
-        mat,
-        root,
-        stats,
-        flags: vec![Fx::from_raw(1); b],
-        noise,
+    Instance::real_rows(public, mat, root, stats, noise)
+}
+
+impl Instance {
+    /// An instance whose every row is a real record (party 0's flags all 1).
+    pub fn real_rows(
+        public: CircuitPublic,
+        mat: Vec<Vec<Fx>>,
+        root: Vec<Vec<Fx>>,
+        stats: Vec<Vec<Fx>>,
+        noise: Vec<i128>,
+    ) -> Instance {
+        let flags = vec![Fx::from_raw(1); public.batch];
+        Instance {
+            public,
+            mat,
+            root,
+            stats,
+            flags,
+            noise,
+        }
     }
 }
 
