@@ -56,7 +56,8 @@ use crate::message::Message;
 use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc};
 use crate::reciprocal::reciprocal_fractions_and_products;
 use crate::runtime::Ctx;
-use crate::share::{repeat_each, Shared};
+use crate::share::{repeat_each, Shared, SharedView};
+use crate::winograd::{paired_inner_products, share_products};
 
 /// The public side of one iteration.
 #[derive(Clone, Debug)]
@@ -100,10 +101,19 @@ pub struct SharedUpload {
     pub mat: Shared,
     /// The score roots u_p, B x K (`vtwin_fixed::score_root`).
     pub root: Shared,
-    /// T_p, B x w_p.
-    pub stats: Shared,
     /// Party 0 only (empty for the others): raw 0/1 per record, 0 for a padding row.
     pub flags: Shared,
+    /// The party's whole input, of which `stats` is T_p, B x w_p: T_p, the largest part,
+    /// is read in place rather than copied out ([`SharedUpload::stats`]).
+    input: Shared,
+    stats: std::ops::Range<usize>,
+}
+
+impl SharedUpload {
+    /// T_p, B x w_p, borrowed from the party's input.
+    pub(crate) fn stats(&self) -> SharedView<'_> {
+        self.input.view(self.stats.clone())
+    }
 }
 
 impl CircuitPublic {
@@ -395,7 +405,7 @@ pub async fn gradient(
     let mut first = Vec::with_capacity(public.dim());
     let mut g_int = Vec::new();
     for (u, p) in uploads.iter().zip(&public.parties) {
-        let z = paired_inner_products(&w, &xi, &u.stats, p.width);
+        let z = paired_inner_products(&w, &xi, u.stats(), p.width);
         if p.integer_stats {
             g_int.extend(affine_map(&z, &sw.own, p));
         } else {
@@ -458,58 +468,6 @@ fn affine_map(m: &[u128], sw: &[u128], map: &PartyMap) -> Vec<u128> {
                 .wrapping_add(map.offset[i].0.wrapping_mul(sw[i / wd]))
         })
         .collect()
-}
-
-/// `xi[k] = sum_n w_o[n][k] w_n[n][k]`: the sums of the products of a node's two shares of w
-/// (B x `k_n`) down each column, the pairing's correction on w's side
-/// ([`paired_inner_products`]). Cost B K ring products.
-fn share_products(w: &Shared, k_n: usize) -> Vec<u128> {
-    let mut xi = vec![0u128; k_n];
-    for (o, n) in w
-        .own
-        .chunks_exact(k_n.max(1))
-        .zip(w.next.chunks_exact(k_n.max(1)))
-    {
-        for ((x, a), c) in xi.iter_mut().zip(o).zip(n) {
-            *x = x.wrapping_add(a.wrapping_mul(*c));
-        }
-    }
-    xi
-}
-
-/// Node i's additive share of `M[k][j] = sum_n w_o[n][k] t_b[n][j] + w_n[n][k] t_o[n][j]`
-/// (`t_b = t_o + t_n`; K x `wd` row-major) from its two shares of w (B x K) and of T
-/// (B x `wd`), by Winograd's inner product (1968): in any commutative ring
-/// `x y + u v = (x + v)(u + y) - x u - v y`, so with `xi` = [`share_products`] of w (the same
-/// for every party's block) and `eta[j] = sum_n t_o[n][j] t_b[n][j]`,
-/// `M[k][j] = sum_n (w_o[n][k] + t_o[n][j]) (w_n[n][k] + t_b[n][j]) - xi[k] - eta[j]`,
-/// exactly in Z_2^128. Cost: B K `wd` + B `wd` ring products (against 2 B K `wd` directly).
-fn paired_inner_products(w: &Shared, xi: &[u128], t: &Shared, wd: usize) -> Vec<u128> {
-    let k_n = xi.len();
-    let mut z = vec![0u128; k_n * wd];
-    let mut eta = vec![0u128; wd];
-    let mut t_both = vec![0u128; wd];
-    let rows = w.own.len().checked_div(k_n).unwrap_or(0);
-    for n in 0..rows {
-        let (to, tn) = (&t.own[n * wd..(n + 1) * wd], &t.next[n * wd..(n + 1) * wd]);
-        for ((tb, e), (o, x)) in t_both.iter_mut().zip(&mut eta).zip(to.iter().zip(tn)) {
-            *tb = o.wrapping_add(*x);
-            *e = e.wrapping_add(o.wrapping_mul(*tb));
-        }
-        for k in 0..k_n {
-            let (wo, wn) = (w.own[n * k_n + k], w.next[n * k_n + k]);
-            let row = &mut z[k * wd..(k + 1) * wd];
-            for ((r, tb), o) in row.iter_mut().zip(&t_both).zip(to) {
-                *r = r.wrapping_add(wo.wrapping_add(*o).wrapping_mul(wn.wrapping_add(*tb)));
-            }
-        }
-    }
-    for (row, x) in z.chunks_exact_mut(wd.max(1)).zip(xi) {
-        for (r, e) in row.iter_mut().zip(&eta) {
-            *r = r.wrapping_sub(x.wrapping_add(*e));
-        }
-    }
-    z
 }
 
 /// One party's upload in the clear (what the party encodes before sharing).
@@ -634,15 +592,16 @@ pub async fn receive_inputs(
     })?;
     let z = contributions.try_fold(first, |acc, c| acc.add(&c))?;
     let uploads = got
-        .iter()
+        .into_iter()
         .zip(&public.parties)
         .map(|(u, m)| {
             let t_end = 2 * b * k_n + b * m.width;
             SharedUpload {
                 mat: u.slice(0..b * k_n),
                 root: u.slice(b * k_n..2 * b * k_n),
-                stats: u.slice(2 * b * k_n..t_end),
                 flags: u.slice(t_end..u.len()),
+                stats: 2 * b * k_n..t_end,
+                input: u,
             }
         })
         .collect();
@@ -751,50 +710,4 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rand_chacha::rand_core::{RngCore, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-
-    /// Winograd's pairing against the direct sum of the three cross terms, on uniform ring
-    /// elements (so every wrap is exercised), including empty batches and widths.
-    #[test]
-    fn paired_inner_products_equal_the_direct_sum() {
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        for (b, k_n, wd) in [(0, 3, 4), (5, 1, 0), (1, 1, 1), (7, 3, 5), (16, 4, 9)] {
-            let mut ring = |len: usize| {
-                (0..len)
-                    .map(|_| u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()))
-                    .collect::<Vec<_>>()
-            };
-            let (wo, wn, to, tn) = (ring(b * k_n), ring(b * k_n), ring(b * wd), ring(b * wd));
-            let w = Shared {
-                own: wo.clone(),
-                next: wn.clone(),
-            };
-            let t = Shared {
-                own: to.clone(),
-                next: tn.clone(),
-            };
-            let got = paired_inner_products(&w, &share_products(&w, k_n), &t, wd);
-            let mut want = vec![0u128; k_n * wd];
-            for n in 0..b {
-                for k in 0..k_n {
-                    for j in 0..wd {
-                        let (o, x) = (to[n * wd + j], tn[n * wd + j]);
-                        let (a, c) = (wo[n * k_n + k], wn[n * k_n + k]);
-                        let term = a
-                            .wrapping_mul(o)
-                            .wrapping_add(a.wrapping_mul(x))
-                            .wrapping_add(c.wrapping_mul(o));
-                        want[k * wd + j] = want[k * wd + j].wrapping_add(term);
-                    }
-                }
-            }
-            assert_eq!(got, want, "B {b}, K {k_n}, w {wd}");
-        }
-    }
 }

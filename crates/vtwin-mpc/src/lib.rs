@@ -60,6 +60,7 @@ pub mod reciprocal;
 pub mod runtime;
 pub mod share;
 pub mod sim;
+mod winograd;
 
 pub use counters::Counters;
 pub use error::MpcError;

@@ -18,6 +18,13 @@ pub struct Shared {
     pub(crate) next: Vec<u128>,
 }
 
+/// A node's arithmetic shares of part of a vector, borrowed from a [`Shared`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SharedView<'a> {
+    pub(crate) own: &'a [u128],
+    pub(crate) next: &'a [u128],
+}
+
 /// A node's binary (XOR) shares of a vector of 128-bit words.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct BitShared {
@@ -135,6 +142,14 @@ impl Shared {
             0 => self.own.iter_mut().for_each(|v| *v = v.wrapping_add(c)),
             2 => self.next.iter_mut().for_each(|v| *v = v.wrapping_add(c)),
             _ => {}
+        }
+    }
+
+    /// Elements `range` of the vector, borrowed (no copy).
+    pub(crate) fn view(&self, range: std::ops::Range<usize>) -> SharedView<'_> {
+        SharedView {
+            own: &self.own[range.clone()],
+            next: &self.next[range],
         }
     }
 
