@@ -41,7 +41,7 @@ use crate::role::Role;
 pub const DOMAIN: &[u8] = b"vtwin relayed psi message v1\0";
 
 /// Prefixed to every signed sealed upload (ASCII, NUL-terminated).
-pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v1\0";
+pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v2\0";
 
 /// What a relayed payload is, so that a signature made for one purpose is never accepted for
 /// another (the same party key signs both): each purpose has its own domain tag.
