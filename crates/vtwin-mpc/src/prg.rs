@@ -15,7 +15,7 @@
 //! program, and no keystream block is reused (a stream's block index would need 2^64 blocks to
 //! carry into its stream bytes). The key schedule is zeroized on drop (the `aes` crate's
 //! `zeroize` feature). Counter mode is written out here (counter blocks encrypted in place,
-//! eight at a time); a test checks it against the `ctr` crate's CTR mode.
+//! eight at a time with AES-NI); a test checks it against the `ctr` crate's CTR mode.
 
 use aes::cipher::inout::InOutBuf;
 use aes::cipher::{BlockEncrypt, KeyInit};
@@ -33,7 +33,7 @@ pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     key.copy_from_slice(&seed[..16]);
     let aes = Aes128Enc::new((&*key).into());
     // Counter mode by hand: the output words are written as the counter blocks and encrypted
-    // in place (the aes crate pipelines eight blocks at a time), which is the CTR keystream
+    // in place (the aes crate pipelines eight blocks at a time with AES-NI), which is the CTR keystream
     // without a zeroed buffer to XOR it over (one pass over the memory instead of three).
     let prefix = stream.to_le_bytes();
     let mut out: Vec<u128> = (0..n as u64)

@@ -279,8 +279,9 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     /// (B, K, w) shapes: empty batches and widths, widths that are not multiples of eight,
-    /// and a batch longer than the IFMA kernel's block of 1024 records.
-    const SHAPES: [(usize, usize, usize); 7] = [
+    /// and batches longer than the IFMA kernel's block of 1024 records (1400 is past 1365,
+    /// the most records whose low columns cannot overflow).
+    const SHAPES: [(usize, usize, usize); 8] = [
         (0, 3, 4),
         (5, 1, 0),
         (1, 1, 1),
@@ -288,6 +289,7 @@ mod tests {
         (16, 4, 9),
         (33, 2, 17),
         (1100, 2, 9),
+        (1400, 2, 3),
     ];
 
     fn direct_sum(w: &Shared, t: &Shared, b: usize, k_n: usize, wd: usize) -> Vec<u128> {
@@ -308,28 +310,46 @@ mod tests {
         want
     }
 
-    /// Uniform ring elements (every wrap exercised), and all-ones ones (every limb and carry
-    /// at its maximum).
+    /// How the test elements are drawn.
+    #[derive(Clone, Copy, Debug)]
+    enum Draw {
+        /// Uniform ring elements: every wrap exercised.
+        Uniform,
+        /// All ones: every limb and carry at its maximum.
+        AllOnes,
+        /// T = 0 and every w with both low limbs at 2^53 - 1 after its carry (the largest
+        /// value a record adds to the 2^52 column): the block's overflow bound is tight here,
+        /// and without T's wraps row k and `eta` cannot cancel an overflow (a kernel with
+        /// blocks of 1366 records or more fails at B 1400).
+        LowColumnsFull,
+    }
+
+    /// Every shape under every draw.
     fn cases() -> Vec<(Shared, Shared, usize, usize, usize)> {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let low_full = (1u128 << 53) - 1 | ((1u128 << 24) - 1) << 104;
         let mut out = Vec::new();
         for (b, k_n, wd) in SHAPES {
-            for extreme in [false, true] {
-                let mut ring = |len: usize| -> Vec<u128> {
+            for draw in [Draw::Uniform, Draw::AllOnes, Draw::LowColumnsFull] {
+                let mut ring = |len: usize, is_w: bool| -> Vec<u128> {
                     (0..len)
-                        .map(|_| match extreme {
-                            true => u128::MAX,
-                            false => u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()),
+                        .map(|_| match draw {
+                            Draw::Uniform => {
+                                u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())
+                            }
+                            Draw::AllOnes => u128::MAX,
+                            Draw::LowColumnsFull if is_w => low_full,
+                            Draw::LowColumnsFull => 0,
                         })
                         .collect()
                 };
                 let w = Shared {
-                    own: ring(b * k_n),
-                    next: ring(b * k_n),
+                    own: ring(b * k_n, true),
+                    next: ring(b * k_n, true),
                 };
                 let t = Shared {
-                    own: ring(b * wd),
-                    next: ring(b * wd),
+                    own: ring(b * wd, false),
+                    next: ring(b * wd, false),
                 };
                 out.push((w, t, b, k_n, wd));
             }
