@@ -56,11 +56,11 @@ pub fn map_statement(map: &PartyMap) -> [u8; 32] {
 /// (anyone can seal to a node's public key), so without a signature the coordinator that
 /// relays the blobs could forge a whole upload in a party's name (no noise share, roots out
 /// of range, any statement); the node verifies the party's signature, from a certificate under
-/// the consortium CA naming that party, before it unseals. Why BLAKE3: the blobs are a
-/// party's whole upload (about 1 MB per node per iteration on Adult), hashed once by the party
-/// and once by the node, and BLAKE3 takes about a quarter of SHA-256's time on the machines
-/// measured (`protocols/sealing.md`); the signature's security rests on its collision
-/// resistance as it did on SHA-256's. Cost: one BLAKE3 over the blob.
+/// the consortium CA naming that party, before it unseals. Why BLAKE3: a party's blobs to
+/// nodes 1 and 2 carry its share corrections (about 0.5 MB each per iteration on Adult),
+/// hashed once by the party and once by the node, and BLAKE3 takes about a quarter of
+/// SHA-256's time on this project's VM (`protocols/sealing.md`); the binding rests on its
+/// collision resistance as it did on SHA-256's. Cost: one BLAKE3 over the blob.
 pub fn upload_payload(
     session: &[u8; 16],
     attempt: &[u8; 8],

@@ -286,6 +286,28 @@ mod tests {
         ));
     }
 
+    /// A party's signature over an upload payload under the tag of wire versions before 14
+    /// (when the payload held SHA-256 of the blob) is not accepted as an upload signature.
+    #[test]
+    fn an_upload_signed_under_the_old_tag_is_refused() {
+        assert_eq!(UPLOAD_DOMAIN, b"vtwin sealed upload v2\0");
+        let ca = Ca::generate().unwrap();
+        let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
+        let verifier = RelayVerifier::new(&party(&ca, 0));
+        let payload = b"session, attempt, t, party, node, digest";
+        let good = signer.sign(Purpose::Upload, payload).unwrap();
+        verifier.verify(Purpose::Upload, payload, &good).unwrap();
+        let old = [&b"vtwin sealed upload v1\0"[..], payload].concat();
+        let old = RelaySignature {
+            certificate: good.certificate.clone(),
+            signature: signer.signer.sign(&old).unwrap(),
+        };
+        assert!(matches!(
+            verifier.verify(Purpose::Upload, payload, &old),
+            Err(RelaySignatureError::BadSignature { .. })
+        ));
+    }
+
     #[test]
     fn the_relay_cannot_sign_for_a_party() {
         let ca = Ca::generate().unwrap();
