@@ -327,7 +327,7 @@ mod tests {
     /// Every shape under every draw.
     fn cases() -> Vec<(Shared, Shared, usize, usize, usize)> {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let low_full = (1u128 << 53) - 1 | ((1u128 << 24) - 1) << 104;
+        let low_full = ((1u128 << 53) - 1) | (((1u128 << 24) - 1) << 104);
         let mut out = Vec::new();
         for (b, k_n, wd) in SHAPES {
             for draw in [Draw::Uniform, Draw::AllOnes, Draw::LowColumnsFull] {
