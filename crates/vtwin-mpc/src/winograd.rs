@@ -90,6 +90,8 @@ mod ifma {
     //! carries propagated; bits above 52 in a limb are ignored by `vpmadd52` and those above
     //! 24 in the top limb are multiples of 2^128, so no masking is needed.
 
+    use core::arch::x86_64::__m512i;
+
     use pulp::bytemuck::cast;
 
     use crate::share::{Shared, SharedView};
@@ -177,6 +179,19 @@ mod ifma {
                         cast(f._mm512_srli_epi64::<40>(hi)),
                     ]
                 };
+                // The limbs of t + w, each limb's carry added into the next.
+                let limb_sum = |t: &[[u64; LANES]], w: [__m512i; 3]| {
+                    let x0 = f._mm512_add_epi64(cast(t[0]), w[0]);
+                    let x1 = f._mm512_add_epi64(
+                        f._mm512_add_epi64(cast(t[1]), w[1]),
+                        f._mm512_srli_epi64::<52>(x0),
+                    );
+                    let x2 = f._mm512_add_epi64(
+                        f._mm512_add_epi64(cast(t[2]), w[2]),
+                        f._mm512_srli_epi64::<52>(x1),
+                    );
+                    [x0, x1, x2]
+                };
                 for start in (0..rows).step_by(BLOCK) {
                     let end = rows.min(start + BLOCK);
                     for n in start..end {
@@ -202,31 +217,14 @@ mod ifma {
                         }
                         for k in 0..k_all {
                             let [wo, wx] = w_limbs(n, k);
-                            let splat = |v: u64| f._mm512_set1_epi64(v as i64);
-                            let (w0, w1, w2) = (splat(wo[0]), splat(wo[1]), splat(wo[2]));
-                            let (v0, v1, v2) = (splat(wx[0]), splat(wx[1]), splat(wx[2]));
+                            let splat = |v: [u64; 3]| v.map(|x| f._mm512_set1_epi64(x as i64));
+                            let (ws, vs) = (splat(wo), splat(wx));
                             let accs =
                                 acc[k * chunks * 3..(k + 1) * chunks * 3].chunks_exact_mut(3);
                             for (limbs, a) in row.iter().zip(accs) {
                                 // a = w_o + t_o and d = w_n + t_b in limbs, carries propagated.
-                                let a0 = f._mm512_add_epi64(cast(limbs[0]), w0);
-                                let a1 = f._mm512_add_epi64(
-                                    f._mm512_add_epi64(cast(limbs[1]), w1),
-                                    f._mm512_srli_epi64::<52>(a0),
-                                );
-                                let a2 = f._mm512_add_epi64(
-                                    f._mm512_add_epi64(cast(limbs[2]), w2),
-                                    f._mm512_srli_epi64::<52>(a1),
-                                );
-                                let d0 = f._mm512_add_epi64(cast(limbs[3]), v0);
-                                let d1 = f._mm512_add_epi64(
-                                    f._mm512_add_epi64(cast(limbs[4]), v1),
-                                    f._mm512_srli_epi64::<52>(d0),
-                                );
-                                let d2 = f._mm512_add_epi64(
-                                    f._mm512_add_epi64(cast(limbs[5]), v2),
-                                    f._mm512_srli_epi64::<52>(d1),
-                                );
+                                let [a0, a1, a2] = limb_sum(&limbs[..3], ws);
+                                let [d0, d1, d2] = limb_sum(&limbs[3..], vs);
                                 let mut c0 = cast(a[0]);
                                 let mut c1 = cast(a[1]);
                                 let mut c2 = cast(a[2]);
