@@ -355,29 +355,20 @@ mod tests {
         out
     }
 
-    /// Winograd's pairing, as dispatched, against the direct sum of the three cross terms.
+    /// Winograd's pairing, as dispatched (IFMA's kernel where the CPU has it) and the portable
+    /// kernel, against the direct sum of the three cross terms.
     #[test]
-    fn paired_inner_products_equal_the_direct_sum() {
-        for (w, t, b, k_n, wd) in cases() {
-            let got = paired_inner_products(&w, &share_products(&w, k_n), t.view(0..t.len()), wd);
-            assert_eq!(
-                got,
-                direct_sum(&w, &t, b, k_n, wd),
-                "B {b}, K {k_n}, w {wd}"
-            );
-        }
-    }
-
-    /// The portable kernel against the direct sum (the dispatched one may be IFMA's).
-    #[test]
-    fn the_portable_kernel_equals_the_direct_sum() {
-        for (w, t, b, k_n, wd) in cases() {
-            let got = portable(&w, &share_products(&w, k_n), t.view(0..t.len()), wd);
-            assert_eq!(
-                got,
-                direct_sum(&w, &t, b, k_n, wd),
-                "B {b}, K {k_n}, w {wd}"
-            );
+    fn both_kernels_equal_the_direct_sum() {
+        type Kernel = fn(&Shared, &[u128], SharedView<'_>, usize) -> Vec<u128>;
+        for (kernel, name) in [
+            (paired_inner_products as Kernel, "dispatched"),
+            (portable as Kernel, "portable"),
+        ] {
+            for (w, t, b, k_n, wd) in cases() {
+                let got = kernel(&w, &share_products(&w, k_n), t.view(0..t.len()), wd);
+                let want = direct_sum(&w, &t, b, k_n, wd);
+                assert_eq!(got, want, "{name}: B {b}, K {k_n}, w {wd}");
+            }
         }
     }
 
