@@ -33,8 +33,8 @@ pub fn expand(seed: &[u8; 32], stream: u64, n: usize) -> Vec<u128> {
     key.copy_from_slice(&seed[..16]);
     let aes = Aes128Enc::new((&*key).into());
     // Counter mode by hand: the output words are written as the counter blocks and encrypted
-    // in place (the aes crate pipelines eight blocks at a time with AES-NI), which is the CTR keystream
-    // without a zeroed buffer to XOR it over (one pass over the memory instead of three).
+    // in place (the aes crate pipelines eight blocks at a time with AES-NI): the CTR
+    // keystream without a zeroed buffer to XOR it over (one pass over the memory, not three).
     let prefix = stream.to_le_bytes();
     let mut out: Vec<u128> = (0..n as u64)
         .map(|i| {

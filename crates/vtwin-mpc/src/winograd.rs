@@ -119,13 +119,13 @@ mod ifma {
         ]
     }
 
-    /// Eight ring elements as their low and high words, from 16 words in memory order.
+    /// Up to eight ring elements as their low and their high words, lane by lane (missing
+    /// lanes zero).
     fn words(e: &[u128]) -> [[u64; LANES]; 2] {
         let mut v = [[0u64; LANES]; 2];
         for (l, x) in e.iter().enumerate() {
-            let (lo, hi) = (*x as u64, (*x >> 64) as u64);
-            v[l / 4][2 * (l % 4)] = lo;
-            v[l / 4][2 * (l % 4) + 1] = hi;
+            v[0][l] = *x as u64;
+            v[1][l] = (*x >> 64) as u64;
         }
         v
     }
@@ -162,8 +162,6 @@ mod ifma {
             || {
                 let f = simd.avx512f;
                 let m = simd.avx512ifma;
-                let even = f._mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
-                let odd = f._mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
                 let one = f._mm512_set1_epi64(1);
                 let mask = f._mm512_set1_epi64(MASK52 as i64);
                 let split = |lo, hi| {
@@ -199,13 +197,8 @@ mod ifma {
                             (&t.own[n * wd..(n + 1) * wd], &t.next[n * wd..(n + 1) * wd]);
                         for (c, limbs) in row.iter_mut().enumerate() {
                             let span = c * LANES..wd.min((c + 1) * LANES);
-                            let [o0, o1] = words(&to[span.clone()]);
-                            let [x0, x1] = words(&tn[span]);
-                            let (o0, o1, x0, x1) = (cast(o0), cast(o1), cast(x0), cast(x1));
-                            let o_lo = f._mm512_permutex2var_epi64(o0, even, o1);
-                            let o_hi = f._mm512_permutex2var_epi64(o0, odd, o1);
-                            let x_lo = f._mm512_permutex2var_epi64(x0, even, x1);
-                            let x_hi = f._mm512_permutex2var_epi64(x0, odd, x1);
+                            let [o_lo, o_hi] = words(&to[span.clone()]).map(cast);
+                            let [x_lo, x_hi] = words(&tn[span]).map(cast);
                             // t_b = t_o + t_n in Z_2^128: the low words' carry into the high.
                             let b_lo = f._mm512_add_epi64(o_lo, x_lo);
                             let carry = f._mm512_cmplt_epu64_mask(b_lo, o_lo);
