@@ -880,6 +880,7 @@ impl CoordinatorJob {
                 if std::mem::replace(slot, true) {
                     return Err(protocol(ProtocolFault::SentTwice));
                 }
+                tracing::debug!(party = p, "upload received; relaying");
                 for (i, (blob, signature)) in sealed.into_iter().zip(signatures).enumerate() {
                     out.send.push(Outgoing {
                         to: Role::Node(i as u8),

@@ -690,6 +690,7 @@ impl NodeSession {
                 let inputs: SealedInputs =
                     postcard::from_bytes(&plain).map_err(|e| bad(UploadFault::Decode(e)))?;
                 drop(plain);
+                tracing::debug!(node = %id, party, "inputs unsealed");
                 if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()
                 {
@@ -755,6 +756,7 @@ impl NodeSession {
             let mut node =
                 program(id, &a.key, &[p0, p1, p2], a.session, a.public.clone()).map_err(mpc)?;
             let msgs = node.start().map_err(mpc)?;
+            tracing::debug!(node = %id, "all node keys in; circuit started");
             a.node = Some(node);
             emit(id, a.at, a.iteration, msgs, &a.public, out)?;
         }

@@ -666,6 +666,7 @@ impl PartyResponder {
                 theta,
                 terms,
             } => {
+                tracing::debug!(party = p, "request received");
                 let body = match self.upload(f, batch, theta, terms)? {
                     Ok(upload) => upload,
                     Err(refusal) => {
@@ -970,6 +971,7 @@ impl PartyResponder {
             )
             .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
         }
+        tracing::debug!(party = p, "inputs sealed");
         // Signed, so the relay cannot forge an upload in this party's name (sealing is
         // anonymous): the nodes verify before they unseal.
         let mut certificate = Vec::new();
@@ -997,6 +999,7 @@ impl PartyResponder {
             iteration: key.iteration.map(|t| t + 1),
             ..key
         };
+        tracing::debug!(party = p, "upload signed and recorded");
         Ok(Ok(Body::Upload {
             sealed,
             certificate,

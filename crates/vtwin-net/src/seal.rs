@@ -19,15 +19,16 @@
 //! the two are equal. The context is bound twice (HKDF info and AAD): a blob sealed for
 //! another session, iteration, party or node, or to another key, fails authentication, as
 //! does any changed byte. A non-contributory (low-order) ephemeral public key is refused.
-//! The ephemeral secret, the shared secret and the AES key are zeroized after use; the
-//! static key is zeroized on drop.
+//! The ephemeral secret, the shared secret and the AES key bytes are zeroized after use; the
+//! static key is zeroized on drop. AES-256-GCM is ring's (VAES and VPCLMULQDQ where the CPU
+//! has them: about 4x RustCrypto's `aes-gcm` on the Adult uploads), whose expanded key
+//! schedule is not wiped on drop; protocols/sealing.md says why that adds no exposure.
 
 use std::path::Path;
 
-use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
-use aes_gcm::{Aes256Gcm, Nonce};
 use hkdf::Hkdf;
 use rand_core::{CryptoRng, RngCore};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use sha2::Sha256;
 use x25519_dalek::{PublicKey, StaticSecret};
 use zeroize::Zeroizing;
@@ -258,21 +259,25 @@ fn seal_with_ephemeral(
     let shared = secret.diffie_hellman(&PublicKey::from(*node_public));
     let key =
         blob_key(&ephemeral_public, node_public, &shared, ctx).ok_or(SealError::NonContributory)?;
-    let cipher = Aes256Gcm::new_from_slice(key.as_ref()).expect("32-byte key");
-    let aad = ctx.to_bytes();
-    let body = cipher
-        .encrypt(
-            Nonce::from_slice(&[0u8; 12]),
-            Payload {
-                msg: plaintext,
-                aad: &aad,
-            },
-        )
-        .map_err(|_| SealError::Authentication)?;
-    let mut out = Vec::with_capacity(32 + body.len());
+    // E || plaintext, encrypted in place after E, then the tag: one copy of the plaintext.
+    let mut out = Vec::with_capacity(SEAL_OVERHEAD + plaintext.len());
     out.extend_from_slice(&ephemeral_public);
-    out.extend_from_slice(&body);
+    out.extend_from_slice(plaintext);
+    let tag = blob_cipher(&key)
+        .seal_in_place_separate_tag(nonce(), Aad::from(ctx.to_bytes()), &mut out[32..])
+        .map_err(|_| SealError::Authentication)?;
+    out.extend_from_slice(tag.as_ref());
     Ok(out)
+}
+
+/// The blob's one-time AES-256-GCM key.
+fn blob_cipher(key: &[u8; 32]) -> LessSafeKey {
+    LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).expect("32-byte AES-256 key"))
+}
+
+/// The constant nonce: every blob key encrypts exactly one message (module docs).
+fn nonce() -> Nonce {
+    Nonce::assume_unique_for_key([0u8; 12])
 }
 
 /// Opens a blob sealed to `key` for `ctx`.
@@ -297,15 +302,15 @@ pub fn unseal(
         .diffie_hellman(&PublicKey::from(ephemeral_public));
     let aes_key =
         blob_key(&ephemeral_public, &key.public, &shared, ctx).ok_or(SealError::NonContributory)?;
-    let cipher = Aes256Gcm::new_from_slice(aes_key.as_ref()).expect("32-byte key");
-    let aad = ctx.to_bytes();
     // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
-    // never reallocates), so no copy of the plaintext is left behind; aes-gcm's `zeroize`
-    // feature wipes the buffer when the tag does not verify.
+    // never reallocates), so no copy of the plaintext is left behind; on a tag that does
+    // not verify ring leaves the buffer in an unspecified state, which the drop wipes.
     let mut plain = Zeroizing::new(body.to_vec());
-    cipher
-        .decrypt_in_place(Nonce::from_slice(&[0u8; 12]), &aad, &mut *plain)
-        .map_err(|_| SealError::Authentication)?;
+    let n = blob_cipher(&aes_key)
+        .open_in_place(nonce(), Aad::from(ctx.to_bytes()), &mut plain)
+        .map_err(|_| SealError::Authentication)?
+        .len();
+    plain.truncate(n);
     Ok(plain)
 }
 
@@ -361,6 +366,50 @@ mod tests {
             let sealed = seal_with_ephemeral(&key.public(), &ctx, &plaintext, &ephemeral).unwrap();
             assert_eq!(sealed, h(&case["sealed"]), "{}", case["name"]);
             assert_eq!(*unseal(&key, &ctx, &sealed).unwrap(), plaintext);
+        }
+    }
+
+    /// ring's AES-256-GCM against RustCrypto's `aes-gcm` (the sealing's cipher before
+    /// 2026-11-28) over every length 0..600 and a few large ones: the same blobs, byte for
+    /// byte, and each opens the other's.
+    #[test]
+    fn ring_and_rustcrypto_seal_alike() {
+        use aes_gcm::aead::{Aead, KeyInit, Payload};
+        let key = SealKey::from_bytes([5; 32]);
+        let mut lengths: Vec<usize> = (0..600).collect();
+        lengths.extend([4095, 4096, 4097, 65_536 + 3, 1 << 20]);
+        for n in lengths {
+            let pt: Vec<u8> = (0..n).map(|i| (i * 31 + n) as u8).collect();
+            let ephemeral = [(n % 251) as u8 + 1; 32];
+            let sealed = seal_with_ephemeral(&key.public(), &ctx(), &pt, &ephemeral).unwrap();
+            let (e, _) = sealed.split_at(32);
+            let e: [u8; 32] = e.try_into().unwrap();
+            let shared =
+                StaticSecret::from(ephemeral).diffie_hellman(&PublicKey::from(key.public()));
+            let k = blob_key(&e, &key.public(), &shared, &ctx()).unwrap();
+            let other = aes_gcm::Aes256Gcm::new_from_slice(k.as_ref()).unwrap();
+            let aad = ctx().to_bytes();
+            let body = other
+                .encrypt(
+                    &[0u8; 12].into(),
+                    Payload {
+                        msg: &pt,
+                        aad: &aad,
+                    },
+                )
+                .unwrap();
+            assert_eq!(&sealed[32..], &body[..], "length {n}");
+            let opened = other
+                .decrypt(
+                    &[0u8; 12].into(),
+                    Payload {
+                        msg: &sealed[32..],
+                        aad: &aad,
+                    },
+                )
+                .unwrap();
+            assert_eq!(opened, pt);
+            assert_eq!(*unseal(&key, &ctx(), &sealed).unwrap(), pt);
         }
     }
 

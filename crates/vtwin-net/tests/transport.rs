@@ -9,7 +9,7 @@ use vtwin_host::error_chain::chain;
 use vtwin_net::frame::{encode, Body, Frame, FrameError, MAX_FRAME_BYTES, WIRE_VERSION};
 use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::tls::client_config;
-use vtwin_net::transport::{ConnectFailure, CLOSE_BAD_FRAME, HELLO};
+use vtwin_net::transport::{ConnectFailure, LinkClosed, CLOSE_BAD_FRAME, HELLO};
 use vtwin_net::{Backoff, Endpoint, Role, TransportError, TransportOptions};
 
 fn identity(ca: &Ca, trusted: &Ca, role: Role) -> Identity {
@@ -495,6 +495,42 @@ async fn bad_frames_close_that_connection_and_the_endpoint_keeps_serving() {
         "{log}"
     );
     eprintln!("{log}");
+}
+
+/// A stream that ends inside a frame's body (here 10 of 1000 announced bytes, the body read
+/// in chunks) is a closed link naming the peer, the announced length and how far it got.
+#[tokio::test]
+async fn a_stream_ending_inside_a_frame_body_is_named() {
+    let ca = Ca::generate().unwrap();
+    let node = bind(
+        &ca,
+        Role::Node(0),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let addr = node.local_addr().unwrap();
+    let (_ep, _conn, mut send) = raw_client(&ca, addr).await;
+    let mut link = node.accept().await.unwrap();
+    let mut bytes = 1000u32.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&[7; 10]);
+    send.write_all(&bytes).await.unwrap();
+    send.finish().unwrap();
+    let err = link.recv().await.unwrap_err();
+    let TransportError::Closed { peer, reason, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(*peer, Role::Coordinator);
+    assert!(
+        matches!(
+            reason.as_ref(),
+            LinkClosed::ReadBody {
+                len: 1000,
+                source: quinn::ReadExactError::FinishedEarly(10)
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("1000 bytes"), "{err}");
 }
 
 #[tokio::test]

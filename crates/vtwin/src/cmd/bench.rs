@@ -122,6 +122,11 @@ fn bench_error(e: BenchError) -> anyhow::Error {
 }
 
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
+    // Off unless asked: a subscriber on every event would slow what is being timed.
+    // `RUST_LOG=vtwin_consortium=debug` shows each mpc-quic iteration's phases.
+    if std::env::var_os("RUST_LOG").is_some() {
+        crate::cmd::node::init_logging();
+    }
     let kind = match a.workload {
         WorkloadFlag::Adult => WorkloadKind::Adult {
             data_dir: adult_dir(a.data_dir.as_deref()),
