@@ -158,8 +158,10 @@ impl LinkSender {
             addr,
             source,
         })?;
+        let len = bytes.len() as u64;
+        // Handed over whole: quinn keeps the buffer instead of copying it into its own.
         self.stream
-            .write_all(&bytes)
+            .write_chunk(bytes::Bytes::from(bytes))
             .await
             .map_err(|e| TransportError::Closed {
                 peer: self.peer,
@@ -167,7 +169,7 @@ impl LinkSender {
                 reason: Box::new(LinkClosed::Write(e)),
             })?;
         self.counter = counter;
-        self.bytes += bytes.len() as u64;
+        self.bytes += len;
         Ok(())
     }
 
