@@ -19,10 +19,11 @@
 //! the two are equal. The context is bound twice (HKDF info and AAD): a blob sealed for
 //! another session, iteration, party or node, or to another key, fails authentication, as
 //! does any changed byte. A non-contributory (low-order) ephemeral public key is refused.
-//! The ephemeral secret, the shared secret and the AES key bytes are zeroized after use; the
-//! static key is zeroized on drop. AES-256-GCM is ring's (VAES and VPCLMULQDQ where the CPU
-//! has them: about 4x RustCrypto's `aes-gcm` on the Adult uploads), whose expanded key
-//! schedule is not wiped on drop; protocols/sealing.md says why that adds no exposure.
+//! The ephemeral secret, the shared secret and our copy of the AES key are zeroized after
+//! use; the static key is zeroized on drop. AES-256-GCM is ring's (VAES and VPCLMULQDQ
+//! where the CPU has them: about 4x RustCrypto's `aes-gcm` on the Adult uploads), whose
+//! expanded key schedule (which contains the key itself) is not wiped on drop;
+//! protocols/sealing.md says why that adds no exposure.
 
 use std::path::Path;
 
@@ -259,15 +260,17 @@ fn seal_with_ephemeral(
     let shared = secret.diffie_hellman(&PublicKey::from(*node_public));
     let key =
         blob_key(&ephemeral_public, node_public, &shared, ctx).ok_or(SealError::NonContributory)?;
-    // E || plaintext, encrypted in place after E, then the tag: one copy of the plaintext.
-    let mut out = Vec::with_capacity(SEAL_OVERHEAD + plaintext.len());
+    // E || plaintext, encrypted in place after E, then the tag: one copy of the plaintext,
+    // in a buffer wiped if the encryption fails (ring refuses only lengths above 64 GiB).
+    let mut out = Zeroizing::new(Vec::with_capacity(SEAL_OVERHEAD + plaintext.len()));
     out.extend_from_slice(&ephemeral_public);
     out.extend_from_slice(plaintext);
     let tag = blob_cipher(&key)
         .seal_in_place_separate_tag(nonce(), Aad::from(ctx.to_bytes()), &mut out[32..])
         .map_err(|_| SealError::Authentication)?;
     out.extend_from_slice(tag.as_ref());
-    Ok(out)
+    // Ciphertext now: handed out without the wipe.
+    Ok(std::mem::take(&mut *out))
 }
 
 /// The blob's one-time AES-256-GCM key.
@@ -303,8 +306,9 @@ pub fn unseal(
     let aes_key =
         blob_key(&ephemeral_public, &key.public, &shared, ctx).ok_or(SealError::NonContributory)?;
     // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
-    // never reallocates), so no copy of the plaintext is left behind; on a tag that does
-    // not verify ring leaves the buffer in an unspecified state, which the drop wipes.
+    // never reallocates), so no heap copy of the plaintext is left behind (ring, like
+    // RustCrypto before it, passes a last partial block through stack temporaries); on a
+    // tag that does not verify ring zeroes the buffer, and the drop wipes it again.
     let mut plain = Zeroizing::new(body.to_vec());
     let n = blob_cipher(&aes_key)
         .open_in_place(nonce(), Aad::from(ctx.to_bytes()), &mut plain)

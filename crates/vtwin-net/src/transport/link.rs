@@ -28,10 +28,13 @@ pub(super) async fn read_raw(stream: &mut RecvStream) -> Result<Option<Vec<u8>>,
     while body.len() < len {
         let chunk = stream.read_chunk(len - body.len(), true).await;
         let source = match chunk {
-            Ok(Some(chunk)) => {
+            // quinn returns at most the bytes asked for, in order; the bound is kept here
+            // too, so a frame can never grow past its checked length.
+            Ok(Some(chunk)) if chunk.bytes.len() <= len - body.len() => {
                 body.extend_from_slice(&chunk.bytes);
                 continue;
             }
+            Ok(Some(_)) => quinn::ReadExactError::FinishedEarly(body.len()),
             Ok(None) => quinn::ReadExactError::FinishedEarly(body.len()),
             Err(e) => quinn::ReadExactError::ReadError(e),
         };
