@@ -469,8 +469,8 @@ pub struct TrainingSettings {
     /// terms. A resumed job with neither tempering field keeps its checkpoint's schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temper_start: Option<f64>,
-    /// The iteration from which beta is 1, at most iters (default iters / 2, as `vtwin train
-    /// --temper-until`).
+    /// The iteration from which beta is 1, at most iters (default 0.8 iters,
+    /// `vtwin_model::tempering::default_until`, as `vtwin train --temper-until`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temper_until: Option<u64>,
 }

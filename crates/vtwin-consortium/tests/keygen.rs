@@ -676,7 +676,7 @@ fn the_default_job_follows_the_iteration_rule() {
         d.components,
         vtwin_model::components::default_components(&demo).unwrap()
     );
-    // Unset: the coordinator uses vtwin_model::tempering::DEFAULT_START and iters / 2, as
+    // Unset: the coordinator uses vtwin_model::tempering::DEFAULT_START and default_until(iters), as
     // `vtwin train` does, and a config file written before tempering existed reads the same.
     assert_eq!((d.temper_start, d.temper_until), (None, None));
     let text = toml::to_string(&d).unwrap();

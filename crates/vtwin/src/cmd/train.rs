@@ -137,7 +137,8 @@ pub(crate) struct Args {
     /// run without --temper-start or --temper-until keeps its own schedule]
     #[arg(long)]
     temper_start: Option<f64>,
-    /// The iteration from which beta is 1 [default: iters / 2].
+    /// The iteration from which beta is 1 [default: iters - ceil(iters / 5), 0.8 iters: the
+    /// released average's last two half-lives untempered].
     #[arg(long)]
     temper_until: Option<u64>,
     /// Renormalisation (fixed and mpc backends): closed-form, paper or off.
