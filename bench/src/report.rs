@@ -231,7 +231,8 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
                  (since 2026-11-25: the released model the EMA of the iterates, and tempered \
                  responsibilities, beta from 0.2 to 1 over T / 2; since 2026-11-28 the shipped \
                  schema names the target Y and models age and hours by their cells, and K is \
-                 the default for that schema; docs/utility-levers.md).\n",
+                 the default for that schema, and the tempering runs until 0.8 T; \
+                 docs/utility-levers.md).\n",
                 u.components, u.batch, u.iters, u.delta, u.seed, u.noise_seed
             );
             utility_table(&mut out, u);
