@@ -196,7 +196,16 @@ mod tests {
             }
         );
         // The last fifth untempered, rounded up: at least one iteration at beta = 1.
-        for (iters, until) in [(20_000, 16_000), (9, 7), (5, 4), (4, 3), (2, 1)] {
+        for (iters, until) in [
+            (20_000, 16_000),
+            (9, 7),
+            (5, 4),
+            (4, 3),
+            (2, 1),
+            (1, 0),
+            (0, 0),
+            (u64::MAX, u64::MAX - u64::MAX.div_ceil(5)),
+        ] {
             assert_eq!(default_until(iters), until, "{iters}");
         }
         // A one-iteration run is untempered from the start, in the form the terms give.

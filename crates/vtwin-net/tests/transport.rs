@@ -31,6 +31,18 @@ fn bind(ca: &Ca, role: Role, accept: &[Role], options: TransportOptions) -> Endp
     Endpoint::bind(loopback(), &identity(ca, ca, role), accept, options).unwrap()
 }
 
+/// Node 0 accepting the coordinator, with default options, and its address.
+fn node_serving_the_coordinator(ca: &Ca) -> (Endpoint, SocketAddr) {
+    let node = bind(
+        ca,
+        Role::Node(0),
+        &[Role::Coordinator],
+        TransportOptions::default(),
+    );
+    let addr = node.local_addr().unwrap();
+    (node, addr)
+}
+
 fn quick() -> Backoff {
     Backoff {
         attempts: 3,
@@ -135,13 +147,7 @@ async fn client_certificate_from_another_ca_refused_and_logged() {
     let (logs_buf, _guard) = capture_logs();
     let ca = Ca::generate().unwrap();
     let rogue = Ca::generate().unwrap();
-    let node = bind(
-        &ca,
-        Role::Node(0),
-        &[Role::Coordinator],
-        TransportOptions::default(),
-    );
-    let addr = node.local_addr().unwrap();
+    let (node, addr) = node_serving_the_coordinator(&ca);
     // Trusts the right CA, but its own certificate comes from the rogue CA (vtwin's
     // Identity refuses such a pair, so the intruder builds its rustls config by hand).
     use rustls::pki_types::pem::PemObject;
@@ -409,13 +415,7 @@ async fn raw_client(
 async fn bad_frames_close_that_connection_and_the_endpoint_keeps_serving() {
     let (logs_buf, _guard) = capture_logs();
     let ca = Ca::generate().unwrap();
-    let node = bind(
-        &ca,
-        Role::Node(0),
-        &[Role::Coordinator],
-        TransportOptions::default(),
-    );
-    let addr = node.local_addr().unwrap();
+    let (node, addr) = node_serving_the_coordinator(&ca);
 
     let good = |seq: u64, sender: Role| {
         let mut f = Frame::new([1; 16], 0, 0, sender, Body::Hello);
@@ -502,13 +502,7 @@ async fn bad_frames_close_that_connection_and_the_endpoint_keeps_serving() {
 #[tokio::test]
 async fn a_stream_ending_inside_a_frame_body_is_named() {
     let ca = Ca::generate().unwrap();
-    let node = bind(
-        &ca,
-        Role::Node(0),
-        &[Role::Coordinator],
-        TransportOptions::default(),
-    );
-    let addr = node.local_addr().unwrap();
+    let (node, addr) = node_serving_the_coordinator(&ca);
     let (_ep, _conn, mut send) = raw_client(&ca, addr).await;
     let mut link = node.accept().await.unwrap();
     let mut bytes = 1000u32.to_le_bytes().to_vec();

@@ -137,7 +137,7 @@ impl Driver {
                 t.temper_until,
                 t.iters,
             )
-            .context("coordinator config [training] temper_start")?,
+            .context("coordinator config [training] temper_start, temper_until")?,
         };
         let mut settings = RunSettings {
             backend: "mpc".into(),
