@@ -34,6 +34,30 @@ pub(crate) enum Inbound {
     Frame(Role, u64, Frame),
     /// Link `id` to the peer failed or closed.
     Down(Role, u64, TransportError),
+    /// A new link, from an acceptor or dialler that delivers through the inbox
+    /// ([`LinkTo::Inbox`]).
+    Link(Link),
+    /// The serving process is being dropped: [`Hub::blocking_next`] returns `None`.
+    Stop,
+}
+
+/// Where an acceptor or dialler hands its links.
+#[derive(Clone, Debug)]
+pub(crate) enum LinkTo {
+    /// The hub's link channel ([`Hub::next`] fails once every such sender is gone).
+    Links(mpsc::UnboundedSender<Link>),
+    /// The hub's inbox, in order with the frames (a hub read by [`Hub::blocking_next`]).
+    Inbox(mpsc::UnboundedSender<Inbound>),
+}
+
+impl LinkTo {
+    /// Hands `link` over; false if the hub is gone.
+    pub(crate) fn send(&self, link: Link) -> bool {
+        match self {
+            LinkTo::Links(tx) => tx.send(link).is_ok(),
+            LinkTo::Inbox(tx) => tx.send(Inbound::Link(link)).is_ok(),
+        }
+    }
 }
 
 enum Out {
@@ -242,14 +266,64 @@ impl Hub {
     }
 
     /// Hands every link `endpoint` accepts to `links`, until the endpoint closes (a task).
-    pub(crate) fn accept_from(endpoint: Arc<Endpoint>, links: mpsc::UnboundedSender<Link>) {
+    pub(crate) fn accept_from(endpoint: Arc<Endpoint>, links: LinkTo) {
         tokio::spawn(async move {
             while let Ok(link) = endpoint.accept().await {
-                if links.send(link).is_err() {
+                if !links.send(link) {
                     return;
                 }
             }
         });
+    }
+
+    /// Where to hand links so that they arrive through the inbox ([`Hub::blocking_next`]).
+    pub(crate) fn inbox(&self) -> LinkTo {
+        LinkTo::Inbox(self.mesh.inbox.clone())
+    }
+
+    /// Acts on one inbox item: the event it makes, if any. Links are attached ("link up" at
+    /// `info`), frames of replaced links dropped, a current link's failure reported once
+    /// ("link down" at `warn`).
+    fn on_inbound(&mut self, ev: Inbound) -> Option<Event> {
+        match ev {
+            Inbound::Frame(peer, id, f) if self.mesh.is_current(peer, id) => {
+                Some(Event::Frame(peer, f))
+            }
+            Inbound::Down(peer, id, cause) if self.mesh.down(peer, id) => {
+                tracing::warn!(me = %self.me, %peer, "link down: {}", Chain(&cause));
+                Some(Event::Down(peer, cause))
+            }
+            Inbound::Link(link) => {
+                self.attach(link);
+                None
+            }
+            Inbound::Frame(..) | Inbound::Down(..) | Inbound::Stop => None,
+        }
+    }
+
+    fn attach(&mut self, link: Link) {
+        tracing::info!(me = %self.me, peer = %link.peer(), addr = %link.remote_address(), "link up");
+        self.mesh.attach(link);
+    }
+
+    /// [`Hub::next`] for a process whose state machine runs on a thread of its own, with
+    /// links delivered through the inbox ([`Hub::inbox`]): blocks that thread until the
+    /// next event, or returns `None` at [`Inbound::Stop`]. The thread must have entered the
+    /// tokio runtime (`Handle::enter`: attaching a link spawns its tasks there) without
+    /// running on it. Errors when the inbox closed.
+    pub(crate) fn blocking_next(&mut self) -> Result<Option<Event>, ServiceError> {
+        loop {
+            let ev = self
+                .inbox
+                .blocking_recv()
+                .ok_or(ServiceError::Stopped(StopCause::InboxClosed))?;
+            if matches!(ev, Inbound::Stop) {
+                return Ok(None);
+            }
+            if let Some(e) = self.on_inbound(ev) {
+                return Ok(Some(e));
+            }
+        }
     }
 
     /// The next event. New links are attached on the way ("link up" at `info`), frames of
@@ -261,19 +335,12 @@ impl Hub {
             tokio::select! {
                 link = self.links.recv() => {
                     let link = link.ok_or_else(|| ServiceError::Stopped(StopCause::NoMoreLinks))?;
-                    tracing::info!(me = %self.me, peer = %link.peer(), addr = %link.remote_address(), "link up");
-                    self.mesh.attach(link);
+                    self.attach(link);
                 }
                 ev = self.inbox.recv() => {
-                    match ev.ok_or_else(|| ServiceError::Stopped(StopCause::InboxClosed))? {
-                        Inbound::Frame(peer, id, f) if self.mesh.is_current(peer, id) => {
-                            return Ok(Event::Frame(peer, f));
-                        }
-                        Inbound::Down(peer, id, cause) if self.mesh.down(peer, id) => {
-                            tracing::warn!(me = %self.me, %peer, "link down: {}", Chain(&cause));
-                            return Ok(Event::Down(peer, cause));
-                        }
-                        _ => {}
+                    let ev = ev.ok_or_else(|| ServiceError::Stopped(StopCause::InboxClosed))?;
+                    if let Some(e) = self.on_inbound(ev) {
+                        return Ok(e);
                     }
                 }
             }

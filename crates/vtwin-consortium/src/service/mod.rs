@@ -1,7 +1,8 @@
 //! Thin tokio services that connect the sans-IO machines to vtwin-net QUIC links.
 //!
-//! Each process runs its state machine in one task; its links are read and written by
-//! their own tasks ([`mesh`]). Topology: the coordinator dials the three nodes and every
+//! Each process runs its state machine in one task (a node's session on a thread of its
+//! own, which reads the links' inbox itself); its links are read and written by their own
+//! tasks ([`mesh`]). Topology: the coordinator dials the three nodes and every
 //! party; node i dials node j for j > i (and redials when that link drops, so a restarted
 //! node is reconnected) and accepts the coordinator and the nodes j < i; a party accepts
 //! the coordinator only. Certificates decide roles (vtwin-net); a refused handshake is

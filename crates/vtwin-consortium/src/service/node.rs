@@ -6,14 +6,13 @@ use std::sync::Arc;
 
 use crate::config::NodePolicy;
 use tokio::sync::{oneshot, Notify};
-use tracing::Instrument;
 use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Role, SealKey};
 
-use super::mesh::{Event, Hub, Mesh};
+use super::mesh::{Event, Hub, Inbound, LinkTo, Mesh};
 use super::{ServiceError, StopCause};
 use crate::error::LinkLoss;
 use crate::node::{NodeOutput, NodeSession};
@@ -79,30 +78,33 @@ impl NodeServer {
 
     /// Serves sessions until the endpoint closes (or forever). Errors of one session or
     /// one link are logged and reported to the coordinator; the node keeps serving.
+    ///
+    /// The session (not `Send`: the circuit's runtime shares state between its steps) runs
+    /// on a thread of its own (`vtwin-node-i`) that also reads the node's inbox and hands
+    /// its replies to the links' writer tasks, while the links' tasks run on the caller's
+    /// runtime: a frame crosses threads once on its way in and once on its way out
+    /// (docs/network-results.md). Dropping the returned future stops that thread once it
+    /// is between two frames.
     pub async fn serve(self, run: NodeRun) -> Result<(), ServiceError> {
         let me = self.id;
         let role = Role::Node(me.index() as u8);
-        let (mut hub, links_tx) = Hub::new(role);
+        // Links arrive through the inbox, in order with the frames; the link channel of
+        // `Hub::new` is unused.
+        let (mut hub, _links) = Hub::new(role);
         for j in (0..3u8).filter(|&j| usize::from(j) != me.index()) {
             hub.mesh.expect(Role::Node(j));
         }
-        let session = SessionThread::spawn(
-            me,
-            run.seal_key,
-            self.verifier.clone(),
-            run.policy,
-            run.randomness,
-        )?;
-        Hub::accept_from(self.endpoint.clone(), links_tx.clone());
+        let links = hub.inbox();
+        Hub::accept_from(self.endpoint.clone(), links.clone());
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
         let mut redial: HashMap<Role, Arc<Notify>> = HashMap::new();
         for j in (me.index() + 1)..3 {
             let peer = Role::Node(j as u8);
             let notify = Arc::new(Notify::new());
             redial.insert(peer, notify.clone());
-            let (endpoint, links_tx, addr, backoff) = (
+            let (endpoint, links, addr, backoff) = (
                 self.endpoint.clone(),
-                links_tx.clone(),
+                links.clone(),
                 run.nodes[j],
                 run.backoff,
             );
@@ -110,7 +112,7 @@ impl NodeServer {
                 loop {
                     match endpoint.connect(addr, peer, backoff).await {
                         Ok(link) => {
-                            if links_tx.send(link).is_err() {
+                            if !links.send(link) {
                                 return;
                             }
                             notify.notified().await;
@@ -123,89 +125,70 @@ impl NodeServer {
                 }
             });
         }
-        drop(links_tx);
         tracing::info!(node = %role, addr = ?self.endpoint.local_addr().ok(), "node serving");
-        loop {
-            match hub.next().await? {
-                Event::Frame(peer, f) => {
-                    let span = tracing::info_span!("iteration", t = f.iteration, node = me.index());
-                    let out = session.call(Cmd::Frame(peer, f), span.clone()).await?;
-                    route(&mut hub.mesh, &session, out).instrument(span).await?;
-                }
-                Event::Down(peer, cause) => {
-                    if let Some(n) = redial.get(&peer) {
-                        n.notify_one();
-                    }
-                    let out = session
-                        .call(
-                            Cmd::LinkLost(peer, LinkLoss::Transport(cause)),
-                            tracing::Span::current(),
-                        )
-                        .await?;
-                    route(&mut hub.mesh, &session, out).await?;
-                }
-            }
+        let stop = StopOnDrop(links);
+        let runtime = tokio::runtime::Handle::current();
+        let verifier = self.verifier.clone();
+        let (done_tx, done_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("vtwin-node-{}", me.index()))
+            .spawn(move || {
+                // Attaching a link spawns its reader and writer on the caller's runtime.
+                let _in_runtime = runtime.enter();
+                let mut session =
+                    NodeSession::new(me, run.seal_key, verifier, run.policy, run.randomness);
+                let served = serve_events(me, &mut hub, &mut session, &redial);
+                let _ = done_tx.send(served);
+            })
+            .map_err(|e| ServiceError::Stopped(StopCause::Spawn(e)))?;
+        let served = done_rx
+            .await
+            .unwrap_or(Err(ServiceError::Stopped(StopCause::SessionThread)));
+        drop(stop);
+        served
+    }
+}
+
+/// Sends [`Inbound::Stop`] when dropped, so the session thread ends with the service.
+struct StopOnDrop(LinkTo);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let LinkTo::Inbox(tx) = &self.0 {
+            let _ = tx.send(Inbound::Stop);
         }
     }
 }
 
-/// A request to the session thread.
-enum Cmd {
-    Frame(Role, vtwin_net::Frame),
-    LinkLost(Role, LinkLoss),
-}
-
-type Call = (Cmd, tracing::Span, oneshot::Sender<NodeOutput>);
-
-/// The [`NodeSession`] lives on its own OS thread: the vtwin-mpc node is a single-threaded
-/// state machine (not `Send`), and its local work is CPU-bound.
-struct SessionThread {
-    tx: std::sync::mpsc::Sender<Call>,
-}
-
-impl SessionThread {
-    fn spawn(
-        id: NodeId,
-        seal_key: SealKey,
-        verifier: vtwin_net::relay_signature::RelayVerifier,
-        policy: NodePolicy,
-        randomness: SecretRandomness,
-    ) -> Result<SessionThread, ServiceError> {
-        let (tx, rx) = std::sync::mpsc::channel::<Call>();
-        std::thread::Builder::new()
-            .name(format!("vtwin-node-{}", id.index()))
-            .spawn(move || {
-                let mut session = NodeSession::new(id, seal_key, verifier, policy, randomness);
-                while let Ok((cmd, span, reply)) = rx.recv() {
-                    let out = span.in_scope(|| match cmd {
-                        Cmd::Frame(peer, f) => session.handle(peer, f),
-                        Cmd::LinkLost(peer, cause) => session.link_lost(peer, cause),
-                    });
-                    // The caller waits for every reply; if it is gone, so is the service.
-                    if reply.send(out).is_err() {
-                        return;
-                    }
-                }
-            })
-            .map_err(|e| ServiceError::Stopped(StopCause::Spawn(e)))?;
-        Ok(SessionThread { tx })
-    }
-
-    async fn call(&self, cmd: Cmd, span: tracing::Span) -> Result<NodeOutput, ServiceError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send((cmd, span, reply))
-            .map_err(|_| ServiceError::Stopped(StopCause::SessionThread))?;
-        rx.await
-            .map_err(|_| ServiceError::Stopped(StopCause::SessionThread))
-    }
-}
-
-async fn route(
-    mesh: &mut Mesh,
-    session: &SessionThread,
-    out: NodeOutput,
+/// The session thread's loop: every event of the hub to the session, its replies to the
+/// links, until [`Inbound::Stop`].
+fn serve_events(
+    me: NodeId,
+    hub: &mut Hub,
+    session: &mut NodeSession,
+    redial: &HashMap<Role, Arc<Notify>>,
 ) -> Result<(), ServiceError> {
+    while let Some(ev) = hub.blocking_next()? {
+        match ev {
+            Event::Frame(peer, f) => {
+                let span = tracing::info_span!("iteration", t = f.iteration, node = me.index());
+                let _in_span = span.enter();
+                let out = session.handle(peer, f);
+                route(&mut hub.mesh, session, out);
+            }
+            Event::Down(peer, cause) => {
+                if let Some(n) = redial.get(&peer) {
+                    n.notify_one();
+                }
+                let out = session.link_lost(peer, LinkLoss::Transport(cause));
+                route(&mut hub.mesh, session, out);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn route(mesh: &mut Mesh, session: &mut NodeSession, out: NodeOutput) {
     if let Some(e) = &out.error {
         tracing::warn!("session dropped: {}", Chain(e));
     }
@@ -229,12 +212,7 @@ async fn route(
         if peer == Role::Coordinator {
             tracing::warn!("no link to the coordinator; its frames are dropped");
         } else {
-            let out = session
-                .call(
-                    Cmd::LinkLost(peer, LinkLoss::NoLink),
-                    tracing::Span::current(),
-                )
-                .await?;
+            let out = session.link_lost(peer, LinkLoss::NoLink);
             if let Some(e) = &out.error {
                 tracing::warn!("session dropped: {}", Chain(e));
             }
@@ -246,5 +224,4 @@ async fn route(
     if void {
         mesh.clear_pending();
     }
-    Ok(())
 }

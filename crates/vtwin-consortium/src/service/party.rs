@@ -42,7 +42,7 @@ impl PartyServer {
     pub async fn serve(self, mut responder: PartyResponder) -> Result<(), ServiceError> {
         let me = responder.role();
         let (mut hub, links) = Hub::new(me);
-        Hub::accept_from(self.endpoint.clone(), links);
+        Hub::accept_from(self.endpoint.clone(), super::mesh::LinkTo::Links(links));
         tracing::info!(party = %me, addr = ?self.endpoint.local_addr().ok(), rows = responder.rows(), "party serving");
         loop {
             let Event::Frame(peer, f) = hub.next().await? else {
