@@ -1,6 +1,7 @@
 //! The links of one process: a reader and a writer task per link, all feeding one inbox.
 //!
-//! The process's state machine runs in one task that owns a [`Mesh`]: frames from every link
+//! The process's state machine runs in one task (a node's: on a thread of its own,
+//! [`Hub::blocking_next`]) that owns a [`Mesh`]: frames from every link
 //! arrive in order per link as [`Inbound::Frame`], a link that fails (peer gone, bad frame,
 //! which vtwin-net answers by closing that connection) arrives as [`Inbound::Down`], and
 //! [`Mesh::send`] queues a frame for a peer's writer. A newer link to the same role replaces
@@ -15,7 +16,8 @@
 //! session never reach the peer's next process.
 //!
 //! A [`Hub`] is the mesh of a serving process with its inputs: it takes over the links its
-//! acceptor and diallers hand it and turns the inbox into [`Event`]s of current links only.
+//! acceptor and diallers hand it (on a channel of their own, or through the inbox in order
+//! with the frames, [`LinkTo`]) and turns the inbox into [`Event`]s of current links only.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,6 +39,9 @@ pub(crate) enum Inbound {
     /// A new link, from an acceptor or dialler that delivers through the inbox
     /// ([`LinkTo::Inbox`]).
     Link(Link),
+    /// The acceptor delivering through the inbox ended (the endpoint closed): no link can
+    /// be accepted any more.
+    AcceptorEnded,
     /// The serving process is being dropped: [`Hub::blocking_next`] returns `None`.
     Stop,
 }
@@ -45,6 +50,8 @@ pub(crate) enum Inbound {
 #[derive(Clone, Debug)]
 pub(crate) enum LinkTo {
     /// The hub's link channel ([`Hub::next`] fails once every such sender is gone).
+    // Only the party's service uses it (absent from a node-only build).
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
     Links(mpsc::UnboundedSender<Link>),
     /// The hub's inbox, in order with the frames (a hub read by [`Hub::blocking_next`]).
     Inbox(mpsc::UnboundedSender<Inbound>),
@@ -246,6 +253,9 @@ pub(crate) struct Hub {
     /// The links (send to peers through it).
     pub(crate) mesh: Mesh,
     me: Role,
+    // Read by `next` only (absent from a node-only build, whose hub is read by
+    // `blocking_next`).
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
     links: mpsc::UnboundedReceiver<Link>,
     inbox: mpsc::UnboundedReceiver<Inbound>,
 }
@@ -266,6 +276,8 @@ impl Hub {
     }
 
     /// Hands every link `endpoint` accepts to `links`, until the endpoint closes (a task).
+    /// An endpoint that closes ends the task: dropping a [`LinkTo::Links`] sender, or with
+    /// [`Inbound::AcceptorEnded`] through the inbox, so the hub fails with `NoMoreLinks`.
     pub(crate) fn accept_from(endpoint: Arc<Endpoint>, links: LinkTo) {
         tokio::spawn(async move {
             while let Ok(link) = endpoint.accept().await {
@@ -273,12 +285,20 @@ impl Hub {
                     return;
                 }
             }
+            if let LinkTo::Inbox(tx) = links {
+                let _ = tx.send(Inbound::AcceptorEnded);
+            }
         });
     }
 
     /// Where to hand links so that they arrive through the inbox ([`Hub::blocking_next`]).
     pub(crate) fn inbox(&self) -> LinkTo {
-        LinkTo::Inbox(self.mesh.inbox.clone())
+        LinkTo::Inbox(self.inbox_sender())
+    }
+
+    /// A sender into the inbox (e.g. for [`Inbound::Stop`]).
+    pub(crate) fn inbox_sender(&self) -> mpsc::UnboundedSender<Inbound> {
+        self.mesh.inbox.clone()
     }
 
     /// Acts on one inbox item: the event it makes, if any. Links are attached ("link up" at
@@ -297,7 +317,7 @@ impl Hub {
                 self.attach(link);
                 None
             }
-            Inbound::Frame(..) | Inbound::Down(..) | Inbound::Stop => None,
+            Inbound::Frame(..) | Inbound::Down(..) | Inbound::AcceptorEnded | Inbound::Stop => None,
         }
     }
 
@@ -308,7 +328,8 @@ impl Hub {
 
     /// [`Hub::next`] for a process whose state machine runs on a thread of its own, with
     /// links delivered through the inbox ([`Hub::inbox`]): blocks that thread until the
-    /// next event, or returns `None` at [`Inbound::Stop`]. The thread must have entered the
+    /// next event, or returns `None` at [`Inbound::Stop`] (after the events queued before
+    /// it); fails with `NoMoreLinks` when the acceptor ended. The thread must have entered the
     /// tokio runtime (`Handle::enter`: attaching a link spawns its tasks there) without
     /// running on it. Errors when the inbox closed.
     pub(crate) fn blocking_next(&mut self) -> Result<Option<Event>, ServiceError> {
@@ -317,8 +338,12 @@ impl Hub {
                 .inbox
                 .blocking_recv()
                 .ok_or(ServiceError::Stopped(StopCause::InboxClosed))?;
-            if matches!(ev, Inbound::Stop) {
-                return Ok(None);
+            match ev {
+                Inbound::Stop => return Ok(None),
+                Inbound::AcceptorEnded => {
+                    return Err(ServiceError::Stopped(StopCause::NoMoreLinks))
+                }
+                _ => {}
             }
             if let Some(e) = self.on_inbound(ev) {
                 return Ok(Some(e));
@@ -330,6 +355,8 @@ impl Hub {
     /// replaced links are dropped, and a current link's failure is reported once ("link down"
     /// at `warn`). Cancel-safe (it only awaits channel receives). Errors when no link can
     /// come any more or the inbox closed.
+    // The party's and the coordinator's (absent from a node-only build).
+    #[cfg_attr(not(feature = "model"), allow(dead_code))]
     pub(crate) async fn next(&mut self) -> Result<Event, ServiceError> {
         loop {
             tokio::select! {

@@ -12,7 +12,7 @@ use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Role, SealKey};
 
-use super::mesh::{Event, Hub, Inbound, LinkTo, Mesh};
+use super::mesh::{Event, Hub, Inbound, Mesh};
 use super::{ServiceError, StopCause};
 use crate::error::LinkLoss;
 use crate::node::{NodeOutput, NodeSession};
@@ -76,15 +76,16 @@ impl NodeServer {
         Ok(self.endpoint.local_addr()?)
     }
 
-    /// Serves sessions until the endpoint closes (or forever). Errors of one session or
-    /// one link are logged and reported to the coordinator; the node keeps serving.
+    /// Serves sessions until the endpoint closes (an error: `NoMoreLinks`) or the returned
+    /// future is dropped. Errors of one session or one link are logged and reported to the
+    /// coordinator; the node keeps serving.
     ///
     /// The session (not `Send`: the circuit's runtime shares state between its steps) runs
     /// on a thread of its own (`vtwin-node-i`) that also reads the node's inbox and hands
     /// its replies to the links' writer tasks, while the links' tasks run on the caller's
-    /// runtime: a frame crosses threads once on its way in and once on its way out
-    /// (docs/network-results.md). Dropping the returned future stops that thread once it
-    /// is between two frames.
+    /// runtime: a frame goes to and from the session thread without an event-loop task in
+    /// between (docs/network-results.md). Dropping the returned future stops that thread
+    /// after the events already queued.
     pub async fn serve(self, run: NodeRun) -> Result<(), ServiceError> {
         let me = self.id;
         let role = Role::Node(me.index() as u8);
@@ -95,18 +96,38 @@ impl NodeServer {
             hub.mesh.expect(Role::Node(j));
         }
         let links = hub.inbox();
+        let stop = StopOnDrop(hub.inbox_sender());
+        let redial: HashMap<Role, Arc<Notify>> = ((me.index() + 1)..3)
+            .map(|j| (Role::Node(j as u8), Arc::new(Notify::new())))
+            .collect();
+        // The thread first, so that a failure to start it leaves no task behind.
+        let runtime = tokio::runtime::Handle::current();
+        let span = tracing::Span::current();
+        let verifier = self.verifier.clone();
+        let notify = redial.clone();
+        let (done_tx, done_rx) = oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("vtwin-node-{}", me.index()))
+            .spawn(move || {
+                // Attaching a link spawns its reader and writer on the caller's runtime.
+                let _in_runtime = runtime.enter();
+                let _in_span = span.enter();
+                let mut session =
+                    NodeSession::new(me, run.seal_key, verifier, run.policy, run.randomness);
+                let served = serve_events(me, &mut hub, &mut session, &notify);
+                let _ = done_tx.send(served);
+            })
+            .map_err(|e| ServiceError::Stopped(StopCause::Spawn(e)))?;
         Hub::accept_from(self.endpoint.clone(), links.clone());
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
-        let mut redial: HashMap<Role, Arc<Notify>> = HashMap::new();
-        for j in (me.index() + 1)..3 {
-            let peer = Role::Node(j as u8);
-            let notify = Arc::new(Notify::new());
-            redial.insert(peer, notify.clone());
-            let (endpoint, links, addr, backoff) = (
+        for (&peer, notify) in &redial {
+            let Role::Node(j) = peer else { continue };
+            let (endpoint, links, addr, backoff, notify) = (
                 self.endpoint.clone(),
                 links.clone(),
-                run.nodes[j],
+                run.nodes[usize::from(j)],
                 run.backoff,
+                notify.clone(),
             );
             tokio::spawn(async move {
                 loop {
@@ -126,21 +147,6 @@ impl NodeServer {
             });
         }
         tracing::info!(node = %role, addr = ?self.endpoint.local_addr().ok(), "node serving");
-        let stop = StopOnDrop(links);
-        let runtime = tokio::runtime::Handle::current();
-        let verifier = self.verifier.clone();
-        let (done_tx, done_rx) = oneshot::channel();
-        std::thread::Builder::new()
-            .name(format!("vtwin-node-{}", me.index()))
-            .spawn(move || {
-                // Attaching a link spawns its reader and writer on the caller's runtime.
-                let _in_runtime = runtime.enter();
-                let mut session =
-                    NodeSession::new(me, run.seal_key, verifier, run.policy, run.randomness);
-                let served = serve_events(me, &mut hub, &mut session, &redial);
-                let _ = done_tx.send(served);
-            })
-            .map_err(|e| ServiceError::Stopped(StopCause::Spawn(e)))?;
         let served = done_rx
             .await
             .unwrap_or(Err(ServiceError::Stopped(StopCause::SessionThread)));
@@ -150,13 +156,11 @@ impl NodeServer {
 }
 
 /// Sends [`Inbound::Stop`] when dropped, so the session thread ends with the service.
-struct StopOnDrop(LinkTo);
+struct StopOnDrop(tokio::sync::mpsc::UnboundedSender<Inbound>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        if let LinkTo::Inbox(tx) = &self.0 {
-            let _ = tx.send(Inbound::Stop);
-        }
+        let _ = self.0.send(Inbound::Stop);
     }
 }
 
