@@ -374,3 +374,27 @@ impl Hub {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vtwin_net::Body;
+
+    /// The session thread's view of the inbox: frames of links it never attached are
+    /// dropped, the acceptor's end is an error (the node must not keep running deaf), and
+    /// `Stop` ends the loop after what was queued before it.
+    #[test]
+    fn blocking_next_drops_stale_frames_fails_when_the_acceptor_ends_and_stops() {
+        let (mut hub, _links) = Hub::new(Role::Node(1));
+        let inbox = hub.inbox_sender();
+        let stale = Frame::new([0; 16], 0, 0, Role::Node(0), Body::Hello);
+        inbox.send(Inbound::Frame(Role::Node(0), 7, stale)).unwrap();
+        inbox.send(Inbound::AcceptorEnded).unwrap();
+        assert!(matches!(
+            hub.blocking_next(),
+            Err(ServiceError::Stopped(StopCause::NoMoreLinks))
+        ));
+        inbox.send(Inbound::Stop).unwrap();
+        assert!(matches!(hub.blocking_next(), Ok(None)));
+    }
+}
