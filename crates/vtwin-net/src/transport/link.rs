@@ -34,8 +34,8 @@ pub(super) async fn read_raw(stream: &mut RecvStream) -> Result<Option<Vec<u8>>,
                 body.extend_from_slice(&chunk.bytes);
                 continue;
             }
-            Ok(Some(_)) => quinn::ReadExactError::FinishedEarly(body.len()),
-            Ok(None) => quinn::ReadExactError::FinishedEarly(body.len()),
+            // A longer chunk than asked for (never from quinn), or the end of the stream.
+            Ok(_) => quinn::ReadExactError::FinishedEarly(body.len()),
             Err(e) => quinn::ReadExactError::ReadError(e),
         };
         return Err(RawError::Stream(LinkClosed::ReadBody { len, source }));
