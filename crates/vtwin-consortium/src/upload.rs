@@ -177,7 +177,7 @@ mod tests {
         want.extend(0x0506u16.to_le_bytes());
         want.push(7);
         let empty = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262";
-        want.extend((0..32).map(|i| u8::from_str_radix(&empty[2 * i..2 * i + 2], 16).unwrap()));
+        want.extend(*vtwin_net::seal::parse_hex32(empty).unwrap());
         assert_eq!(p, want);
         let q = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, b"x");
         assert_eq!(q[..35], p[..35]);

@@ -388,13 +388,15 @@ mod tests {
         let (mut hub, _links) = Hub::new(Role::Node(1));
         let inbox = hub.inbox_sender();
         let stale = Frame::new([0; 16], 0, 0, Role::Node(0), Body::Hello);
+        // All queued first, so a loop that ignored any of them returns the wrong thing
+        // instead of blocking.
         inbox.send(Inbound::Frame(Role::Node(0), 7, stale)).unwrap();
         inbox.send(Inbound::AcceptorEnded).unwrap();
+        inbox.send(Inbound::Stop).unwrap();
         assert!(matches!(
             hub.blocking_next(),
             Err(ServiceError::Stopped(StopCause::NoMoreLinks))
         ));
-        inbox.send(Inbound::Stop).unwrap();
         assert!(matches!(hub.blocking_next(), Ok(None)));
     }
 }

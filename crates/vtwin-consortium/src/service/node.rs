@@ -120,14 +120,14 @@ impl NodeServer {
             .map_err(|e| ServiceError::Stopped(StopCause::Spawn(e)))?;
         Hub::accept_from(self.endpoint.clone(), links.clone());
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
-        for (&peer, notify) in &redial {
-            let Role::Node(j) = peer else { continue };
+        for j in (me.index() + 1)..3 {
+            let peer = Role::Node(j as u8);
             let (endpoint, links, addr, backoff, notify) = (
                 self.endpoint.clone(),
                 links.clone(),
-                run.nodes[usize::from(j)],
+                run.nodes[j],
                 run.backoff,
-                notify.clone(),
+                redial[&peer].clone(),
             );
             tokio::spawn(async move {
                 loop {
