@@ -237,7 +237,7 @@ pub struct NodePolicy {
 pub struct NodeConfig {
     /// This node's id, 0, 1 or 2.
     pub id: u8,
-    /// Address to listen on (coordinator and the other nodes connect here).
+    /// Address to listen on (the coordinator, the lower nodes and the parties connect here).
     pub listen: SocketAddr,
     /// The three nodes' addresses, by id.
     pub nodes: [SocketAddr; 3],
@@ -377,6 +377,8 @@ pub struct PartyConfig {
     pub index: u16,
     /// Address to listen on (the coordinator connects here).
     pub listen: SocketAddr,
+    /// The three nodes' addresses, by id: the party dials each and sends it its upload.
+    pub nodes: [SocketAddr; 3],
     /// TLS files.
     pub tls: TlsFiles,
     /// The three nodes' certificates (PEM), by node id: the party seals node i's input

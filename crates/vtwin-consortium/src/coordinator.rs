@@ -18,8 +18,9 @@
 //!    random attempt id (public; it tells this attempt's frames from those of an earlier
 //!    attempt at the same session id, which a resumed job with insecure seeds reuses), public
 //!    circuit parameters from theta ([`circuit_public_for`]). `Start` to the three nodes,
-//!    `Request` to every party; each party's `Upload` is relayed blob by blob to the nodes
-//!    (`Relay`); the three opening shares (`Mpc` from each node, addressed to client P + m) are
+//!    `Request` to every party; each party sends its sealed blobs to the nodes over its own
+//!    links to them and tells the coordinator (`Uploaded`); the three opening shares (`Mpc`
+//!    from each node, addressed to client P + m) are
 //!    collected in a [`vtwin_mpc::Opening`]. With all three, before combining them, the job
 //!    asks for the opening to be charged durably ([`JobEvent::ChargeDue`]: the driver appends
 //!    it to its opening log and syncs it) and waits; [`CoordinatorJob::charged`] then charges
@@ -33,8 +34,8 @@
 //!    (and nothing charged unless the opening was already recorded), [`JobEvent::Aborted`] with a [`JobError`] naming the peer; the job is then
 //!    stopped (the driver exits; `--resume` continues from the last checkpoint).
 //!
-//! The coordinator never sees a party's value: uploads are sealed to the nodes, and the only
-//! opening addressed to it is G + Z.
+//! The coordinator never sees a party's value: uploads go from each party to the nodes,
+//! sealed to them, and the only opening addressed to it is G + Z.
 
 use std::time::{Duration, Instant};
 
@@ -199,7 +200,7 @@ pub enum ProtocolFault {
     /// A `PartyInfo` outside the handshake.
     #[error("outside the handshake")]
     OutsideHandshake,
-    /// A second `PartyInfo` or `Upload` from the same party in one round.
+    /// A second `PartyInfo` or `Uploaded` from the same party in one round.
     #[error("sent twice")]
     SentTwice,
     /// The sender's party index is not below the job's party count.
@@ -225,10 +226,10 @@ pub enum ProtocolFault {
     /// An `Align` message of another alignment session or party count.
     #[error("for another alignment session or party count")]
     OtherAlignment,
-    /// An `Upload` or `Mpc` frame while no iteration is in flight.
+    /// An `Uploaded` or `Mpc` frame while no iteration is in flight.
     #[error("no iteration in flight")]
     NotRunning,
-    /// An `Upload` or `Mpc` frame of another session, attempt or iteration.
+    /// An `Uploaded` or `Mpc` frame of another session, attempt or iteration.
     #[error("for another session, attempt or iteration")]
     OtherAttempt,
     /// An `Mpc` frame whose message does not decode.
@@ -336,6 +337,7 @@ struct Running {
     plan: IterationPlan,
     at: Attempt,
     opening: Opening,
+    /// The parties that said they uploaded (`Uploaded`), for a timeout's `waiting`.
     uploads: Vec<bool>,
     shares: [bool; 3],
     /// All shares are in and [`JobEvent::ChargeDue`] was emitted.
@@ -864,14 +866,7 @@ impl CoordinatorJob {
                 });
                 Ok(())
             }
-            (
-                Body::Upload {
-                    sealed,
-                    certificate,
-                    signatures,
-                },
-                Role::Party(p),
-            ) => {
+            (Body::Uploaded, Role::Party(p)) => {
                 let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
                 let slot = r
                     .uploads
@@ -880,24 +875,7 @@ impl CoordinatorJob {
                 if std::mem::replace(slot, true) {
                     return Err(protocol(ProtocolFault::SentTwice));
                 }
-                tracing::debug!(party = p, "upload received; relaying");
-                for (i, (blob, signature)) in sealed.into_iter().zip(signatures).enumerate() {
-                    out.send.push(Outgoing {
-                        to: Role::Node(i as u8),
-                        frame: frame(
-                            Role::Coordinator,
-                            r.at,
-                            r.plan.iteration,
-                            0,
-                            Body::Relay {
-                                party: p,
-                                sealed: blob,
-                                certificate: certificate.clone(),
-                                signature,
-                            },
-                        ),
-                    });
-                }
+                tracing::debug!(party = p, "party uploaded");
                 Ok(())
             }
             (Body::Mpc { message }, Role::Node(i)) => {

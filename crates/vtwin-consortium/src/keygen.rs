@@ -431,6 +431,7 @@ fn plan_configs(spec: &KeygenSpec, plan: &mut Plan) -> Result<(), KeygenError> {
             name: name.clone(),
             index: j as u16,
             listen: party_addrs[j],
+            nodes: node_addrs,
             tls: tls(&stem),
             node_certs: std::array::from_fn(|i| format!("node-{i}.pem").into()),
             schema: spec.training.schema.clone(),

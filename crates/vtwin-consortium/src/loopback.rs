@@ -264,7 +264,7 @@ pub async fn run_with_hooks(
             align_timeout: settings.iteration_timeout,
         })
         .map_err(LoopbackError::Party)?;
-        tasks.spawn(async move { server.serve(responder).await });
+        tasks.spawn(async move { server.serve(responder, node_addrs, backoff).await });
     }
     let run = CoordinatorRun {
         identity: identity(&ca, Role::Coordinator)?,

@@ -16,10 +16,10 @@
 //! 2. With the three ephemeral publics it builds its program of the iteration
 //!    ([`vtwin_iteration::node::program`]: the pairwise seeds, then receive the inputs, the
 //!    gradient circuit, reveal G + Z to the coordinator's client P + m).
-//! 3. `Relay { party: p, sealed, certificate, signature }` from the coordinator: the party's
-//!    signature of the blob ([`crate::upload::upload_payload`]: session, attempt, t, p, i and
-//!    the blob's digest) must verify under a certificate of the consortium CA naming party p
-//!    (sealing is anonymous: otherwise the relay could forge an upload); then the blob is
+//! 3. `Upload { sealed, certificate, signature }` from party p, on the party's own link
+//!    (the TLS-authenticated role says which party it is): the party's signature of the blob
+//!    ([`crate::upload::upload_payload`]: session, attempt, t, p, i and the blob's digest)
+//!    must verify under a certificate of the consortium CA naming party p; then the blob is
 //!    unsealed with the node's long-term seal key (AAD (s_t, t, p, i)) and decoded
 //!    ([`SealedInputs`]); the sigma and clip the
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
@@ -27,8 +27,9 @@
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
 //!    The party's statement of its score map must be the session's map for that party
 //!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms).
-//!    Anything else is an error. A second relay for the same party is an error. The
-//!    plaintext (PRG seeds) is zeroized once decoded.
+//!    Anything else is an error. A second upload from the same party is an error. The
+//!    plaintext (PRG seeds) is zeroized once decoded. A party's lost link drops the session
+//!    only while its upload is still missing.
 //! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
 //!    j (the TLS-authenticated role). Messages of the node's program to node j go out as
 //!    `Mpc` frames to node j, the opening shares to the coordinator.
@@ -93,8 +94,8 @@ pub enum NodeError {
         #[source]
         fault: StartFault,
     },
-    /// A relayed upload did not unseal, decode or check.
-    #[error("{node}: relayed upload of party {party}")]
+    /// A party's upload did not unseal, decode or check.
+    #[error("{node}: upload of party {party}")]
     BadUpload {
         /// This node.
         node: NodeId,
@@ -191,7 +192,7 @@ pub enum StartFault {
     },
 }
 
-/// What is wrong with a relayed upload ([`NodeError::BadUpload`]).
+/// What is wrong with a party's upload ([`NodeError::BadUpload`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UploadFault {
@@ -204,13 +205,13 @@ pub enum UploadFault {
         parties: usize,
     },
     /// A second upload of the party in one session.
-    #[error("relayed twice")]
+    #[error("sent twice")]
     Twice,
     /// The blob's signature does not verify (forged or changed on the way).
     #[error("its signature does not verify")]
     Signature(#[source] vtwin_net::relay_signature::RelaySignatureError),
-    /// The blob is signed by another role than the party it is relayed as.
-    #[error("it is signed by {0}, not by the party it is relayed as")]
+    /// The blob is signed by another role than the party whose link it came on.
+    #[error("it is signed by {0}, not by the party that sent it")]
     Signer(Role),
     /// The blob did not unseal.
     #[error("does not unseal")]
@@ -317,9 +318,10 @@ struct Active {
     start: [u8; 32],
     publics: [Option<[u8; 32]>; 3],
     node: Option<Node<Counters>>,
-    /// Messages that arrived before the node existed (relayed inputs, MPC), in order.
+    /// Messages that arrived before the node existed (uploads, MPC), in order.
     pending: Vec<Message>,
-    relayed: Vec<bool>,
+    /// The parties whose upload arrived.
+    uploaded: Vec<bool>,
     /// The batch statement of the first party's upload (every other party's must equal it).
     batch: Option<[u8; 32]>,
 }
@@ -356,7 +358,7 @@ impl std::fmt::Debug for NodeSession {
 fn body_bytes(b: &Body) -> usize {
     match b {
         Body::Mpc { message } => message.len(),
-        Body::Relay { sealed, .. } => sealed.len(),
+        Body::Upload { sealed, .. } => sealed.len(),
         _ => 64,
     }
 }
@@ -410,11 +412,18 @@ impl NodeSession {
         out
     }
 
-    /// The driver lost its link to `peer`: a session in progress cannot finish, so it is
-    /// dropped and reported (a node's link loss outside a session is only logged).
+    /// The driver lost its link to `peer`: a session in progress that still needs the peer
+    /// (a fellow node, or a party whose upload has not arrived) cannot finish, so it is
+    /// dropped and reported. Other losses are only logged by the driver.
     pub fn link_lost(&mut self, peer: Role, cause: LinkLoss) -> NodeOutput {
         let mut out = NodeOutput::default();
-        if self.active.is_some() && peer != Role::Coordinator {
+        let needed = self.active.as_ref().is_some_and(|a| match peer {
+            Role::Node(_) => true,
+            // A party past its upload, or one the session does not have, is not waited for.
+            Role::Party(p) => a.uploaded.get(usize::from(p)).is_some_and(|done| !done),
+            Role::Coordinator => false,
+        });
+        if needed {
             let e = NodeError::LinkLost {
                 node: self.id,
                 peer,
@@ -478,7 +487,7 @@ impl NodeSession {
                 self.recount_early();
                 Ok(())
             }
-            (Body::Relay { .. }, Role::Coordinator)
+            (Body::Upload { .. }, Role::Party(_))
             | (Body::NodeKey { .. } | Body::Mpc { .. }, Role::Node(_)) => {
                 if from == self.role() {
                     return Err(self.unexpected(from, &f.body));
@@ -557,7 +566,7 @@ impl NodeSession {
             publics,
             node: None,
             pending: Vec::new(),
-            relayed: vec![false; parties],
+            uploaded: vec![false; parties],
             batch: None,
         });
         tracing::debug!(node = %self.id, iteration = t, "session started");
@@ -638,13 +647,12 @@ impl NodeSession {
                 vec![m]
             }
             (
-                Body::Relay {
-                    party,
+                Body::Upload {
                     sealed,
                     certificate,
                     signature,
                 },
-                Role::Coordinator,
+                Role::Party(party),
             ) => {
                 let bad = |fault: UploadFault| NodeError::BadUpload {
                     node: id,
@@ -656,11 +664,11 @@ impl NodeSession {
                 if p >= parties {
                     return Err(bad(UploadFault::NoSuchParty { party, parties }));
                 }
-                if std::mem::replace(&mut a.relayed[p], true) {
+                if std::mem::replace(&mut a.uploaded[p], true) {
                     return Err(bad(UploadFault::Twice));
                 }
-                // The party's own blob for this node and attempt: sealing is anonymous, so
-                // only its signature tells it from one the relay made.
+                // The party's own blob for this node and attempt: the link names the party,
+                // and its signature binds the blob to this attempt and node.
                 let payload = upload_payload(
                     &a.session.0,
                     &a.at.attempt,

@@ -59,7 +59,7 @@ pub fn body_kind(body: &Body) -> &'static str {
         Body::Request { .. } => "Request",
         Body::Upload { .. } => "Upload",
         Body::Refused { .. } => "Refused",
-        Body::Relay { .. } => "Relay",
+        Body::Uploaded => "Uploaded",
         Body::Mpc { .. } => "Mpc",
         Body::Abort { .. } => "Abort",
         Body::Failed { .. } => "Failed",

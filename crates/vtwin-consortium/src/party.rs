@@ -26,8 +26,10 @@
 //!   client (P + p) ([`vtwin_model::party_upload::party_messages_with_noise`], client
 //!   generator `randomness.party(p, t)`), encodes node i's messages with the noise terms it
 //!   used ([`SealedInputs`]) and seals them to node i's long-term seal key with AAD
-//!   (s_t, t, p, i); it records the upload in its ledger (synced to disk) and only then
-//!   replies `Upload { sealed: [3 blobs] }`. A term outside the policy, a spent budget or a
+//!   (s_t, t, p, i), and signs each blob ([`crate::upload::upload_payload`]); it records the
+//!   upload in its ledger (synced to disk) and only then sends `Upload { sealed, .. }` to
+//!   node i over its own link to that node, for each i, and `Uploaded` to the coordinator
+//!   (which never carries a party's blobs). A term outside the policy, a spent budget or a
 //!   value of its rows outside the public fixed-point ranges gives `Refused { refusal }`
 //!   (typed: which check, which quantity, the public range; never a value) and nothing is
 //!   shared or recorded;
@@ -40,8 +42,9 @@
 //! terms (or, with an insecure noise seed, another iteration than the next) samples its
 //! share inline. With an insecure noise seed the share of (p, t) is the same either way.
 //!
-//! Only the coordinator may talk to a party; anything else is an error ([`PartyError`]) that
-//! the driver logs and reports with `Failed` (its public summary, [`PartyError::public`]).
+//! Only the coordinator may send to a party (the party dials the nodes, which only receive
+//! from it); anything else is an error ([`PartyError`]) that the driver logs and reports
+//! with `Failed` (its public summary, [`PartyError::public`]).
 //!
 //! Cost per request: the local kernels (O(B K |T_p|)), two input shares of
 //! 2 B K + B |T_p| and d ring elements, three seals (one X25519, one HKDF and AES-256-GCM over
@@ -667,14 +670,26 @@ impl PartyResponder {
                 terms,
             } => {
                 tracing::debug!(party = p, "request received");
-                let body = match self.upload(f, batch, theta, terms)? {
-                    Ok(upload) => upload,
+                match self.upload(f, batch, theta, terms)? {
+                    Ok(uploads) => {
+                        // Each blob straight to its node; the coordinator only hears that
+                        // they left.
+                        let mut out: Vec<Outgoing> = uploads
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, body)| Outgoing {
+                                to: Role::Node(i as u8),
+                                frame: frame(me, Attempt::of(f), f.iteration, f.step, body),
+                            })
+                            .collect();
+                        out.extend(reply(Body::Uploaded));
+                        Ok(out)
+                    }
                     Err(refusal) => {
                         tracing::warn!(party = p, iteration = f.iteration, "refused: {refusal}");
-                        Body::Refused { refusal }
+                        Ok(reply(Body::Refused { refusal }))
                     }
-                };
-                Ok(reply(body))
+                }
             }
             Body::Abort { .. } => Ok(Vec::new()),
             _ => Err(unexpected()),
@@ -839,15 +854,15 @@ impl PartyResponder {
         Ok(())
     }
 
-    /// The `Upload` (sealed and signed blobs), or the refusal; `Err` for a request that does
-    /// not fit.
+    /// The `Upload` of each node in node order (its sealed and signed blob), or the
+    /// refusal; `Err` for a request that does not fit.
     fn upload(
         &mut self,
         f: &Frame,
         batch: &[u32],
         theta: &[f64],
         terms: &JobTerms,
-    ) -> Result<Result<Body, Refusal>, PartyError> {
+    ) -> Result<Result<Vec<Body>, Refusal>, PartyError> {
         let (p, t) = (self.setup.index, f.iteration);
         let bad = |fault: RequestFault| PartyError::BadRequest {
             party: p,
@@ -972,19 +987,21 @@ impl PartyResponder {
             .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
         }
         tracing::debug!(party = p, "inputs sealed");
-        // Signed, so the relay cannot forge an upload in this party's name (sealing is
-        // anonymous): the nodes verify before they unseal.
-        let mut certificate = Vec::new();
-        let mut signatures: [Vec<u8>; 3] = Default::default();
-        for (i, blob) in sealed.iter().enumerate() {
+        // Signed over the session attempt and the node (sealing is anonymous, and the AAD
+        // has no attempt): the nodes verify before they unseal.
+        let mut uploads = Vec::with_capacity(sealed.len());
+        for (i, sealed) in sealed.into_iter().enumerate() {
             let payload =
-                crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, blob);
+                crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, &sealed);
             let s = self
                 .signer
                 .sign(Purpose::Upload, &payload)
                 .map_err(|source| bad(RequestFault::Sign { node: i, source }))?;
-            certificate = s.certificate;
-            signatures[i] = s.signature;
+            uploads.push(Body::Upload {
+                sealed,
+                certificate: s.certificate,
+                signature: s.signature,
+            });
         }
         // Durable before it leaves: every upload may be opened.
         self.setup
@@ -1000,11 +1017,7 @@ impl PartyResponder {
             ..key
         };
         tracing::debug!(party = p, "upload signed and recorded");
-        Ok(Ok(Body::Upload {
-            sealed,
-            certificate,
-            signatures,
-        }))
+        Ok(Ok(uploads))
     }
 }
 

@@ -185,7 +185,11 @@ async fn generated_identities_connect() {
     let server = Endpoint::bind(
         any,
         &node.tls.load().unwrap(),
-        &[Role::Coordinator, Role::Node(0), Role::Node(1)],
+        &[
+            Role::Coordinator.into(),
+            Role::Node(0).into(),
+            Role::Node(1).into(),
+        ],
         node.timeouts.transport(),
     )
     .unwrap();

@@ -887,17 +887,23 @@ fn aborted(c: &MemoryConsortium) -> &JobError {
 }
 
 #[test]
-fn a_blob_relayed_under_another_party_is_refused_by_the_node() {
-    // The coordinator relays party 0's blob as party 1's: the AAD (party) no longer matches.
-    let c = run_tampered(|from, _, f| {
-        if let vtwin_net::Body::Relay { party, .. } = &mut f.body {
-            assert_eq!(from, Role::Coordinator);
-            *party = 1 - *party;
+fn a_blob_sent_on_another_partys_link_is_refused_by_the_node() {
+    // Party 1 passes party 0's upload (blob, certificate and signature) off as its own: the
+    // link names party 1, and party 0 signed a statement naming party 0.
+    let mut of_party_0: [Option<Body>; 3] = Default::default();
+    let c = run_tampered(move |from, to, f| {
+        if let (Role::Node(n), Body::Upload { .. }) = (to, &f.body) {
+            let slot = &mut of_party_0[usize::from(n)];
+            match from {
+                Role::Party(0) => *slot = Some(f.body.clone()),
+                Role::Party(1) => f.body = slot.clone().expect("party 0 uploads first"),
+                _ => {}
+            }
         }
         true
     });
     let e = aborted(&c);
-    let text = e.to_string();
+    let text = vtwin_host::error_chain::Chain(e).to_string();
     assert!(
         matches!(
             e,
@@ -905,17 +911,18 @@ fn a_blob_relayed_under_another_party_is_refused_by_the_node() {
                 peer: Role::Node(_),
                 ..
             }
-        ) && text.contains("relayed upload"),
+        ) && text.contains("upload of party 1")
+            && text.contains("signature does not verify under party 0's certificate"),
         "{text}"
     );
 }
 
 #[test]
-fn a_blob_relayed_to_the_wrong_node_is_refused() {
-    // Node 0 receives node 1's blob: sealed to another key and context.
+fn a_blob_sent_to_the_wrong_node_is_refused() {
+    // Node 1 receives the blob sealed (and signed) for node 0.
     let mut first: Option<Vec<u8>> = None;
     let c = run_tampered(move |_, to, f| {
-        if let vtwin_net::Body::Relay { sealed, .. } = &mut f.body {
+        if let Body::Upload { sealed, .. } = &mut f.body {
             match (to, first.take()) {
                 (Role::Node(0), None) => first = Some(sealed.clone()),
                 (Role::Node(1), Some(b0)) => {
@@ -927,7 +934,7 @@ fn a_blob_relayed_to_the_wrong_node_is_refused() {
         true
     });
     assert!(
-        aborted(&c).to_string().contains("relayed upload"),
+        aborted(&c).to_string().contains("upload of party"),
         "{:?}",
         c.events
     );
@@ -1144,14 +1151,18 @@ fn one_iteration_sends_the_documented_frames() {
     let (co, p0, p1) = (Role::Coordinator, Role::Party(0), Role::Party(1));
     let nodes = [Role::Node(0), Role::Node(1), Role::Node(2)];
     for n in nodes {
-        // Start, then one Relay per party.
-        assert_eq!(frames(co, n), 1 + 2, "coordinator -> {n}");
+        // Start only: the uploads do not pass the coordinator.
+        assert_eq!(frames(co, n), 1, "coordinator -> {n}");
         // One opening share each.
         assert_eq!(frames(n, co), 1, "{n} -> coordinator");
+        for p in [p0, p1] {
+            assert_eq!(frames(p, n), 1, "{p} -> {n}: Upload");
+            assert_eq!(frames(n, p), 0, "{n} -> {p}");
+        }
     }
     for p in [p0, p1] {
         assert_eq!(frames(co, p), 1, "Request");
-        assert_eq!(frames(p, co), 1, "Upload");
+        assert_eq!(frames(p, co), 1, "Uploaded");
     }
     let node_frames: u64 = nodes
         .iter()
@@ -1370,22 +1381,19 @@ fn nodes_started_with_different_weights_refuse_each_other() {
 }
 
 #[test]
-fn an_upload_forged_by_the_relay_is_refused_by_the_nodes() {
-    // Sealing is anonymous: the relay seals its own inputs to node 1 in party 1's name (here
-    // bytes of its choice under the genuine context) and keeps party 1's certificate and
-    // signature. The signature covers the blob's digest, so node 1 refuses it, before it
-    // unseals (without the check this blob would fail later, as inputs that do not decode;
-    // the re-signed case below is the one a node would otherwise compute on).
+fn a_blob_changed_under_its_signature_is_refused_by_the_nodes() {
+    // Other inputs sealed to node 1 under party 1's genuine context, with party 1's
+    // certificate and signature kept (the link would not let anyone but party 1 send this;
+    // the check does not rely on it). The signature covers the blob's digest, so node 1
+    // refuses it before it unseals (without the check this blob would fail later, as inputs
+    // that do not decode; the re-signed case below is the one a node would otherwise compute
+    // on).
     let keys = node_keys();
     assert_aborts_with(
-        move |_, to, f| {
+        move |from, to, f| {
             let (session, t) = (f.session, f.iteration);
-            if let (
-                Role::Node(1),
-                Body::Relay {
-                    party: 1, sealed, ..
-                },
-            ) = (to, &mut f.body)
+            if let (Role::Party(1), Role::Node(1), Body::Upload { sealed, .. }) =
+                (from, to, &mut f.body)
             {
                 let ctx = vtwin_net::SealContext {
                     session,
@@ -1405,20 +1413,20 @@ fn an_upload_forged_by_the_relay_is_refused_by_the_nodes() {
 
 #[test]
 fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
-    // The relay re-signs party 1's blob with party 0's genuine key: the signature verifies,
-    // but under a certificate naming party 0.
+    // Party 1's blob re-signed with party 0's genuine key: the signature verifies, but
+    // under a certificate naming party 0, not the party whose link it came on.
     assert_aborts_with(
-        move |_, to, f| {
+        move |from, to, f| {
             let (session, attempt, t) = (f.session, f.attempt, f.iteration);
             if let (
+                Role::Party(1),
                 Role::Node(2),
-                Body::Relay {
-                    party: 1,
+                Body::Upload {
                     sealed,
                     certificate,
                     signature,
                 },
-            ) = (to, &mut f.body)
+            ) = (from, to, &mut f.body)
             {
                 let signer =
                     vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
@@ -1438,16 +1446,16 @@ fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
 
 #[test]
 fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
-    // A coordinator that kept the parties' sealed uploads of an attempt that ran to its
-    // opening starts the same session again under a new attempt (with another public side it
-    // could then subtract the two openings: the same inputs and noise) and relays the old
-    // blobs: every node refuses them (each party signed its blob for the attempt it
-    // answered), and none starts the old attempt again.
+    // A party's sealed uploads of an attempt that ran to its opening, sent again into a new
+    // attempt of the same session (with another public side the two openings could be
+    // subtracted: the same inputs and noise): every node refuses them (the party signed
+    // each blob for the attempt it answered), and none starts the old attempt again. The
+    // coordinator never holds an upload, and one it sends as its own is refused outright.
     let (now, mut c) = running(1);
     let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let keep = seen.clone();
     c.intercept(Box::new(move |from, to, f: &mut Frame| {
-        if matches!(f.body, Body::Start { .. } | Body::Relay { .. }) {
+        if matches!(f.body, Body::Start { .. } | Body::Upload { .. }) {
             keep.borrow_mut().push((from, to, f.clone()));
         }
         true
@@ -1466,13 +1474,25 @@ fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
         let n = &mut c.nodes[usize::from(node)];
         let out = n.handle(Role::Coordinator, again.clone());
         assert!(out.error.is_none(), "{:?}", out.error);
-        let (_, _, relay) = seen
+        let (party, _, upload) = seen
             .iter()
-            .find(|f| to_node(f) && matches!(f.2.body, Body::Relay { .. }))
+            .find(|f| to_node(f) && matches!(f.2.body, Body::Upload { .. }))
             .unwrap();
-        let mut replayed = relay.clone();
+        let mut replayed = upload.clone();
         replayed.attempt = again.attempt;
-        let out = n.handle(Role::Coordinator, replayed);
+        // From the coordinator's link: not a body a node takes from it.
+        let out = n.handle(Role::Coordinator, replayed.clone());
+        let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
+        assert!(e.contains("unexpected Upload from coordinator"), "node {node}: {e}");
+        let out = n.handle(Role::Coordinator, again.clone());
+        assert!(out.error.is_some(), "the attempt was started once");
+        // From the party's own link, into a fresh attempt.
+        let mut fresh = start.clone();
+        fresh.attempt = [0xCD; 8];
+        let out = n.handle(Role::Coordinator, fresh.clone());
+        assert!(out.error.is_none(), "{:?}", out.error);
+        replayed.attempt = fresh.attempt;
+        let out = n.handle(*party, replayed);
         let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
         // The party signed its blob for the attempt it answered.
         assert!(e.contains("signature does not verify"), "node {node}: {e}");

@@ -79,11 +79,23 @@ fn request(t: u64, batch: Vec<u32>, terms: JobTerms) -> Frame {
 }
 
 /// The body of the party's one reply.
+/// The party's answer to the coordinator; with an upload, first each node's own `Upload`,
+/// in node order.
 fn reply(p: &mut PartyResponder, f: &Frame) -> Body {
-    let out: Vec<Outgoing> = p.handle(Role::Coordinator, f).unwrap();
-    assert_eq!(out.len(), 1);
-    assert_eq!(out[0].to, Role::Coordinator);
-    out.into_iter().next().unwrap().frame.body
+    let mut out: Vec<Outgoing> = p.handle(Role::Coordinator, f).unwrap();
+    let last = out.pop().unwrap();
+    assert_eq!(last.to, Role::Coordinator);
+    let uploads = if matches!(last.frame.body, Body::Uploaded) {
+        3
+    } else {
+        0
+    };
+    assert_eq!(out.len(), uploads, "{:?}", last.frame.body);
+    for (i, o) in out.iter().enumerate() {
+        assert_eq!(o.to, Role::Node(i as u8));
+        assert!(matches!(o.frame.body, Body::Upload { .. }));
+    }
+    last.frame.body
 }
 
 fn table() -> Table {
@@ -245,14 +257,14 @@ fn a_party_refuses_every_term_outside_its_policy_and_uploads_within_it() {
     assert_eq!(p.uploads(), 0);
     // Within the policy, untempered and tempered: uploads, recorded.
     let body = reply(&mut p, &request(0, vec![1, 2], plan()));
-    assert!(matches!(body, Body::Upload { .. }), "{body:?}");
+    assert!(matches!(body, Body::Uploaded), "{body:?}");
     let tempered = JobTerms {
         tempering_start: 0.3,
         tempering_iterations: 3,
         ..plan()
     };
     let body = reply(&mut p, &request(1, vec![3, 4], tempered));
-    assert!(matches!(body, Body::Upload { .. }), "{body:?}");
+    assert!(matches!(body, Body::Uploaded), "{body:?}");
     assert_eq!(p.uploads(), 2);
 }
 
@@ -260,7 +272,7 @@ fn spend(p: &mut PartyResponder, from: u64, to: u64) {
     for t in from..to {
         let body = reply(p, &request(t, vec![t as u32, 10 + t as u32], plan()));
         assert!(
-            matches!(body, Body::Upload { .. }),
+            matches!(body, Body::Uploaded),
             "iteration {t}: {body:?}"
         );
     }

@@ -26,8 +26,7 @@ fn role(i: u8) -> Role {
 fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
     match kind % 7 {
         0 => Body::Mpc { message: bytes },
-        1 => Body::Relay {
-            party: n % 3,
+        1 => Body::Upload {
             sealed: bytes.clone(),
             certificate: bytes.clone(),
             signature: bytes,
@@ -42,11 +41,7 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
             },
             start: [n as u8; 32],
         },
-        3 => Body::Upload {
-            sealed: [bytes.clone(), bytes.clone(), bytes.clone()],
-            certificate: bytes.clone(),
-            signatures: [bytes.clone(), bytes.clone(), bytes],
-        },
+        3 => Body::Uploaded,
         4 => Body::PartyInfo {
             rows: u64::from(n),
             ids_digest: [n as u8; 32],

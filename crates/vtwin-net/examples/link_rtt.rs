@@ -29,7 +29,7 @@ async fn measure(rounds: usize, delay_us: u64) {
         let server = Endpoint::bind(
             any,
             &ca.identity(Role::Node(1)).unwrap(),
-            &[Role::Node(0)],
+            &[Role::Node(0).into()],
             options.clone(),
         )
         .unwrap();

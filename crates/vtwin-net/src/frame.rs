@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 14;
+pub const WIRE_VERSION: u8 = 15;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -119,39 +119,28 @@ pub enum Body {
         /// The job's public terms, checked by the party against its policy and budget.
         terms: JobTerms,
     },
-    /// Party -> coordinator: one sealed blob per node (see [`mod@crate::seal`]), each signed
-    /// by the party ([`crate::relay_signature`]) so that the relay cannot forge one.
+    /// Party -> node i, on the party's own link to the node: the party's inputs sealed to
+    /// node i (see [`mod@crate::seal`]), signed by the party ([`crate::relay_signature`]) over
+    /// the session attempt, the iteration, the party, the node and the blob's digest.
     Upload {
-        /// `sealed[i]` is sealed to node i.
-        #[serde(with = "three_blobs")]
-        sealed: [Vec<u8>; 3],
-        /// The party's leaf certificate, DER.
-        #[serde(with = "serde_bytes")]
-        certificate: Vec<u8>,
-        /// `signatures[i]`: the party's signature of blob i's upload statement
-        /// (`vtwin-consortium` `upload::upload_payload`).
-        #[serde(with = "three_blobs")]
-        signatures: [Vec<u8>; 3],
-    },
-    /// Party -> coordinator: the party refuses this request (nothing was shared).
-    Refused {
-        /// Which check failed; typed and free of private values.
-        refusal: Refusal,
-    },
-    /// Coordinator -> node: a party's blob sealed to this node, relayed with the party's
-    /// signature, which the node verifies before it unseals.
-    Relay {
-        /// The party index.
-        party: u16,
         /// The sealed blob.
         #[serde(with = "serde_bytes")]
         sealed: Vec<u8>,
         /// The party's leaf certificate, DER.
         #[serde(with = "serde_bytes")]
         certificate: Vec<u8>,
-        /// The party's signature of the blob's upload statement.
+        /// The party's signature of the blob's upload statement
+        /// (`vtwin-consortium` `upload::upload_payload`).
         #[serde(with = "serde_bytes")]
         signature: Vec<u8>,
+    },
+    /// Party -> coordinator: the party has handed its three `Upload`s to its node links (so
+    /// a timeout names the parties that did not get that far).
+    Uploaded,
+    /// Party -> coordinator: the party refuses this request (nothing was shared).
+    Refused {
+        /// Which check failed; typed and free of private values.
+        refusal: Refusal,
     },
     /// Node <-> node, node -> coordinator: one encoded `vtwin_mpc::Message`.
     Mpc {
@@ -382,25 +371,6 @@ mod fixed_width_indices {
             .chunks_exact(4)
             .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
             .collect())
-    }
-}
-
-/// `[Vec<u8>; 3]` as three postcard byte arrays.
-mod three_blobs {
-    use serde::ser::SerializeTuple;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(blobs: &[Vec<u8>; 3], s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(3)?;
-        for blob in blobs {
-            t.serialize_element(serde_bytes::Bytes::new(blob))?;
-        }
-        t.end()
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[Vec<u8>; 3], D::Error> {
-        let [a, b, c] = <[serde_bytes::ByteBuf; 3]>::deserialize(d)?;
-        Ok([a.into_vec(), b.into_vec(), c.into_vec()])
     }
 }
 

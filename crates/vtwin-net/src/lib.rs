@@ -38,7 +38,7 @@ pub use frame::{
     Allowed, Body, Budget, Frame, FrameError, JobTerms, Refusal, SeqGuard, Term, WirePublic,
 };
 pub use relay_signature::{RelaySignature, RelaySignatureError, RelaySigner, RelayVerifier};
-pub use role::Role;
+pub use role::{Accept, Role};
 pub use seal::{seal, unseal, SealContext, SealError, SealKey};
 pub use transport::{
     Backoff, Endpoint, Link, LinkReceiver, LinkSender, TransportError, TransportOptions,

@@ -83,6 +83,34 @@ impl Role {
     }
 }
 
+/// Which client certificates a listening endpoint accepts
+/// ([`crate::transport::Endpoint::bind`]): one role, or every party (a compute node takes
+/// the parties' uploads without knowing how many parties a job has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Accept {
+    /// Exactly this role.
+    Role(Role),
+    /// `Role::Party(p)` for every p.
+    AnyParty,
+}
+
+impl Accept {
+    /// Whether a peer authenticated as `role` is accepted. Cost: O(1).
+    pub fn admits(&self, role: Role) -> bool {
+        match self {
+            Accept::Role(r) => *r == role,
+            Accept::AnyParty => matches!(role, Role::Party(_)),
+        }
+    }
+}
+
+impl From<Role> for Accept {
+    fn from(role: Role) -> Accept {
+        Accept::Role(role)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +146,12 @@ mod tests {
         assert_eq!(Role::Node(1).to_string(), "node 1");
         assert_eq!(Role::Party(0).to_string(), "party 0");
         assert_eq!(Role::Coordinator.to_string(), "coordinator");
+        assert!(Accept::AnyParty.admits(Role::Party(0)));
+        assert!(Accept::AnyParty.admits(Role::Party(u16::MAX)));
+        assert!(!Accept::AnyParty.admits(Role::Node(0)));
+        assert!(!Accept::AnyParty.admits(Role::Coordinator));
+        assert!(Accept::from(Role::Node(1)).admits(Role::Node(1)));
+        assert!(!Accept::from(Role::Node(1)).admits(Role::Node(0)));
         assert!(!Role::Node(3).is_valid());
     }
 }

@@ -21,7 +21,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 
 use crate::pki::{role_of_certificate, Identity};
-use crate::role::Role;
+use crate::role::Accept;
 
 /// The ALPN protocol id of this wire version.
 pub const ALPN: &[u8] = b"vtwin/1";
@@ -60,7 +60,7 @@ fn roots(identity: &Identity) -> Result<Arc<RootCertStore>, TlsError> {
 #[derive(Debug)]
 struct RoleClientVerifier {
     inner: Arc<dyn ClientCertVerifier>,
-    accept: Vec<Role>,
+    accept: Vec<Accept>,
 }
 
 impl ClientCertVerifier for RoleClientVerifier {
@@ -83,7 +83,7 @@ impl ClientCertVerifier for RoleClientVerifier {
                 vtwin_host::error_chain::chain(&e)
             ))
         })?;
-        if !self.accept.contains(&role) {
+        if !self.accept.iter().any(|a| a.admits(role)) {
             return Err(rustls::Error::General(format!(
                 "client certificate is for {role}, a role this endpoint does not accept"
             )));
@@ -115,10 +115,10 @@ impl ClientCertVerifier for RoleClientVerifier {
 }
 
 /// Server configuration: present `identity`, require a client certificate from the CA
-/// naming one of `accept`.
+/// that one of `accept` admits.
 pub fn server_config(
     identity: &Identity,
-    accept: &[Role],
+    accept: &[Accept],
 ) -> Result<rustls::ServerConfig, TlsError> {
     let provider = provider();
     let webpki = WebPkiClientVerifier::builder_with_provider(roots(identity)?, provider.clone())

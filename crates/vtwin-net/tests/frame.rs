@@ -75,22 +75,15 @@ fn body() -> impl Strategy<Value = Body> {
                 theta,
                 terms
             }),
-        (bytes(40), bytes(40), bytes(40), bytes(30), bytes(20)).prop_map(|(a, b, c, cert, sig)| {
+        (bytes(64), bytes(30), bytes(20)).prop_map(|(sealed, certificate, signature)| {
             Body::Upload {
-                sealed: [a, b, c],
-                certificate: cert,
-                signatures: [sig.clone(), sig.clone(), sig],
-            }
-        }),
-        refusal().prop_map(|refusal| Body::Refused { refusal }),
-        (any::<u16>(), bytes(64), bytes(30), bytes(20)).prop_map(
-            |(party, sealed, certificate, signature)| Body::Relay {
-                party,
                 sealed,
                 certificate,
-                signature
+                signature,
             }
-        ),
+        }),
+        Just(Body::Uploaded),
+        refusal().prop_map(|refusal| Body::Refused { refusal }),
         bytes(64).prop_map(|message| Body::Mpc { message }),
         ".{0,20}".prop_map(|reason| Body::Abort { reason }),
         ".{0,20}".prop_map(|reason| Body::Failed { reason }),

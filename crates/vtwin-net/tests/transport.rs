@@ -10,7 +10,7 @@ use vtwin_net::frame::{encode, Body, Frame, FrameError, MAX_FRAME_BYTES, WIRE_VE
 use vtwin_net::pki::{Ca, Identity};
 use vtwin_net::tls::client_config;
 use vtwin_net::transport::{ConnectFailure, LinkClosed, CLOSE_BAD_FRAME, HELLO};
-use vtwin_net::{Backoff, Endpoint, Role, TransportError, TransportOptions};
+use vtwin_net::{Accept, Backoff, Endpoint, Role, TransportError, TransportOptions};
 
 fn identity(ca: &Ca, trusted: &Ca, role: Role) -> Identity {
     let issued = ca.issue(role).unwrap();
@@ -28,7 +28,8 @@ fn loopback() -> SocketAddr {
 }
 
 fn bind(ca: &Ca, role: Role, accept: &[Role], options: TransportOptions) -> Endpoint {
-    Endpoint::bind(loopback(), &identity(ca, ca, role), accept, options).unwrap()
+    let accept: Vec<Accept> = accept.iter().map(|&r| r.into()).collect();
+    Endpoint::bind(loopback(), &identity(ca, ca, role), &accept, options).unwrap()
 }
 
 /// Node 0 accepting the coordinator, with default options, and its address.
@@ -280,6 +281,34 @@ async fn client_with_a_role_not_accepted_refused() {
     assert_eq!(accepted.unwrap().peer(), Role::Coordinator);
 }
 
+#[tokio::test]
+async fn a_node_accepting_any_party_admits_parties_only() {
+    let ca = Ca::generate().unwrap();
+    // A node takes the parties' uploads (and the coordinator) whatever a job's P.
+    let node = Endpoint::bind(
+        loopback(),
+        &identity(&ca, &ca, Role::Node(2)),
+        &[Role::Coordinator.into(), Accept::AnyParty],
+        TransportOptions::default(),
+    )
+    .unwrap();
+    let addr = node.local_addr().unwrap();
+    for p in [0, 7, u16::MAX] {
+        let party = bind(&ca, Role::Party(p), &[], TransportOptions::default());
+        let (ok, accepted) =
+            tokio::join!(party.connect(addr, Role::Node(2), quick()), node.accept());
+        assert_eq!(ok.unwrap().peer(), Role::Node(2));
+        assert_eq!(accepted.unwrap().peer(), Role::Party(p));
+    }
+    let other = bind(&ca, Role::Node(1), &[], TransportOptions::default());
+    let err = other
+        .connect(addr, Role::Node(2), quick())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TransportError::Refused { .. }), "{err}");
+    assert_eq!(node.refusals(), 1);
+}
+
 /// A coordinator's failed connection to node 1 at `addr`: the error and how long it took.
 async fn failed_connect(addr: SocketAddr, backoff: Backoff) -> (TransportError, Duration) {
     let ca = Ca::generate().unwrap();
@@ -372,7 +401,7 @@ async fn late_server_reached_by_retrying() {
     let server = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(400)).await;
         let node =
-            Endpoint::bind(addr, &id, &[Role::Coordinator], TransportOptions::default()).unwrap();
+            Endpoint::bind(addr, &id, &[Role::Coordinator.into()], TransportOptions::default()).unwrap();
         let link = node.accept().await.unwrap();
         (node, link)
     });
@@ -576,7 +605,7 @@ async fn a_dropped_endpoint_releases_its_address() {
     let node = Endpoint::bind(
         loopback(),
         &id,
-        &[Role::Coordinator],
+        &[Role::Coordinator.into()],
         TransportOptions::default(),
     )
     .unwrap();
@@ -586,7 +615,7 @@ async fn a_dropped_endpoint_releases_its_address() {
     let mut rebound = None;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        if let Ok(e) = Endpoint::bind(addr, &id, &[Role::Coordinator], TransportOptions::default())
+        if let Ok(e) = Endpoint::bind(addr, &id, &[Role::Coordinator.into()], TransportOptions::default())
         {
             rebound = Some(e);
             break;

@@ -20,10 +20,11 @@
 //! with the frames, [`LinkTo`]) and turns the inbox into [`Event`]s of current links only.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-use vtwin_net::transport::{Endpoint, Link, LinkSender, TransportError};
+use tokio::sync::{mpsc, Notify};
+use vtwin_net::transport::{Backoff, Endpoint, Link, LinkSender, TransportError};
 use vtwin_net::{Frame, Role};
 
 use super::{ServiceError, StopCause};
@@ -287,6 +288,37 @@ impl Hub {
             }
             if let LinkTo::Inbox(tx) = links {
                 let _ = tx.send(Inbound::AcceptorEnded);
+            }
+        });
+    }
+
+    /// Dials `peer` at `addr` and hands the link to `links`, then waits for `redial` (the
+    /// owner's notice that this link went down) and dials again; a failed round of
+    /// `backoff` is logged and retried after `backoff.max` (a task; it ends when the hub is
+    /// gone). A node dials the higher nodes this way, a party the three nodes.
+    pub(crate) fn dial(
+        endpoint: Arc<Endpoint>,
+        links: LinkTo,
+        peer: Role,
+        addr: SocketAddr,
+        backoff: Backoff,
+        redial: Arc<Notify>,
+    ) {
+        let me = endpoint.role();
+        tokio::spawn(async move {
+            loop {
+                match endpoint.connect(addr, peer, backoff).await {
+                    Ok(link) => {
+                        if !links.send(link) {
+                            return;
+                        }
+                        redial.notified().await;
+                    }
+                    Err(e) => {
+                        tracing::warn!(%me, "{}; retrying", Chain(&e));
+                        tokio::time::sleep(backoff.max).await;
+                    }
+                }
             }
         });
     }

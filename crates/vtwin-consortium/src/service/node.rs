@@ -10,7 +10,7 @@ use vtwin_iteration::randomness::SecretRandomness;
 use vtwin_mpc::NodeId;
 use vtwin_net::pki::Identity;
 use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
-use vtwin_net::{Role, SealKey};
+use vtwin_net::{Accept, Role, SealKey};
 
 use super::mesh::{Event, Hub, Inbound, Mesh};
 use super::{ServiceError, StopCause};
@@ -53,16 +53,17 @@ pub struct NodeServer {
 }
 
 impl NodeServer {
-    /// Binds `listen` as node `id` (its certificate must say so), accepting the coordinator
-    /// and the nodes with a lower id. Must be called inside a tokio runtime.
+    /// Binds `listen` as node `id` (its certificate must say so), accepting the coordinator,
+    /// the nodes with a lower id and every party (their uploads). Must be called inside a
+    /// tokio runtime.
     pub fn bind(
         id: NodeId,
         identity: &Identity,
         listen: SocketAddr,
         transport: TransportOptions,
     ) -> Result<NodeServer, ServiceError> {
-        let mut accept = vec![Role::Coordinator];
-        accept.extend((0..id.index() as u8).map(Role::Node));
+        let mut accept = vec![Role::Coordinator.into(), Accept::AnyParty];
+        accept.extend((0..id.index() as u8).map(|j| Accept::Role(Role::Node(j))));
         let endpoint = Endpoint::bind(listen, identity, &accept, transport)?;
         Ok(NodeServer {
             id,
@@ -122,29 +123,14 @@ impl NodeServer {
         // Diallers of the higher nodes: connect, wait until the link drops, redial.
         for j in (me.index() + 1)..3 {
             let peer = Role::Node(j as u8);
-            let (endpoint, links, addr, backoff, notify) = (
+            Hub::dial(
                 self.endpoint.clone(),
                 links.clone(),
+                peer,
                 run.nodes[j],
                 run.backoff,
                 redial[&peer].clone(),
             );
-            tokio::spawn(async move {
-                loop {
-                    match endpoint.connect(addr, peer, backoff).await {
-                        Ok(link) => {
-                            if !links.send(link) {
-                                return;
-                            }
-                            notify.notified().await;
-                        }
-                        Err(e) => {
-                            tracing::warn!(node = %role, "{}; retrying", Chain(&e));
-                            tokio::time::sleep(backoff.max).await;
-                        }
-                    }
-                }
-            });
         }
         tracing::info!(node = %role, addr = ?self.endpoint.local_addr().ok(), "node serving");
         let served = done_rx

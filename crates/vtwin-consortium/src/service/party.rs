@@ -1,13 +1,15 @@
 //! `vtwin party`: a party answering the coordinator over QUIC ([`PartyServer`]).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use tokio::sync::Notify;
 use vtwin_net::pki::Identity;
-use vtwin_net::transport::{Endpoint, TransportOptions};
+use vtwin_net::transport::{Backoff, Endpoint, TransportOptions};
 use vtwin_net::{Body, Role};
 
-use super::mesh::{Event, Hub};
+use super::mesh::{Event, Hub, LinkTo};
 use super::{ServiceError, StopCause};
 use crate::party::{failure, PartyResponder};
 
@@ -18,13 +20,14 @@ pub struct PartyServer {
 }
 
 impl PartyServer {
-    /// Binds `listen`, accepting the coordinator only. Inside a tokio runtime.
+    /// Binds `listen`, accepting the coordinator only (the party dials the nodes from the
+    /// same endpoint). Inside a tokio runtime.
     pub fn bind(
         identity: &Identity,
         listen: SocketAddr,
         transport: TransportOptions,
     ) -> Result<PartyServer, ServiceError> {
-        let endpoint = Endpoint::bind(listen, identity, &[Role::Coordinator], transport)?;
+        let endpoint = Endpoint::bind(listen, identity, &[Role::Coordinator.into()], transport)?;
         Ok(PartyServer {
             endpoint: Arc::new(endpoint),
         })
@@ -36,18 +39,51 @@ impl PartyServer {
     }
 
     /// Answers the coordinator until the endpoint closes (or forever); a failed request is
-    /// logged and reported with `Failed`, and the party keeps serving. After each reply is
-    /// handed to its link the next noise share is sampled
-    /// ([`PartyResponder::prepare_noise`]), off the request path.
-    pub async fn serve(self, mut responder: PartyResponder) -> Result<(), ServiceError> {
+    /// logged and reported with `Failed`, and the party keeps serving. The party dials the
+    /// three `nodes` (and redials one whose link drops, each round per `backoff`) and sends
+    /// each its upload over that link; an upload for a node without a link waits for it
+    /// until the next request or abort. After each reply is handed to its link the next
+    /// noise share is sampled ([`PartyResponder::prepare_noise`]), off the request path.
+    pub async fn serve(
+        self,
+        mut responder: PartyResponder,
+        nodes: [SocketAddr; 3],
+        backoff: Backoff,
+    ) -> Result<(), ServiceError> {
         let me = responder.role();
         let (mut hub, links) = Hub::new(me);
-        Hub::accept_from(self.endpoint.clone(), super::mesh::LinkTo::Links(links));
+        let mut redial = HashMap::new();
+        for (i, &addr) in nodes.iter().enumerate() {
+            let node = Role::Node(i as u8);
+            hub.mesh.expect(node);
+            let notify = Arc::new(Notify::new());
+            redial.insert(node, notify.clone());
+            Hub::dial(
+                self.endpoint.clone(),
+                LinkTo::Links(links.clone()),
+                node,
+                addr,
+                backoff,
+                notify,
+            );
+        }
+        Hub::accept_from(self.endpoint.clone(), LinkTo::Links(links));
         tracing::info!(party = %me, addr = ?self.endpoint.local_addr().ok(), rows = responder.rows(), "party serving");
         loop {
-            let Event::Frame(peer, f) = hub.next().await? else {
-                continue;
+            let (peer, f) = match hub.next().await? {
+                Event::Frame(peer, f) => (peer, f),
+                Event::Down(peer, _) => {
+                    if let Some(n) = redial.get(&peer) {
+                        n.notify_one();
+                    }
+                    continue;
+                }
             };
+            // A new request or an abort ends the last iteration: uploads still waiting for a
+            // node's link are void.
+            if matches!(f.body, Body::Request { .. } | Body::Abort { .. }) {
+                hub.mesh.clear_pending();
+            }
             let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
             // An alignment step raises a whole set of points (seconds at a million ids):
             // run it where blocking is allowed, so the links keep their keep-alives going.

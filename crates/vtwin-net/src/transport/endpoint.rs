@@ -106,13 +106,13 @@ fn udp_socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
 
 impl Endpoint {
     /// Binds `addr` (port 0: any free port) with `identity`. If `accept` is non-empty the
-    /// endpoint listens and accepts clients whose certificate names one of these roles;
+    /// endpoint listens and accepts clients whose certificate names a role one of these admits;
     /// otherwise it only connects. Must be called inside a tokio runtime (spawns the
     /// acceptor task).
     pub fn bind(
         addr: SocketAddr,
         identity: &Identity,
-        accept: &[Role],
+        accept: &[Accept],
         options: TransportOptions,
     ) -> Result<Endpoint, TransportError> {
         let client_crypto =

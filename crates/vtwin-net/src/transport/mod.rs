@@ -42,7 +42,7 @@ use crate::frame::{
     WIRE_VERSION,
 };
 use crate::pki::{role_of_certificate, Identity};
-use crate::role::Role;
+use crate::role::{Accept, Role};
 use crate::stateless_reset::endpoint_config;
 use crate::tls::{client_config, server_config, TlsError};
 

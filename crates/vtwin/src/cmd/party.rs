@@ -95,7 +95,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
     let responder = PartyResponder::new(setup)?;
     rt.block_on(async {
         tokio::select! {
-            r = server.serve(responder) => r.map_err(anyhow::Error::from),
+            r = server.serve(responder, cfg.nodes, cfg.timeouts.backoff()) => r.map_err(anyhow::Error::from),
             signal = super::node::shutdown() => {
                 tracing::info!("{signal}: stopping");
                 Ok(())
