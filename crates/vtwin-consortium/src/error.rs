@@ -14,7 +14,7 @@ pub enum LinkLoss {
     /// The link failed or closed.
     #[error("the link failed")]
     Transport(#[source] TransportError),
-    /// A compute node reported that it lost its link to the peer.
+    /// A compute node (or a party, of its link to a node) reported that it lost its link to the peer.
     #[error("{0} lost its link to it")]
     ReportedBy(Role),
 }

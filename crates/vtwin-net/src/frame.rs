@@ -179,8 +179,9 @@ pub enum Body {
         #[serde(with = "serde_bytes")]
         signature: Vec<u8>,
     },
-    /// Node -> coordinator: this node lost its link to `peer` during the session (so the
-    /// coordinator names the lost peer, not the node that noticed).
+    /// Node -> coordinator: this node lost its link to `peer` during the session; party ->
+    /// coordinator: this party lost its link to node `peer` after its upload of the frame's
+    /// attempt (so the coordinator names the lost peer, not the one that noticed).
     LinkLost {
         /// The peer whose link was lost.
         peer: Role,

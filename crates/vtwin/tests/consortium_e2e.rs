@@ -139,18 +139,19 @@ fn node_killed_mid_iteration_aborts_cleanly_and_resume_matches_an_uninterrupted_
     assert!(t < job.iters);
     assert_eq!(ck.state.ledger.as_ref().map(|l| l.steps()), Some(t));
 
-    // Restart node 1; its peers reconnect (node 0 redials once its idle timeout or a
-    // stateless reset from the new process has ended the old link; node 1 dials node 2),
-    // then resume.
+    // Restart node 1; its peers reconnect (node 0 and the parties redial once their idle
+    // timeout or a stateless reset from the new process has ended the old link; node 1
+    // dials node 2), then resume.
     let links_to_1 = |name: &str| {
         c.log(name)
             .lines()
             .filter(|l| l.contains("link up") && l.contains("node 1"))
             .count()
     };
-    let (up0, up2) = (links_to_1("node-0"), links_to_1("node-2"));
+    let peers = ["node-0", "node-2", "party-0", "party-1"];
+    let up: Vec<usize> = peers.iter().map(|p| links_to_1(p)).collect();
     c.spawn(&mut kids, "node", "node-1b", &c.nodes[1]);
-    let reconnected = || links_to_1("node-0") > up0 && links_to_1("node-2") > up2;
+    let reconnected = || peers.iter().zip(&up).all(|(p, &n)| links_to_1(p) > n);
     assert!(
         wait_until(Duration::from_secs(20), reconnected),
         "node 1 not reconnected"

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use consortium_support::{coordinate, keygen, wait_until, Job, Kids};
-use vtwin_consortium::config::{self, CoordinatorConfig, NodeConfig, PartyConfig};
+use vtwin_consortium::config::{self, CoordinatorConfig, NodeConfig};
 use vtwin_net::tls::client_config;
 use vtwin_net::transport::{Backoff, Endpoint, TransportError, TransportOptions, HELLO_INSECURE};
 use vtwin_net::Role;
@@ -76,12 +76,13 @@ fn a_certificate_from_another_ca_or_for_the_wrong_role_is_refused_and_logged() {
     assert!(!status.success());
     let last = stderr.lines().last().unwrap_or_default();
     assert!(last.contains("refused"), "{last}");
-    // A party's certificate (right CA, wrong role) connecting to a node as if coordinator.
-    let party_tls = PartyConfig::load(&c.parties[0]).unwrap().tls;
+    // Node 2's certificate (right CA, wrong role) connecting to node 0, which accepts the
+    // coordinator and the parties only (node 0 dials the others).
+    let node2_tls = NodeConfig::load(&c.nodes[2]).unwrap().tls;
     let node0 = NodeConfig::load(&c.nodes[0]).unwrap().listen;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let refused = rt.block_on(async {
-        let id = party_tls.load().unwrap();
+        let id = node2_tls.load().unwrap();
         // Insecure like the test consortium, so only the role is wrong.
         let ep = Endpoint::bind(
             "127.0.0.1:0".parse().unwrap(),

@@ -11,6 +11,7 @@ use vtwin_net::{Body, Role};
 
 use super::mesh::{Event, Hub, LinkTo};
 use super::{ServiceError, StopCause};
+use crate::outgoing::{frame, Attempt};
 use crate::party::{failure, PartyResponder};
 
 /// A bound party endpoint.
@@ -42,7 +43,8 @@ impl PartyServer {
     /// logged and reported with `Failed`, and the party keeps serving. The party dials the
     /// three `nodes` (and redials one whose link drops, each round per `backoff`) and sends
     /// each its upload over that link; an upload for a node without a link waits for it
-    /// until the next request or abort. After each reply is handed to its link the next
+    /// until the next request or abort, and a node link that goes down after an upload is
+    /// reported to the coordinator (`LinkLost`). After each reply is handed to its link the next
     /// noise share is sampled ([`PartyResponder::prepare_noise`]), off the request path.
     pub async fn serve(
         self,
@@ -69,12 +71,21 @@ impl PartyServer {
         }
         Hub::accept_from(self.endpoint.clone(), LinkTo::Links(links));
         tracing::info!(party = %me, addr = ?self.endpoint.local_addr().ok(), rows = responder.rows(), "party serving");
+        // The session attempt and iteration of the last upload handed to the node links.
+        let mut uploaded: Option<(Attempt, u64)> = None;
         loop {
             let (peer, f) = match hub.next().await? {
                 Event::Frame(peer, f) => (peer, f),
                 Event::Down(peer, _) => {
                     if let Some(n) = redial.get(&peer) {
                         n.notify_one();
+                        // The upload may have gone down with the link: the coordinator
+                        // aborts that attempt if it is still running (and ignores a report
+                        // of one that finished), instead of waiting for its deadline.
+                        if let Some((at, t)) = uploaded {
+                            let lost = frame(me, at, t, 0, Body::LinkLost { peer });
+                            hub.mesh.send(Role::Coordinator, lost);
+                        }
                     }
                     continue;
                 }
@@ -83,6 +94,7 @@ impl PartyServer {
             // node's link are void.
             if matches!(f.body, Body::Request { .. } | Body::Abort { .. }) {
                 hub.mesh.clear_pending();
+                uploaded = None;
             }
             let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
             // An alignment step raises a whole set of points (seconds at a million ids):
@@ -108,6 +120,9 @@ impl PartyServer {
                     handle()
                 }
             });
+            if out.iter().any(|o| matches!(o.frame.body, Body::Upload { .. })) {
+                uploaded = Some((Attempt::of(&f), f.iteration));
+            }
             for o in out {
                 if !hub.mesh.send(o.to, o.frame) {
                     tracing::warn!(to = %o.to, "no link; reply dropped");

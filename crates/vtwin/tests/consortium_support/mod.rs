@@ -228,7 +228,12 @@ pub fn configure(
     for (p, f) in party_files.into_iter().enumerate() {
         let mut c = PartyConfig::load(&f).expect("party config");
         c.listen = party_addrs[p];
+        c.nodes = node_addrs;
         c.insecure = insecure.clone();
+        // As the nodes': quick redials, and a dead node's link seen within the idle timeout.
+        c.timeouts.connect_initial_delay_ms = 50;
+        c.timeouts.connect_max_delay_ms = 500;
+        c.timeouts.idle_ms = 1500;
         c.data = DataSource::Demo {
             rows: job.demo_rows,
             seed: 1,
