@@ -53,10 +53,14 @@ pub fn map_statement(map: &PartyMap) -> [u8; 32] {
 /// attempt `attempt` at session `session`, iteration `t`: the session, the attempt, t, the
 /// party, the node and the BLAKE3 hash of the blob (signed under
 /// `vtwin_net::relay_signature::UPLOAD_DOMAIN`). Why: sealing is anonymous
-/// (anyone can seal to a node's public key), so without a signature the coordinator that
-/// relays the blobs could forge a whole upload in a party's name (no noise share, roots out
-/// of range, any statement); the node verifies the party's signature, from a certificate under
-/// the consortium CA naming that party, before it unseals. Why BLAKE3: a party's blobs to
+/// (anyone can seal to a node's public key) and its context has no attempt, so the signature
+/// is what ties a blob to its party, attempt and node whatever link carries it: before wire
+/// version 15 the coordinator relayed the blobs and could otherwise have forged a whole
+/// upload in a party's name (no noise share, roots out of range, any statement) or moved one
+/// into another attempt; since then the party's own TLS link carries them, and the signature
+/// stays as a check that does not rest on the link. The node verifies the party's signature,
+/// from a certificate under the consortium CA naming the party whose link it came on,
+/// before it unseals. Why BLAKE3: a party's blobs to
 /// nodes 1 and 2 carry its share corrections (about 0.5 MB each per iteration on Adult),
 /// hashed once by the party and once by the node, and BLAKE3 takes about a quarter of
 /// SHA-256's time on this project's VM (`protocols/sealing.md`); the binding rests on its

@@ -918,6 +918,58 @@ fn a_blob_sent_on_another_partys_link_is_refused_by_the_node() {
 }
 
 #[test]
+fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
+    // Party 1's upload to node 1 never arrives (its link went down with it).
+    let (now, mut c) = running(1);
+    c.intercept(Box::new(|from, to, f: &mut Frame| {
+        !(from == Role::Party(1) && to == Role::Node(1) && matches!(f.body, Body::Upload { .. }))
+    }));
+    c.run(now);
+    assert!(!c.job.is_stopped() && !c.job.is_done(), "{:?}", c.events);
+    let node = &mut c.nodes[1];
+    // Party 0 uploaded already: its link is not needed any more.
+    let out = node.link_lost(Role::Party(0), vtwin_consortium::LinkLoss::NoLink);
+    assert!(out.error.is_none() && out.send.is_empty(), "{:?}", out.error);
+    assert!(node.iteration().is_some(), "the session goes on");
+    // Party 1's is missing: the session cannot finish, and the coordinator hears who is lost.
+    let out = node.link_lost(Role::Party(1), vtwin_consortium::LinkLoss::NoLink);
+    assert!(out.error.is_some() && node.iteration().is_none());
+    c.post(Role::Node(1), out.send);
+    c.run(now);
+    let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
+    assert!(text.contains("lost the link to party 1: node 1 lost its link to it"), "{text}");
+}
+
+#[test]
+fn a_partys_report_of_a_lost_node_link_aborts_its_own_attempt_only() {
+    // Party 0's upload to node 2 is lost with its link; the party says so.
+    let (now, mut c) = running(1);
+    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let seen = request.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
+            *seen.borrow_mut() = Some((Attempt::of(f), f.iteration));
+        }
+        !(from == Role::Party(0) && to == Role::Node(2) && matches!(f.body, Body::Upload { .. }))
+    }));
+    c.run(now);
+    let (at, t) = request.borrow().expect("a request");
+    let lost = |at| frame(Role::Party(0), at, t, 0, Body::LinkLost { peer: Role::Node(2) });
+    // A late report, of an attempt that is not running: nothing happens.
+    let stale = Attempt {
+        attempt: [0xEE; 8],
+        ..at
+    };
+    let out = c.job.handle(Role::Party(0), lost(stale), now);
+    assert!(out.send.is_empty() && !c.job.is_stopped(), "{:?}", out.events);
+    // The running attempt's: aborted, naming the node.
+    let out = c.job.handle(Role::Party(0), lost(at), now);
+    c.coordinator_output(out);
+    let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
+    assert!(text.contains("lost the link to node 2: party 0 lost its link to it"), "{text}");
+}
+
+#[test]
 fn a_blob_sent_to_the_wrong_node_is_refused() {
     // Node 1 receives the blob sealed (and signed) for node 0.
     let mut first: Option<Vec<u8>> = None;
@@ -1312,7 +1364,7 @@ fn an_opening_that_cannot_be_recorded_is_not_combined() {
 #[test]
 fn a_coordinator_telling_the_parties_a_larger_sigma_than_the_nodes_is_caught_by_the_nodes() {
     // The parties accept the larger sigma (more noise than their floor), but their sealed
-    // inputs state it, and the nodes hold the session's terms: the relayed upload is refused.
+    // inputs state it, and the nodes hold the session's terms: the upload is refused.
     assert_aborts_with(
         |_, _, f| {
             if let Body::Request { terms, .. } = &mut f.body {

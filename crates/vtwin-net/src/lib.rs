@@ -6,7 +6,8 @@
 //!   every frame;
 //!   [`frame::SeqGuard`] rejects duplicates, replays, reordering and a forged sender.
 //! - [`mod@seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
-//!   iteration, party, node), so the coordinator relays shares it cannot read.
+//!   iteration, party, node), so only that node reads a party's shares, whatever carries them
+//!   (the party's own link to the node since wire version 15; the coordinator's relay before).
 //! - [`role`]: coordinator, node i, party p, and their certificate names.
 //! - [`relay_signature`]: end-to-end signatures (by a role's certified key) on messages the
 //!   coordinator relays between parties, so the relay can neither change nor forge them.

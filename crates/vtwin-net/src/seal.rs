@@ -1,5 +1,7 @@
-//! Sealing a party's input shares to one compute node, so that the coordinator can relay
-//! them and learn nothing (protocols/sealing.md).
+//! Sealing a party's input shares to one compute node, so that only that node reads them,
+//! whatever carries them: since wire version 15 the party's own TLS link to the node (so the
+//! seal is a second, end-to-end layer), before it the coordinator's relay
+//! (protocols/sealing.md).
 //!
 //! Ephemeral-static X25519, HKDF-SHA256 and AES-256-GCM:
 //!

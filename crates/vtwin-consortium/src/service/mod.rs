@@ -3,9 +3,10 @@
 //! Each process runs its state machine in one task (a node's session on a thread of its
 //! own, which reads the links' inbox itself); its links are read and written by their own
 //! tasks ([`mesh`]). Topology: the coordinator dials the three nodes and every
-//! party; node i dials node j for j > i (and redials when that link drops, so a restarted
-//! node is reconnected) and accepts the coordinator and the nodes j < i; a party accepts
-//! the coordinator only. Certificates decide roles (vtwin-net); a refused handshake is
+//! party; node i dials node j for j > i and every party dials the three nodes (each redials
+//! when its link drops, so a restarted node is reconnected); node i accepts the
+//! coordinator, the nodes j < i and every party; a party accepts the coordinator only.
+//! Certificates decide roles (vtwin-net); a refused handshake is
 //! logged by vtwin-net and the process keeps serving. A malformed or oversized frame closes
 //! that link (vtwin-net) and is logged here; the process keeps serving.
 //!
