@@ -4,8 +4,9 @@
 # bridge (veth pairs, 10.77.0.0/24), with a one-way delay of RTT / 2 on every link. Each RTT
 # runs a fresh job of ITERS iterations on the Adult workload (K, expected batch 100) and
 # reports the coordinator's median ms per iteration (timing.json) against the model
-# (R + 3) x RTT / 2 + the no-delay time, R = MPC rounds per iteration (the 3 extra one-way
-# hops: request, upload, relay to the nodes).
+# (R + 2) x RTT / 2 + the no-delay time, R = MPC rounds per iteration (the 2 extra one-way
+# hops: request, the parties' upload to the nodes; R + 3 before wire version 15, when the
+# coordinator relayed the uploads).
 #
 #   sudo bench/netns.sh VTWIN OUT [RTT_MS ...]      (default RTTs: 0 1 10 50)
 #
@@ -148,7 +149,7 @@ m = t["median_ms"]["iteration"]
 r = {"rtt_ms": rtt, "delay": "netem" if netem else "vtwin receive delay line",
      "iterations_timed": t["iterations_timed"], "median_ms": m, "rounds": rounds}
 if base:
-    r["model_ms"] = float(base) + (rounds + 3) * rtt / 2
+    r["model_ms"] = float(base) + (rounds + 2) * rtt / 2
 print(json.dumps(r))
 EOF
 )

@@ -790,16 +790,19 @@ impl CoordinatorJob {
             // A party's link to a node went down after its upload of attempt `at`, which
             // may be lost with it: fatal to that attempt only (the report of one that
             // finished is late, not a failure).
-            (Body::LinkLost { peer: lost @ Role::Node(_) }, Role::Party(_)) => {
-                match running_for(&mut self.phase, at, iteration) {
-                    Ok(_) => Err(JobError::PeerLost {
-                        iteration: t,
-                        peer: lost,
-                        cause: LinkLoss::ReportedBy(from),
-                    }),
-                    Err(_) => Ok(()),
-                }
-            }
+            (
+                Body::LinkLost {
+                    peer: lost @ Role::Node(_),
+                },
+                Role::Party(_),
+            ) => match running_for(&mut self.phase, at, iteration) {
+                Ok(_) => Err(JobError::PeerLost {
+                    iteration: t,
+                    peer: lost,
+                    cause: LinkLoss::ReportedBy(from),
+                }),
+                Err(_) => Ok(()),
+            },
             (Body::Refused { refusal }, Role::Party(_))
                 if matches!(self.phase, Phase::Running(_)) =>
             {

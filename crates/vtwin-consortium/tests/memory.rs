@@ -929,7 +929,11 @@ fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
     let node = &mut c.nodes[1];
     // Party 0 uploaded already: its link is not needed any more.
     let out = node.link_lost(Role::Party(0), vtwin_consortium::LinkLoss::NoLink);
-    assert!(out.error.is_none() && out.send.is_empty(), "{:?}", out.error);
+    assert!(
+        out.error.is_none() && out.send.is_empty(),
+        "{:?}",
+        out.error
+    );
     assert!(node.iteration().is_some(), "the session goes on");
     // Party 1's is missing: the session cannot finish, and the coordinator hears who is lost.
     let out = node.link_lost(Role::Party(1), vtwin_consortium::LinkLoss::NoLink);
@@ -937,7 +941,10 @@ fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
     c.post(Role::Node(1), out.send);
     c.run(now);
     let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
-    assert!(text.contains("lost the link to party 1: node 1 lost its link to it"), "{text}");
+    assert!(
+        text.contains("lost the link to party 1: node 1 lost its link to it"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -954,19 +961,36 @@ fn a_partys_report_of_a_lost_node_link_aborts_its_own_attempt_only() {
     }));
     c.run(now);
     let (at, t) = request.borrow().expect("a request");
-    let lost = |at| frame(Role::Party(0), at, t, 0, Body::LinkLost { peer: Role::Node(2) });
+    let lost = |at| {
+        frame(
+            Role::Party(0),
+            at,
+            t,
+            0,
+            Body::LinkLost {
+                peer: Role::Node(2),
+            },
+        )
+    };
     // A late report, of an attempt that is not running: nothing happens.
     let stale = Attempt {
         attempt: [0xEE; 8],
         ..at
     };
     let out = c.job.handle(Role::Party(0), lost(stale), now);
-    assert!(out.send.is_empty() && !c.job.is_stopped(), "{:?}", out.events);
+    assert!(
+        out.send.is_empty() && !c.job.is_stopped(),
+        "{:?}",
+        out.events
+    );
     // The running attempt's: aborted, naming the node.
     let out = c.job.handle(Role::Party(0), lost(at), now);
     c.coordinator_output(out);
     let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
-    assert!(text.contains("lost the link to node 2: party 0 lost its link to it"), "{text}");
+    assert!(
+        text.contains("lost the link to node 2: party 0 lost its link to it"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -1535,7 +1559,10 @@ fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
         // From the coordinator's link: not a body a node takes from it.
         let out = n.handle(Role::Coordinator, replayed.clone());
         let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
-        assert!(e.contains("unexpected Upload from coordinator"), "node {node}: {e}");
+        assert!(
+            e.contains("unexpected Upload from coordinator"),
+            "node {node}: {e}"
+        );
         let out = n.handle(Role::Coordinator, again.clone());
         assert!(out.error.is_some(), "the attempt was started once");
         // From the party's own link, into a fresh attempt.

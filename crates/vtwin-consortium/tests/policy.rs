@@ -271,10 +271,7 @@ fn a_party_refuses_every_term_outside_its_policy_and_uploads_within_it() {
 fn spend(p: &mut PartyResponder, from: u64, to: u64) {
     for t in from..to {
         let body = reply(p, &request(t, vec![t as u32, 10 + t as u32], plan()));
-        assert!(
-            matches!(body, Body::Uploaded),
-            "iteration {t}: {body:?}"
-        );
+        assert!(matches!(body, Body::Uploaded), "iteration {t}: {body:?}");
     }
 }
 

@@ -400,8 +400,13 @@ async fn late_server_reached_by_retrying() {
     let id = identity(&ca, &ca, Role::Node(0));
     let server = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let node =
-            Endpoint::bind(addr, &id, &[Role::Coordinator.into()], TransportOptions::default()).unwrap();
+        let node = Endpoint::bind(
+            addr,
+            &id,
+            &[Role::Coordinator.into()],
+            TransportOptions::default(),
+        )
+        .unwrap();
         let link = node.accept().await.unwrap();
         (node, link)
     });
@@ -615,8 +620,12 @@ async fn a_dropped_endpoint_releases_its_address() {
     let mut rebound = None;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        if let Ok(e) = Endpoint::bind(addr, &id, &[Role::Coordinator.into()], TransportOptions::default())
-        {
+        if let Ok(e) = Endpoint::bind(
+            addr,
+            &id,
+            &[Role::Coordinator.into()],
+            TransportOptions::default(),
+        ) {
             rebound = Some(e);
             break;
         }

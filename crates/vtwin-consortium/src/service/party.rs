@@ -120,7 +120,10 @@ impl PartyServer {
                     handle()
                 }
             });
-            if out.iter().any(|o| matches!(o.frame.body, Body::Upload { .. })) {
+            if out
+                .iter()
+                .any(|o| matches!(o.frame.body, Body::Upload { .. }))
+            {
                 uploaded = Some((Attempt::of(&f), f.iteration));
             }
             for o in out {
