@@ -781,28 +781,25 @@ impl CoordinatorJob {
                 peer,
                 reason,
             }),
-            // The lost peer first: it is the one that failed, not the node that noticed.
-            (Body::LinkLost { peer: lost }, Role::Node(_)) => Err(JobError::PeerLost {
-                iteration: t,
-                peer: lost,
-                cause: LinkLoss::ReportedBy(from),
-            }),
-            // A party's link to a node went down after its upload of attempt `at`, which
-            // may be lost with it: fatal to that attempt only (the report of one that
-            // finished is late, not a failure).
-            (
-                Body::LinkLost {
-                    peer: lost @ Role::Node(_),
-                },
-                Role::Party(_),
-            ) => match running_for(&mut self.phase, at, iteration) {
-                Ok(_) => Err(JobError::PeerLost {
-                    iteration: t,
-                    peer: lost,
-                    cause: LinkLoss::ReportedBy(from),
-                }),
-                Err(_) => Ok(()),
-            },
+            // The lost peer first: it is the one that failed, not the one that noticed. A
+            // node reports a lost link during its session, a party a lost node link after
+            // its upload: fatal to that attempt only (the report of one that is over, or of
+            // another coordinator run's, is late, not a failure).
+            (Body::LinkLost { peer: lost }, Role::Node(_) | Role::Party(_)) => {
+                if matches!(from, Role::Party(_))
+                    && !matches!(lost, Role::Node(_) if lost.is_valid())
+                {
+                    return Err(protocol(ProtocolFault::Unexpected));
+                }
+                match running_for(&mut self.phase, at, iteration) {
+                    Ok(_) => Err(JobError::PeerLost {
+                        iteration: t,
+                        peer: lost,
+                        cause: LinkLoss::ReportedBy(from),
+                    }),
+                    Err(_) => Ok(()),
+                }
+            }
             (Body::Refused { refusal }, Role::Party(_))
                 if matches!(self.phase, Phase::Running(_)) =>
             {
@@ -883,7 +880,11 @@ impl CoordinatorJob {
                 Ok(())
             }
             (Body::Uploaded, Role::Party(p)) => {
-                let r = running_for(&mut self.phase, at, iteration).map_err(protocol)?;
+                // It travels beside the uploads, not with them: it may arrive once its
+                // iteration is over, and is then only late.
+                let Ok(r) = running_for(&mut self.phase, at, iteration) else {
+                    return Ok(());
+                };
                 let slot = r
                     .uploads
                     .get_mut(usize::from(p))

@@ -196,14 +196,6 @@ pub enum StartFault {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UploadFault {
-    /// The party index is not below the session's party count.
-    #[error("no party {party} among {parties}")]
-    NoSuchParty {
-        /// The index.
-        party: u16,
-        /// The session's party count.
-        parties: usize,
-    },
     /// A second upload of the party in one session.
     #[error("sent twice")]
     Twice,
@@ -358,7 +350,11 @@ impl std::fmt::Debug for NodeSession {
 fn body_bytes(b: &Body) -> usize {
     match b {
         Body::Mpc { message } => message.len(),
-        Body::Upload { sealed, .. } => sealed.len(),
+        Body::Upload {
+            sealed,
+            certificate,
+            signature,
+        } => sealed.len() + certificate.len() + signature.len(),
         _ => 64,
     }
 }
@@ -478,8 +474,11 @@ impl NodeSession {
             (Body::Start { .. }, Role::Coordinator) => self.start(f, out),
             (Body::Abort { reason }, Role::Coordinator) => {
                 let at = Attempt::of(&f);
-                if self.active.as_ref().is_some_and(|a| a.at == at) {
-                    tracing::info!(node = %self.id, iteration = f.iteration, "aborted: {reason}");
+                if let Some(a) = self.active.as_ref().filter(|a| a.at == at) {
+                    // The coordinator cannot see which uploads reached the nodes: say it here.
+                    let missing: Vec<usize> =
+                        (0..a.uploaded.len()).filter(|&p| !a.uploaded[p]).collect();
+                    tracing::info!(node = %self.id, iteration = f.iteration, "aborted: {reason} (parties whose upload had not arrived: {missing:?})");
                     self.close();
                 }
                 // An abort also voids anything buffered for that session.
@@ -505,6 +504,12 @@ impl NodeSession {
                     }
                 }
             }
+            // A party may send uploads only: anything else is its own misstep, logged and
+            // dropped, never the session's end (any certified party can reach a node).
+            (body, Role::Party(_)) => {
+                tracing::warn!(node = %self.id, %from, "dropped a {} from a party", body_kind(body));
+                Ok(())
+            }
             _ => Err(self.unexpected(from, &f.body)),
         }
     }
@@ -514,6 +519,12 @@ impl NodeSession {
     }
 
     fn buffer_early(&mut self, from: Role, f: Frame) {
+        // One early upload per party (its newest), so that a party cannot crowd out the
+        // nodes' early keys and messages with frames of its own.
+        if matches!(from, Role::Party(_)) && self.early.iter().any(|(who, _)| *who == from) {
+            self.early.retain(|(who, _)| *who != from);
+            self.recount_early();
+        }
         self.early_bytes += body_bytes(&f.body);
         self.early.push_back((from, f));
         while self.early.len() > EARLY_FRAMES || self.early_bytes > EARLY_BYTES {
@@ -662,7 +673,10 @@ impl NodeSession {
                 let parties = a.public.parties.len();
                 let p = usize::from(party);
                 if p >= parties {
-                    return Err(bad(UploadFault::NoSuchParty { party, parties }));
+                    // Any certified party may connect: one outside the session is not the
+                    // session's fault, so its upload is dropped, not the session.
+                    tracing::warn!(node = %id, %from, "dropped an Upload from a party outside the session");
+                    return Ok(());
                 }
                 if std::mem::replace(&mut a.uploaded[p], true) {
                     return Err(bad(UploadFault::Twice));

@@ -994,6 +994,101 @@ fn a_partys_report_of_a_lost_node_link_aborts_its_own_attempt_only() {
 }
 
 #[test]
+fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
+    // Party 1's upload to node 0 is held back, so node 0's session stays open.
+    let (now, mut c) = running(1);
+    let held = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let keep = held.clone();
+    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let seen = request.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
+            *seen.borrow_mut() = Some(f.clone());
+        }
+        let first = keep.borrow().is_none();
+        if first
+            && from == Role::Party(1)
+            && to == Role::Node(0)
+            && matches!(f.body, Body::Upload { .. })
+        {
+            *keep.borrow_mut() = Some(f.clone());
+            return false;
+        }
+        true
+    }));
+    c.run(now);
+    let upload = held.borrow().clone().expect("held back");
+    let request = request.borrow().clone().expect("a request");
+    let (at, t) = (Attempt::of(&request), request.iteration);
+    assert!(c.nodes[0].iteration().is_some());
+    // A party outside the job (a certificate of the CA, P = 2 here), and a body a party has
+    // no business sending to a node: logged and dropped.
+    for (from, body) in [
+        (Role::Party(9), upload.body.clone()),
+        (Role::Party(0), Body::Uploaded),
+        (Role::Party(1), Body::Abort { reason: "x".into() }),
+    ] {
+        let out = c.nodes[0].handle(from, frame(from, at, t, 0, body));
+        assert!(
+            out.error.is_none() && out.send.is_empty(),
+            "{from}: {:?}",
+            out.error
+        );
+        assert!(c.nodes[0].iteration().is_some(), "{from}");
+    }
+    // A late Uploaded (of an attempt that is over) and a late LinkLost change nothing.
+    let stale = Attempt {
+        attempt: [0xEE; 8],
+        ..at
+    };
+    for body in [
+        Body::Uploaded,
+        Body::LinkLost {
+            peer: Role::Node(1),
+        },
+    ] {
+        let out = c.job.handle(
+            Role::Party(0),
+            frame(Role::Party(0), stale, t, 0, body),
+            now,
+        );
+        assert!(
+            out.send.is_empty() && !c.job.is_stopped(),
+            "{:?}",
+            out.events
+        );
+    }
+    // The held upload arrives: the iteration finishes.
+    c.post(
+        Role::Party(1),
+        vec![vtwin_consortium::Outgoing {
+            to: Role::Node(0),
+            frame: upload,
+        }],
+    );
+    c.run(now);
+    assert!(c.job.is_done(), "{:?}", c.events);
+}
+
+#[test]
+fn a_party_reporting_a_lost_link_to_no_node_is_refused() {
+    let (now, mut c) = running(1);
+    let f = frame(
+        Role::Party(0),
+        Attempt::NONE,
+        0,
+        0,
+        Body::LinkLost {
+            peer: Role::Node(7),
+        },
+    );
+    let out = c.job.handle(Role::Party(0), f, now);
+    c.coordinator_output(out);
+    let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
+    assert!(text.contains("LinkLost"), "{text}");
+}
+
+#[test]
 fn a_blob_sent_to_the_wrong_node_is_refused() {
     // Node 1 receives the blob sealed (and signed) for node 0.
     let mut first: Option<Vec<u8>> = None;
@@ -1062,6 +1157,67 @@ fn the_early_buffer_is_bounded() {
         assert!(out.send.is_empty() && out.error.is_none());
     }
     assert_eq!(node.early_frames(), max);
+}
+
+#[test]
+fn a_party_holds_one_early_slot_and_its_certificate_counts_toward_the_bytes() {
+    let mut rng = ChaCha20Rng::seed_from_u64(1);
+    let mut node = NodeSession::new(
+        NodeId::new(0).unwrap(),
+        SealKey::generate(&mut rng),
+        verifier(),
+        node_policy(&world()),
+        SecretRandomness::InsecureSeed(1),
+    );
+    let upload = |k: u8, certificate: Vec<u8>| {
+        frame(
+            Role::Party(0),
+            Attempt {
+                session: [7; 16],
+                attempt: [k; 8],
+            },
+            0,
+            0,
+            Body::Upload {
+                sealed: Vec::new(),
+                certificate,
+                signature: Vec::new(),
+            },
+        )
+    };
+    // A node's early key first: no flood of uploads from one party pushes it out.
+    let key = frame(
+        Role::Node(1),
+        Attempt {
+            session: [8; 16],
+            attempt: [8; 8],
+        },
+        0,
+        0,
+        Body::NodeKey {
+            public: [1; 32],
+            start: [2; 32],
+        },
+    );
+    assert!(node.handle(Role::Node(1), key).error.is_none());
+    let max = vtwin_consortium::node::EARLY_FRAMES;
+    for k in 0..max + 10 {
+        let out = node.handle(Role::Party(3), upload(k as u8, Vec::new()));
+        assert!(out.send.is_empty() && out.error.is_none());
+    }
+    assert_eq!(
+        node.early_frames(),
+        2,
+        "the key and party 3's newest upload"
+    );
+    // Two parties' uploads whose certificates alone pass the byte bound: the older goes,
+    // the node's key (older still) with it.
+    let big = vtwin_consortium::node::EARLY_BYTES / 2 + 1;
+    for p in [4, 5] {
+        let out = node.handle(Role::Party(p), upload(1, vec![0; big]));
+        assert!(out.error.is_none());
+    }
+    assert_eq!(node.early_frames(), 1, "only party 5's upload fits");
 }
 
 /// With insecure seeds a resumed job reruns iteration t under the session id of the aborted

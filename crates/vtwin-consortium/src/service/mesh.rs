@@ -293,7 +293,8 @@ impl Hub {
     }
 
     /// Dials `peer` at `addr` and hands the link to `links`, then waits for `redial` (the
-    /// owner's notice that this link went down) and dials again; a failed round of
+    /// owner's notice that this link went down) and dials again after `backoff.initial`; a
+    /// failed round of
     /// `backoff` is logged and retried after `backoff.max` (a task; it ends when the hub is
     /// gone). A node dials the higher nodes this way, a party the three nodes.
     pub(crate) fn dial(
@@ -313,6 +314,9 @@ impl Hub {
                             return;
                         }
                         redial.notified().await;
+                        // Not at once: a peer that takes links and drops them would
+                        // otherwise be redialled in a tight loop.
+                        tokio::time::sleep(backoff.initial).await;
                     }
                     Err(e) => {
                         tracing::warn!(%me, "{}; retrying", Chain(&e));

@@ -39,7 +39,7 @@ impl PartyServer {
         Ok(self.endpoint.local_addr()?)
     }
 
-    /// Answers the coordinator until the endpoint closes (or forever); a failed request is
+    /// Answers the coordinator until the returned future is dropped; a failed request is
     /// logged and reported with `Failed`, and the party keeps serving. The party dials the
     /// three `nodes` (and redials one whose link drops, each round per `backoff`) and sends
     /// each its upload over that link; an upload for a node without a link waits for it
@@ -90,9 +90,18 @@ impl PartyServer {
                     continue;
                 }
             };
-            // A new request or an abort ends the last iteration: uploads still waiting for a
-            // node's link are void.
-            if matches!(f.body, Body::Request { .. } | Body::Abort { .. }) {
+            // The node links carry the party's uploads only: whatever a node sends on one is
+            // dropped, so that no node can void the party's queue or report in its name.
+            if peer != Role::Coordinator {
+                tracing::warn!(party = %me, %peer, "dropped a frame from a node");
+                continue;
+            }
+            // A new job, a new request or an abort ends the last iteration: uploads still
+            // waiting for a node's link are void.
+            if matches!(
+                f.body,
+                Body::Hello | Body::Request { .. } | Body::Abort { .. }
+            ) {
                 hub.mesh.clear_pending();
                 uploaded = None;
             }
