@@ -786,19 +786,19 @@ impl CoordinatorJob {
             // its upload: fatal to that attempt only (the report of one that is over, or of
             // another coordinator run's, is late, not a failure).
             (Body::LinkLost { peer: lost }, Role::Node(_) | Role::Party(_)) => {
+                if running_for(&mut self.phase, at, iteration).is_err() {
+                    return Ok(());
+                }
                 if matches!(from, Role::Party(_))
                     && !matches!(lost, Role::Node(_) if lost.is_valid())
                 {
                     return Err(protocol(ProtocolFault::Unexpected));
                 }
-                match running_for(&mut self.phase, at, iteration) {
-                    Ok(_) => Err(JobError::PeerLost {
-                        iteration: t,
-                        peer: lost,
-                        cause: LinkLoss::ReportedBy(from),
-                    }),
-                    Err(_) => Ok(()),
-                }
+                Err(JobError::PeerLost {
+                    iteration: t,
+                    peer: lost,
+                    cause: LinkLoss::ReportedBy(from),
+                })
             }
             (Body::Refused { refusal }, Role::Party(_))
                 if matches!(self.phase, Phase::Running(_)) =>

@@ -38,14 +38,19 @@
 //! seeds a resumed job reuses session ids, and only the attempt separates its frames from an
 //! earlier attempt's. Frames for a session attempt that has not started here yet (a faster
 //! node's `NodeKey`, or its first MPC messages before this node has all keys) are buffered, at
-//! most [`EARLY_FRAMES`] frames and [`EARLY_BYTES`] bytes (the oldest are dropped beyond).
+//! most [`EARLY_FRAMES`] frames and [`EARLY_BYTES`] bytes (the oldest are dropped beyond);
+//! a party's upload that comes before `Start` waits apart, its newest only, within
+//! [`EARLY_UPLOAD_BYTES`] for all parties (one that does not fit is dropped), so that no
+//! party can push the nodes' frames out. A party's frame is never the session's end unless it
+//! is an upload of the session, of its iteration, from one of its parties, that fails a
+//! check: anything else from a party link is logged and dropped.
 //! Frames of a session attempt that was aborted or finished here are dropped. `Abort` drops the session's state; the node keeps
 //! serving and the next `Start` opens a new session.
 //!
 //! Any error in a session drops it and sends `Failed { reason }` to the coordinator (which
 //! aborts the iteration); the error is returned in [`NodeOutput::error`] for the log.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use crate::config::NodePolicy;
 use sha2::{Digest, Sha256};
@@ -61,10 +66,14 @@ use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::upload::{map_statement, upload_payload, SealedInputs};
 use vtwin_host::error_chain::Chain;
 
-/// Most frames buffered for sessions not started yet.
+/// Most frames of fellow nodes buffered for sessions not started yet.
 pub const EARLY_FRAMES: usize = 256;
-/// Most bytes (bodies) buffered for sessions not started yet.
+/// Most bytes (bodies) of fellow nodes' frames buffered for sessions not started yet.
 pub const EARLY_BYTES: usize = 256 << 20;
+/// Most bytes (whole bodies) of parties' uploads buffered for sessions not started yet, one
+/// upload per party (its newest); an upload that does not fit is dropped. Apart from the
+/// nodes' bound, so that no party can push a fellow node's early frames out.
+pub const EARLY_UPLOAD_BYTES: usize = 256 << 20;
 /// How many finished or aborted sessions a node remembers (to drop their late frames).
 const CLOSED_SESSIONS: usize = 8;
 
@@ -328,6 +337,9 @@ pub struct NodeSession {
     active: Option<Active>,
     early: VecDeque<(Role, Frame)>,
     early_bytes: usize,
+    /// Each party's newest upload for a session not started yet.
+    early_uploads: BTreeMap<Role, Frame>,
+    early_upload_bytes: usize,
     closed: VecDeque<Attempt>,
     /// Every session attempt this node has started (after its checks passed), for the
     /// process's lifetime, one entry per started session: a second `Start` of one is refused,
@@ -378,6 +390,8 @@ impl NodeSession {
             active: None,
             early: VecDeque::new(),
             early_bytes: 0,
+            early_uploads: BTreeMap::new(),
+            early_upload_bytes: 0,
             closed: VecDeque::new(),
             started: HashSet::new(),
         }
@@ -395,7 +409,7 @@ impl NodeSession {
 
     /// Frames buffered for sessions not started yet.
     pub fn early_frames(&self) -> usize {
-        self.early.len()
+        self.early.len() + self.early_uploads.len()
     }
 
     /// Handles one frame from `from` (the TLS-authenticated role).
@@ -483,6 +497,7 @@ impl NodeSession {
                 }
                 // An abort also voids anything buffered for that session.
                 self.early.retain(|(_, e)| Attempt::of(e) != at);
+                self.early_uploads.retain(|_, e| Attempt::of(e) != at);
                 self.recount_early();
                 Ok(())
             }
@@ -516,14 +531,27 @@ impl NodeSession {
 
     fn recount_early(&mut self) {
         self.early_bytes = self.early.iter().map(|(_, f)| body_bytes(&f.body)).sum();
+        self.early_upload_bytes = self
+            .early_uploads
+            .values()
+            .map(|f| body_bytes(&f.body))
+            .sum();
     }
 
     fn buffer_early(&mut self, from: Role, f: Frame) {
-        // One early upload per party (its newest), so that a party cannot crowd out the
-        // nodes' early keys and messages with frames of its own.
-        if matches!(from, Role::Party(_)) && self.early.iter().any(|(who, _)| *who == from) {
-            self.early.retain(|(who, _)| *who != from);
-            self.recount_early();
+        if matches!(from, Role::Party(_)) {
+            // The newest upload of each party, in a budget of the parties' own.
+            let size = body_bytes(&f.body);
+            if let Some(old) = self.early_uploads.remove(&from) {
+                self.early_upload_bytes -= body_bytes(&old.body);
+            }
+            if self.early_upload_bytes + size > EARLY_UPLOAD_BYTES {
+                tracing::warn!(node = %self.id, %from, bytes = size, "early uploads full: dropped this party's upload");
+                return;
+            }
+            self.early_upload_bytes += size;
+            self.early_uploads.insert(from, f);
+            return;
         }
         self.early_bytes += body_bytes(&f.body);
         self.early.push_back((from, f));
@@ -600,10 +628,15 @@ impl NodeSession {
         // attempts stay buffered even if this session fails or ends on one of its own
         // (whose remaining early frames are then dropped).
         let early = std::mem::take(&mut self.early);
+        let uploads = std::mem::take(&mut self.early_uploads);
         let mut result = Ok(());
-        for (who, e) in early {
+        for (who, e) in early.into_iter().chain(uploads) {
             if Attempt::of(&e) != at {
-                self.early.push_back((who, e));
+                if matches!(who, Role::Party(_)) {
+                    self.early_uploads.insert(who, e);
+                } else {
+                    self.early.push_back((who, e));
+                }
             } else if result.is_ok() && self.active.is_some() {
                 result = self.in_session(who, e, out);
             }
@@ -623,6 +656,15 @@ impl NodeSession {
             kind,
             fault,
         };
+        // Any certified party may connect: a party outside the session, or an upload of
+        // another iteration (which its signature could not cover), is dropped, not the
+        // session.
+        if let Role::Party(p) = from {
+            if usize::from(p) >= a.uploaded.len() || f.iteration != a.iteration {
+                tracing::warn!(node = %id, %from, iteration = f.iteration, "dropped an Upload outside the session");
+                return Ok(());
+            }
+        }
         if f.iteration != a.iteration {
             return Err(bad_message(
                 body_kind(&f.body),
@@ -672,12 +714,6 @@ impl NodeSession {
                 };
                 let parties = a.public.parties.len();
                 let p = usize::from(party);
-                if p >= parties {
-                    // Any certified party may connect: one outside the session is not the
-                    // session's fault, so its upload is dropped, not the session.
-                    tracing::warn!(node = %id, %from, "dropped an Upload from a party outside the session");
-                    return Ok(());
-                }
                 if std::mem::replace(&mut a.uploaded[p], true) {
                     return Err(bad(UploadFault::Twice));
                 }

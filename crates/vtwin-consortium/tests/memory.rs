@@ -1021,12 +1021,15 @@ fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
     let request = request.borrow().clone().expect("a request");
     let (at, t) = (Attempt::of(&request), request.iteration);
     assert!(c.nodes[0].iteration().is_some());
-    // A party outside the job (a certificate of the CA, P = 2 here), and a body a party has
-    // no business sending to a node: logged and dropped.
-    for (from, body) in [
-        (Role::Party(9), upload.body.clone()),
-        (Role::Party(0), Body::Uploaded),
-        (Role::Party(1), Body::Abort { reason: "x".into() }),
+    // A party outside the job (a certificate of the CA, P = 2 here), at this iteration or
+    // another, an upload of another iteration from a party in the job, and a body a party
+    // has no business sending to a node: logged and dropped.
+    for (from, t, body) in [
+        (Role::Party(9), t, upload.body.clone()),
+        (Role::Party(9), t + 1, upload.body.clone()),
+        (Role::Party(1), t + 1, upload.body.clone()),
+        (Role::Party(0), t, Body::Uploaded),
+        (Role::Party(1), t, Body::Abort { reason: "x".into() }),
     ] {
         let out = c.nodes[0].handle(from, frame(from, at, t, 0, body));
         assert!(
@@ -1036,22 +1039,34 @@ fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
         );
         assert!(c.nodes[0].iteration().is_some(), "{from}");
     }
-    // A late Uploaded (of an attempt that is over) and a late LinkLost change nothing.
+    // A late Uploaded, and a node's or a party's late LinkLost (of an attempt that is over,
+    // or of another coordinator run's), change nothing.
     let stale = Attempt {
         attempt: [0xEE; 8],
         ..at
     };
-    for body in [
-        Body::Uploaded,
-        Body::LinkLost {
-            peer: Role::Node(1),
-        },
-    ] {
-        let out = c.job.handle(
+    for (from, body) in [
+        (Role::Party(0), Body::Uploaded),
+        (
             Role::Party(0),
-            frame(Role::Party(0), stale, t, 0, body),
-            now,
-        );
+            Body::LinkLost {
+                peer: Role::Node(1),
+            },
+        ),
+        (
+            Role::Node(2),
+            Body::LinkLost {
+                peer: Role::Node(1),
+            },
+        ),
+        (
+            Role::Node(2),
+            Body::LinkLost {
+                peer: Role::Party(1),
+            },
+        ),
+    ] {
+        let out = c.job.handle(from, frame(from, stale, t, 0, body), now);
         assert!(
             out.send.is_empty() && !c.job.is_stopped(),
             "{:?}",
@@ -1072,11 +1087,22 @@ fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
 
 #[test]
 fn a_party_reporting_a_lost_link_to_no_node_is_refused() {
+    // Party 1's upload to node 0 is lost: the attempt stays running.
     let (now, mut c) = running(1);
+    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let seen = request.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
+            *seen.borrow_mut() = Some((Attempt::of(f), f.iteration));
+        }
+        !(from == Role::Party(1) && to == Role::Node(0) && matches!(f.body, Body::Upload { .. }))
+    }));
+    c.run(now);
+    let (at, t) = request.borrow().expect("a request");
     let f = frame(
         Role::Party(0),
-        Attempt::NONE,
-        0,
+        at,
+        t,
         0,
         Body::LinkLost {
             peer: Role::Node(7),
@@ -1160,7 +1186,7 @@ fn the_early_buffer_is_bounded() {
 }
 
 #[test]
-fn a_party_holds_one_early_slot_and_its_certificate_counts_toward_the_bytes() {
+fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames() {
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     let mut node = NodeSession::new(
         NodeId::new(0).unwrap(),
@@ -1169,12 +1195,12 @@ fn a_party_holds_one_early_slot_and_its_certificate_counts_toward_the_bytes() {
         node_policy(&world()),
         SecretRandomness::InsecureSeed(1),
     );
-    let upload = |k: u8, certificate: Vec<u8>| {
+    let upload = |from: u16, k: u64, certificate: Vec<u8>| {
         frame(
-            Role::Party(0),
+            Role::Party(from),
             Attempt {
                 session: [7; 16],
-                attempt: [k; 8],
+                attempt: k.to_le_bytes(),
             },
             0,
             0,
@@ -1185,7 +1211,7 @@ fn a_party_holds_one_early_slot_and_its_certificate_counts_toward_the_bytes() {
             },
         )
     };
-    // A node's early key first: no flood of uploads from one party pushes it out.
+    // A fellow node's early key first.
     let key = frame(
         Role::Node(1),
         Attempt {
@@ -1200,9 +1226,10 @@ fn a_party_holds_one_early_slot_and_its_certificate_counts_toward_the_bytes() {
         },
     );
     assert!(node.handle(Role::Node(1), key).error.is_none());
+    // A flood from one party keeps one slot, its newest.
     let max = vtwin_consortium::node::EARLY_FRAMES;
-    for k in 0..max + 10 {
-        let out = node.handle(Role::Party(3), upload(k as u8, Vec::new()));
+    for k in 0..max as u64 + 10 {
+        let out = node.handle(Role::Party(3), upload(3, k, Vec::new()));
         assert!(out.send.is_empty() && out.error.is_none());
     }
     assert_eq!(
@@ -1210,14 +1237,18 @@ fn a_party_holds_one_early_slot_and_its_certificate_counts_toward_the_bytes() {
         2,
         "the key and party 3's newest upload"
     );
-    // Two parties' uploads whose certificates alone pass the byte bound: the older goes,
-    // the node's key (older still) with it.
-    let big = vtwin_consortium::node::EARLY_BYTES / 2 + 1;
-    for p in [4, 5] {
-        let out = node.handle(Role::Party(p), upload(1, vec![0; big]));
+    // Uploads whose certificates alone fill the parties' budget (a frame carries at most
+    // 64 MiB): the one that does not fit is dropped, and the node's key stays.
+    let big = vtwin_consortium::node::EARLY_UPLOAD_BYTES / 4 + 1;
+    for p in [4, 5, 6, 7] {
+        let out = node.handle(Role::Party(p), upload(p, 1, vec![0; big]));
         assert!(out.error.is_none());
     }
-    assert_eq!(node.early_frames(), 1, "only party 5's upload fits");
+    assert_eq!(
+        node.early_frames(),
+        2 + 3,
+        "the key, party 3's, and three of the four large uploads"
+    );
 }
 
 /// With insecure seeds a resumed job reruns iteration t under the session id of the aborted

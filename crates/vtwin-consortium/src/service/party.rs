@@ -43,7 +43,7 @@ impl PartyServer {
     /// logged and reported with `Failed`, and the party keeps serving. The party dials the
     /// three `nodes` (and redials one whose link drops, each round per `backoff`) and sends
     /// each its upload over that link; an upload for a node without a link waits for it
-    /// until the next request or abort, and a node link that goes down after an upload is
+    /// until the next job, request or abort, and a node link that goes down after an upload is
     /// reported to the coordinator (`LinkLost`). After each reply is handed to its link the next
     /// noise share is sampled ([`PartyResponder::prepare_noise`]), off the request path.
     pub async fn serve(
@@ -100,7 +100,7 @@ impl PartyServer {
             // waiting for a node's link are void.
             if matches!(
                 f.body,
-                Body::Hello | Body::Request { .. } | Body::Abort { .. }
+                Body::Hello | Body::AlignStart { .. } | Body::Request { .. } | Body::Abort { .. }
             ) {
                 hub.mesh.clear_pending();
                 uploaded = None;
