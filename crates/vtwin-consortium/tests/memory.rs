@@ -917,15 +917,56 @@ fn a_blob_sent_on_another_partys_link_is_refused_by_the_node() {
     );
 }
 
-#[test]
-fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
-    // Party 1's upload to node 1 never arrives (its link went down with it).
+/// Checks that the job aborted ([`aborted`]) with `what` in its error chain.
+fn assert_aborted_with(c: &MemoryConsortium, what: &str) {
+    let text = vtwin_host::error_chain::Chain(aborted(c)).to_string();
+    assert!(text.contains(what), "{text}");
+}
+
+/// Checks that the coordinator took a frame without sending anything or stopping.
+fn assert_ignored(c: &MemoryConsortium, out: &vtwin_consortium::JobOutput) {
+    assert!(
+        out.send.is_empty() && !c.job.is_stopped(),
+        "{:?}",
+        out.events
+    );
+}
+
+/// A one-iteration job run until it stalls because `party`'s upload to `node` was lost on
+/// the way (the first one only): the job, the attempt and iteration of the request, and the
+/// lost upload.
+fn with_a_lost_upload(party: u16, node: u8) -> (Instant, MemoryConsortium, Attempt, u64, Frame) {
     let (now, mut c) = running(1);
-    c.intercept(Box::new(|from, to, f: &mut Frame| {
-        !(from == Role::Party(1) && to == Role::Node(1) && matches!(f.body, Body::Upload { .. }))
+    let lost = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let keep = lost.clone();
+    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let seen = request.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
+            *seen.borrow_mut() = Some((Attempt::of(f), f.iteration));
+        }
+        let first = keep.borrow().is_none();
+        if first
+            && from == Role::Party(party)
+            && to == Role::Node(node)
+            && matches!(f.body, Body::Upload { .. })
+        {
+            *keep.borrow_mut() = Some(f.clone());
+            return false;
+        }
+        true
     }));
     c.run(now);
     assert!(!c.job.is_stopped() && !c.job.is_done(), "{:?}", c.events);
+    let (at, t) = request.borrow().expect("a request");
+    let upload = lost.borrow().clone().expect("an upload lost");
+    (now, c, at, t, upload)
+}
+
+#[test]
+fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
+    // Party 1's upload to node 1 never arrives (its link went down with it).
+    let (now, mut c, ..) = with_a_lost_upload(1, 1);
     let node = &mut c.nodes[1];
     // Party 0 uploaded already: its link is not needed any more.
     let out = node.link_lost(Role::Party(0), vtwin_consortium::LinkLoss::NoLink);
@@ -940,27 +981,13 @@ fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
     assert!(out.error.is_some() && node.iteration().is_none());
     c.post(Role::Node(1), out.send);
     c.run(now);
-    let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
-    assert!(
-        text.contains("lost the link to party 1: node 1 lost its link to it"),
-        "{text}"
-    );
+    assert_aborted_with(&c, "lost the link to party 1: node 1 lost its link to it");
 }
 
 #[test]
 fn a_partys_report_of_a_lost_node_link_aborts_its_own_attempt_only() {
     // Party 0's upload to node 2 is lost with its link; the party says so.
-    let (now, mut c) = running(1);
-    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
-    let seen = request.clone();
-    c.intercept(Box::new(move |from, to, f: &mut Frame| {
-        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
-            *seen.borrow_mut() = Some((Attempt::of(f), f.iteration));
-        }
-        !(from == Role::Party(0) && to == Role::Node(2) && matches!(f.body, Body::Upload { .. }))
-    }));
-    c.run(now);
-    let (at, t) = request.borrow().expect("a request");
+    let (now, mut c, at, t, _) = with_a_lost_upload(0, 2);
     let lost = |at| {
         frame(
             Role::Party(0),
@@ -978,48 +1005,17 @@ fn a_partys_report_of_a_lost_node_link_aborts_its_own_attempt_only() {
         ..at
     };
     let out = c.job.handle(Role::Party(0), lost(stale), now);
-    assert!(
-        out.send.is_empty() && !c.job.is_stopped(),
-        "{:?}",
-        out.events
-    );
+    assert_ignored(&c, &out);
     // The running attempt's: aborted, naming the node.
     let out = c.job.handle(Role::Party(0), lost(at), now);
     c.coordinator_output(out);
-    let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
-    assert!(
-        text.contains("lost the link to node 2: party 0 lost its link to it"),
-        "{text}"
-    );
+    assert_aborted_with(&c, "lost the link to node 2: party 0 lost its link to it");
 }
 
 #[test]
 fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
     // Party 1's upload to node 0 is held back, so node 0's session stays open.
-    let (now, mut c) = running(1);
-    let held = std::rc::Rc::new(std::cell::RefCell::new(None));
-    let keep = held.clone();
-    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
-    let seen = request.clone();
-    c.intercept(Box::new(move |from, to, f: &mut Frame| {
-        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
-            *seen.borrow_mut() = Some(f.clone());
-        }
-        let first = keep.borrow().is_none();
-        if first
-            && from == Role::Party(1)
-            && to == Role::Node(0)
-            && matches!(f.body, Body::Upload { .. })
-        {
-            *keep.borrow_mut() = Some(f.clone());
-            return false;
-        }
-        true
-    }));
-    c.run(now);
-    let upload = held.borrow().clone().expect("held back");
-    let request = request.borrow().clone().expect("a request");
-    let (at, t) = (Attempt::of(&request), request.iteration);
+    let (now, mut c, at, t, upload) = with_a_lost_upload(1, 0);
     assert!(c.nodes[0].iteration().is_some());
     // A party outside the job (a certificate of the CA, P = 2 here), at this iteration or
     // another, an upload of another iteration from a party in the job, and a body a party
@@ -1067,11 +1063,7 @@ fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
         ),
     ] {
         let out = c.job.handle(from, frame(from, stale, t, 0, body), now);
-        assert!(
-            out.send.is_empty() && !c.job.is_stopped(),
-            "{:?}",
-            out.events
-        );
+        assert_ignored(&c, &out);
     }
     // The held upload arrives: the iteration finishes.
     c.post(
@@ -1088,17 +1080,7 @@ fn stray_frames_from_parties_leave_the_session_and_the_job_running() {
 #[test]
 fn a_party_reporting_a_lost_link_to_no_node_is_refused() {
     // Party 1's upload to node 0 is lost: the attempt stays running.
-    let (now, mut c) = running(1);
-    let request = std::rc::Rc::new(std::cell::RefCell::new(None));
-    let seen = request.clone();
-    c.intercept(Box::new(move |from, to, f: &mut Frame| {
-        if to == Role::Party(0) && matches!(f.body, Body::Request { .. }) {
-            *seen.borrow_mut() = Some((Attempt::of(f), f.iteration));
-        }
-        !(from == Role::Party(1) && to == Role::Node(0) && matches!(f.body, Body::Upload { .. }))
-    }));
-    c.run(now);
-    let (at, t) = request.borrow().expect("a request");
+    let (now, mut c, at, t, _) = with_a_lost_upload(1, 0);
     let f = frame(
         Role::Party(0),
         at,
@@ -1110,8 +1092,7 @@ fn a_party_reporting_a_lost_link_to_no_node_is_refused() {
     );
     let out = c.job.handle(Role::Party(0), f, now);
     c.coordinator_output(out);
-    let text = vtwin_host::error_chain::Chain(aborted(&c)).to_string();
-    assert!(text.contains("LinkLost"), "{text}");
+    assert_aborted_with(&c, "LinkLost");
 }
 
 #[test]
@@ -1155,16 +1136,21 @@ fn an_mpc_message_whose_inner_sender_is_not_the_link_peer_is_refused() {
     );
 }
 
-#[test]
-fn the_early_buffer_is_bounded() {
+/// Node 0 on its own, with no session.
+fn lone_node() -> NodeSession {
     let mut rng = ChaCha20Rng::seed_from_u64(1);
-    let mut node = NodeSession::new(
+    NodeSession::new(
         NodeId::new(0).unwrap(),
         SealKey::generate(&mut rng),
         verifier(),
         node_policy(&world()),
         SecretRandomness::InsecureSeed(1),
-    );
+    )
+}
+
+#[test]
+fn the_early_buffer_is_bounded() {
+    let mut node = lone_node();
     let max = vtwin_consortium::node::EARLY_FRAMES;
     for k in 0..max + 10 {
         let f = frame(
@@ -1187,14 +1173,7 @@ fn the_early_buffer_is_bounded() {
 
 #[test]
 fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames() {
-    let mut rng = ChaCha20Rng::seed_from_u64(1);
-    let mut node = NodeSession::new(
-        NodeId::new(0).unwrap(),
-        SealKey::generate(&mut rng),
-        verifier(),
-        node_policy(&world()),
-        SecretRandomness::InsecureSeed(1),
-    );
+    let mut node = lone_node();
     let upload = |from: u16, k: u64, certificate: Vec<u8>| {
         frame(
             Role::Party(from),
