@@ -294,9 +294,9 @@ impl Hub {
 
     /// Dials `peer` at `addr` and hands the link to `links`, then waits for `redial` (the
     /// owner's notice that this link went down) and dials again after `backoff.initial`; a
-    /// failed round of
-    /// `backoff` is logged and retried after `backoff.max` (a task; it ends when the hub is
-    /// gone). A node dials the higher nodes this way, a party the three nodes.
+    /// failed round of `backoff` is logged and retried after `backoff.max` (a task; it ends
+    /// when the hub is gone). A node dials the higher nodes this way, a party the three
+    /// nodes.
     pub(crate) fn dial(
         endpoint: Arc<Endpoint>,
         links: LinkTo,
