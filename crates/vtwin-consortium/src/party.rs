@@ -43,8 +43,9 @@
 //! share inline. With an insecure noise seed the share of (p, t) is the same either way.
 //!
 //! Only the coordinator may send to a party (the party dials the nodes, which only receive
-//! from it); anything else is an error ([`PartyError`]) that the driver logs and reports
-//! with `Failed` (its public summary, [`PartyError::public`]).
+//! from it); anything else is an error ([`PartyError`]), which a driver logs and reports with
+//! `Failed` (its public summary, [`PartyError::public`]). The QUIC service drops a node's
+//! frames before they reach the responder, so that no node can make a party report.
 //!
 //! Cost per request: the local kernels (O(B K |T_p|)), two input shares of
 //! 2 B K + B |T_p| and d ring elements, three seals (one X25519, one HKDF and AES-256-GCM over

@@ -1402,9 +1402,20 @@ fn one_iteration_sends_the_documented_frames() {
             assert_eq!(frames(n, p), 0, "{n} -> {p}");
         }
     }
+    let bytes = |a: Role, b: Role| c.bytes.get(&(a, b)).copied().unwrap_or(0);
     for p in [p0, p1] {
         assert_eq!(frames(co, p), 1, "Request");
         assert_eq!(frames(p, co), 1, "Uploaded");
+        // What the coordinator sees of an upload: a frame with no content, never a blob
+        // (the smallest blob, node 0's seeds with the party's certificate, is about 0.9 KB).
+        assert!(
+            bytes(p, co) < 100,
+            "{p} -> coordinator: {} bytes",
+            bytes(p, co)
+        );
+        for n in nodes {
+            assert!(bytes(p, n) > 500, "{p} -> {n}: {} bytes", bytes(p, n));
+        }
     }
     let node_frames: u64 = nodes
         .iter()
