@@ -17,8 +17,11 @@
 # never in the repository. ADULT (default ../shared/data/adult beside the repository) holds
 # adult.data; ITERS defaults to 20; K (default 9: `vtwin train`'s default for the shipped
 # schema, vtwin_model::components; 20 with the paper's Betas) is the job's and every
-# policy's number of components; ROUNDS (default 98) is R for the model column. Needs root (ip netns) and python3. Prints one JSON line
-# per RTT and writes OUT/netns.json.
+# policy's number of components; ROUNDS (default 98) is R for the model column. RATE (e.g.
+# 100mbit; default none) caps every namespace's sending rate with a token bucket (`tc tbf`,
+# 64 KB burst, beneath netem where the kernel has it): each role's uplink, so a party's upload
+# to two nodes shares its RATE. Needs root (ip netns) and python3. Prints one JSON line per
+# RTT and writes OUT/netns.json.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 VTWIN OUT [RTT_MS ...]" >&2; exit 2; }
 vtwin=$(realpath "$1")
@@ -29,6 +32,7 @@ rtts=("$@")
 iters=${ITERS:-20}
 components=${K:-9}
 rounds=${ROUNDS:-98}
+rate=${RATE:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 adult=${ADULT:-$here/../shared/data/adult}
 [ -f "$adult/adult.data" ] || { echo "$0: no $adult/adult.data (set ADULT)" >&2; exit 2; }
@@ -115,11 +119,16 @@ for name in ["coordinator", "node-0", "node-1", "node-2", "party-demographics", 
         s = re.sub(r"(?m)^checkpoint_every = .*$", f"checkpoint_every = {iters}", s)
     open(p, "w").write(s)
 EOF
-  if [ "$netem" = 1 ]; then
-    for r in "${roles[@]}"; do
-      [ "$rtt" = 0 ] || ip netns exec "vt-$r" tc qdisc replace dev eth0 root netem delay "${oneway}ms"
-    done
-  fi
+  for r in "${roles[@]}"; do
+    parent=root
+    if [ "$netem" = 1 ]; then
+      ip netns exec "vt-$r" tc qdisc replace dev eth0 root handle 1: netem delay "${oneway}ms"
+      parent="parent 1:"
+    fi
+    # A queue of 2 s at the rate: the bucket delays, it does not drop.
+    [ -z "$rate" ] || ip netns exec "vt-$r" tc qdisc replace dev eth0 $parent handle 2: \
+      tbf rate "$rate" burst 64kb latency 2s
+  done
   pids=()
   for i in 0 1 2; do
     ip netns exec "vt-n$i" "$vtwin" node --config "$run/node-$i.toml" 2>"$run/node-$i.log" &
@@ -138,16 +147,16 @@ EOF
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   pids=()
-  if [ "$netem" = 1 ]; then
-    for r in "${roles[@]}"; do ip netns exec "vt-$r" tc qdisc del dev eth0 root 2>/dev/null || true; done
-  fi
-  line=$(python3 - "$run" "$rtt" "$netem" "$rounds" "${base:-}" <<'EOF'
+  for r in "${roles[@]}"; do ip netns exec "vt-$r" tc qdisc del dev eth0 root 2>/dev/null || true; done
+  line=$(python3 - "$run" "$rtt" "$netem" "$rounds" "${base:-}" "$rate" <<'EOF'
 import json, sys
-run, rtt, netem, rounds, base = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]), sys.argv[5]
+run, rtt, netem, rounds, base, rate = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]), sys.argv[5], sys.argv[6]
 t = json.load(open(f"{run}/run/timing.json"))
 m = t["median_ms"]["iteration"]
 r = {"rtt_ms": rtt, "delay": "netem" if netem else "vtwin receive delay line",
      "iterations_timed": t["iterations_timed"], "median_ms": m, "rounds": rounds}
+if rate:
+    r["rate"] = rate
 if base:
     r["model_ms"] = float(base) + (rounds + 2) * rtt / 2
 print(json.dumps(r))

@@ -69,8 +69,8 @@ fn run_recorded(
         .run(move |ctx| {
             let public = shared.clone();
             async move {
-                let (ups, z) = receive_inputs(&ctx, &public).await?;
-                let g = gradient(&ctx, &public, &ups, &z).await?;
+                let (ups, late) = receive_inputs(&ctx, &public).await?;
+                let g = gradient(&ctx, &public, &ups, late).await?;
                 reveal_to(&ctx, &g, public.coordinator()).await?;
                 Ok(())
             }

@@ -139,11 +139,16 @@ impl MemoryConsortium {
             }
             Role::Party(p) => {
                 let party = &mut self.parties[usize::from(p)];
-                let out = match party.handle(from, &f) {
+                let mut out = match party.handle(from, &f) {
                     Ok(o) => o,
                     Err(e) => vec![failure(p, &f, &e)],
                 };
-                // As the party service does after each reply: the next share, ahead of time.
+                // As the party service does: the first part of an upload is queued before the
+                // rest is sealed, then the next share is sampled ahead of time.
+                let rest = party
+                    .upload_rest()
+                    .unwrap_or_else(|e| vec![failure(p, &f, &e)]);
+                out.extend(rest);
                 party.prepare_noise();
                 out
             }

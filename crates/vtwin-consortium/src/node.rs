@@ -16,9 +16,12 @@
 //! 2. With the three ephemeral publics it builds its program of the iteration
 //!    ([`vtwin_iteration::node::program`]: the pairwise seeds, then receive the inputs, the
 //!    gradient circuit, reveal G + Z to the coordinator's client P + m).
-//! 3. `Upload { sealed, certificate, signature }` from party p, on the party's own link
-//!    (the TLS-authenticated role says which party it is): the party's signature of the blob
-//!    ([`crate::upload::upload_payload`]: session, attempt, t, p, i and the blob's digest)
+//! 3. `Upload { part, sealed, certificate, signature }` from party p, on the party's own
+//!    link (the TLS-authenticated role says which party it is), twice per session: part 0
+//!    (what the circuit's first layers need) and part 1 (T_p and the noise, which the circuit
+//!    takes only at its `M_p` layer, so the circuit starts on part 0 while part 1 travels;
+//!    [`UploadPart`]). The party's signature of the blob
+//!    ([`crate::upload::upload_payload`]: session, attempt, t, p, i, the part and the blob's digest)
 //!    must verify under a certificate of the consortium CA naming party p; then the blob is
 //!    unsealed with the node's long-term seal key (AAD (s_t, t, p, i)) and decoded
 //!    ([`SealedInputs`]); the sigma and clip the
@@ -27,9 +30,10 @@
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
 //!    The party's statement of its score map must be the session's map for that party
 //!    ([`crate::upload::map_statement`]: its clip inputs bound the scores the circuit forms).
-//!    Anything else is an error. A second upload from the same party is an error. The
-//!    plaintext (PRG seeds) is zeroized once decoded. A party's lost link drops the session
-//!    only while its upload is still missing.
+//!    Anything else is an error. A second upload of the same part from the same party, or a
+//!    part other than 0 and 1, is an error. The plaintext (PRG seeds) is zeroized once
+//!    decoded. A party's lost link drops the session only while a part of its upload is
+//!    still missing.
 //! 4. `Mpc` frames from node j carry one encoded vtwin-mpc message whose sender must be node
 //!    j (the TLS-authenticated role). Messages of the node's program to node j go out as
 //!    `Mpc` frames to node j, the opening shares to the coordinator.
@@ -39,7 +43,7 @@
 //! earlier attempt's. Frames for a session attempt that has not started here yet (a faster
 //! node's `NodeKey`, or its first MPC messages before this node has all keys) are buffered, at
 //! most [`EARLY_FRAMES`] frames and [`EARLY_BYTES`] bytes (the oldest are dropped beyond);
-//! a party's upload that comes before `Start` waits apart, its newest only, within
+//! a party's upload that comes before `Start` waits apart, its newest of each part only, within
 //! [`EARLY_UPLOAD_BYTES`] for all parties (one that does not fit is dropped), so that no
 //! party can push the nodes' frames out. A party's frame is never the session's end unless it
 //! is an upload of the session, of its iteration, from one of its parties, that fails a
@@ -63,7 +67,7 @@ use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WireP
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
-use crate::upload::{map_statement, upload_payload, SealedInputs};
+use crate::upload::{map_statement, upload_payload, SealedInputs, UploadPart};
 use vtwin_host::error_chain::Chain;
 
 /// Most frames of fellow nodes buffered for sessions not started yet.
@@ -71,7 +75,7 @@ pub const EARLY_FRAMES: usize = 256;
 /// Most bytes (bodies) of fellow nodes' frames buffered for sessions not started yet.
 pub const EARLY_BYTES: usize = 256 << 20;
 /// Most bytes (whole bodies) of parties' uploads buffered for sessions not started yet, one
-/// upload per party (its newest); an upload that does not fit is dropped. Apart from the
+/// upload per party and part (its newest); an upload that does not fit is dropped. Apart from the
 /// nodes' bound, so that no party can push a fellow node's early frames out.
 pub const EARLY_UPLOAD_BYTES: usize = 256 << 20;
 /// How many finished or aborted sessions a node remembers (to drop their late frames).
@@ -205,9 +209,12 @@ pub enum StartFault {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UploadFault {
-    /// A second upload of the party in one session.
-    #[error("sent twice")]
-    Twice,
+    /// A second upload of the same part by the party in one session.
+    #[error("part {0:?} sent twice")]
+    Twice(UploadPart),
+    /// An upload part other than 0 and 1.
+    #[error("part {0}: no such part")]
+    Part(u8),
     /// The blob's signature does not verify (forged or changed on the way).
     #[error("its signature does not verify")]
     Signature(#[source] vtwin_net::relay_signature::RelaySignatureError),
@@ -321,8 +328,8 @@ struct Active {
     node: Option<Node<Counters>>,
     /// Messages that arrived before the node existed (uploads, MPC), in order.
     pending: Vec<Message>,
-    /// The parties whose upload arrived.
-    uploaded: Vec<bool>,
+    /// Per party, the parts of its upload that arrived ([`UploadPart`] order).
+    uploaded: Vec<[bool; 2]>,
     /// The batch statement of the first party's upload (every other party's must equal it).
     batch: Option<[u8; 32]>,
 }
@@ -338,7 +345,7 @@ pub struct NodeSession {
     early: VecDeque<(Role, Frame)>,
     early_bytes: usize,
     /// Each party's newest upload for a session not started yet.
-    early_uploads: BTreeMap<Role, Frame>,
+    early_uploads: BTreeMap<(Role, u8), Frame>,
     early_upload_bytes: usize,
     closed: VecDeque<Attempt>,
     /// Every session attempt this node has started (after its checks passed), for the
@@ -366,7 +373,8 @@ fn body_bytes(b: &Body) -> usize {
             sealed,
             certificate,
             signature,
-        } => sealed.len() + certificate.len() + signature.len(),
+            ..
+        } => 1 + sealed.len() + certificate.len() + signature.len(),
         _ => 64,
     }
 }
@@ -430,7 +438,10 @@ impl NodeSession {
         let needed = self.active.as_ref().is_some_and(|a| match peer {
             Role::Node(_) => true,
             // A party past its upload, or one the session does not have, is not waited for.
-            Role::Party(p) => a.uploaded.get(usize::from(p)).is_some_and(|done| !done),
+            Role::Party(p) => a
+                .uploaded
+                .get(usize::from(p))
+                .is_some_and(|done| done.contains(&false)),
             Role::Coordinator => false,
         });
         if needed {
@@ -490,9 +501,10 @@ impl NodeSession {
                 let at = Attempt::of(&f);
                 if let Some(a) = self.active.as_ref().filter(|a| a.at == at) {
                     // The coordinator cannot see which uploads reached the nodes: say it here.
-                    let missing: Vec<usize> =
-                        (0..a.uploaded.len()).filter(|&p| !a.uploaded[p]).collect();
-                    tracing::info!(node = %self.id, iteration = f.iteration, "aborted: {reason} (parties whose upload had not arrived: {missing:?})");
+                    let missing: Vec<usize> = (0..a.uploaded.len())
+                        .filter(|&p| a.uploaded[p].contains(&false))
+                        .collect();
+                    tracing::info!(node = %self.id, iteration = f.iteration, "aborted: {reason} (parties whose upload had not all arrived: {missing:?})");
                     self.close();
                 }
                 // An abort also voids anything buffered for that session.
@@ -540,9 +552,15 @@ impl NodeSession {
 
     fn buffer_early(&mut self, from: Role, f: Frame) {
         if matches!(from, Role::Party(_)) {
-            // The newest upload of each party, in a budget of the parties' own.
+            // The newest upload of each party and part, in a budget of the parties' own; a
+            // part that does not exist would be refused, so it takes no slot.
             let size = body_bytes(&f.body);
-            if let Some(old) = self.early_uploads.remove(&from) {
+            let key = (from, upload_part_byte(&f.body));
+            if UploadPart::from_wire(key.1).is_none() {
+                tracing::warn!(node = %self.id, %from, part = key.1, "dropped an early upload of no such part");
+                return;
+            }
+            if let Some(old) = self.early_uploads.remove(&key) {
                 self.early_upload_bytes -= body_bytes(&old.body);
             }
             if self.early_upload_bytes + size > EARLY_UPLOAD_BYTES {
@@ -550,7 +568,7 @@ impl NodeSession {
                 return;
             }
             self.early_upload_bytes += size;
-            self.early_uploads.insert(from, f);
+            self.early_uploads.insert(key, f);
             return;
         }
         self.early_bytes += body_bytes(&f.body);
@@ -605,7 +623,7 @@ impl NodeSession {
             publics,
             node: None,
             pending: Vec::new(),
-            uploaded: vec![false; parties],
+            uploaded: vec![[false; 2]; parties],
             batch: None,
         });
         tracing::debug!(node = %self.id, iteration = t, "session started");
@@ -630,10 +648,12 @@ impl NodeSession {
         let early = std::mem::take(&mut self.early);
         let uploads = std::mem::take(&mut self.early_uploads);
         let mut result = Ok(());
+        let uploads = uploads.into_iter().map(|((who, _), e)| (who, e));
         for (who, e) in early.into_iter().chain(uploads) {
             if Attempt::of(&e) != at {
                 if matches!(who, Role::Party(_)) {
-                    self.early_uploads.insert(who, e);
+                    self.early_uploads
+                        .insert((who, upload_part_byte(&e.body)), e);
                 } else {
                     self.early.push_back((who, e));
                 }
@@ -701,6 +721,7 @@ impl NodeSession {
             }
             (
                 Body::Upload {
+                    part,
                     sealed,
                     certificate,
                     signature,
@@ -714,17 +735,19 @@ impl NodeSession {
                 };
                 let parties = a.public.parties.len();
                 let p = usize::from(party);
-                if std::mem::replace(&mut a.uploaded[p], true) {
-                    return Err(bad(UploadFault::Twice));
+                let part = UploadPart::from_wire(part).ok_or(bad(UploadFault::Part(part)))?;
+                if std::mem::replace(&mut a.uploaded[p][part as usize], true) {
+                    return Err(bad(UploadFault::Twice(part)));
                 }
-                // The party's own blob for this node and attempt: the link names the party,
-                // and its signature binds the blob to this attempt and node.
+                // The party's own blob for this node, attempt and part: the link names the
+                // party, and its signature binds the blob to this attempt, node and part.
                 let payload = upload_payload(
                     &a.session.0,
                     &a.at.attempt,
                     a.iteration,
                     party,
                     id.index() as u8,
+                    part,
                     &sealed,
                 );
                 let signed = RelaySignature {
@@ -748,7 +771,7 @@ impl NodeSession {
                 let inputs: SealedInputs =
                     postcard::from_bytes(&plain).map_err(|e| bad(UploadFault::Decode(e)))?;
                 drop(plain);
-                tracing::debug!(node = %id, party, "inputs unsealed");
+                tracing::debug!(node = %id, party, ?part, "inputs unsealed");
                 if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()
                 {
@@ -833,6 +856,14 @@ impl NodeSession {
             self.close();
         }
         Ok(())
+    }
+}
+
+/// The part byte of an `Upload` body (0 for any other body: only uploads are keyed by it).
+fn upload_part_byte(body: &Body) -> u8 {
+    match body {
+        Body::Upload { part, .. } => *part,
+        _ => 0,
     }
 }
 

@@ -74,8 +74,9 @@ use zeroize::Zeroizing;
 
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::party_ledger::{batch_digest, LedgerFileError, PartyLedger, UploadRecord};
-use crate::upload::SealedInputs;
+use crate::upload::{SealedInputs, UploadPart};
 use vtwin_host::error_chain::Chain;
+use vtwin_iteration::party::NodeMessages;
 use vtwin_net::relay_signature::Purpose;
 
 /// A `Request` batch entry that stands for a padding row: the coordinator sends the real
@@ -425,6 +426,16 @@ pub struct PartyResponder {
     /// Alignment sessions started by this process: a relay that replays an old session id
     /// (to mix an earlier run's signed messages into a new one) is refused.
     align_sessions: std::collections::HashSet<[u8; 16]>,
+    /// The late part of the last request's upload, sealed by [`PartyResponder::upload_rest`]
+    /// after the first part left; any other frame voids it.
+    rest: Option<Rest>,
+}
+
+/// What the second upload of a request needs: the request's frame header and statements,
+/// and the late messages to each node (zeroized on drop: the noise setup carries seeds).
+struct Rest {
+    request: Frame,
+    inputs: [SealedInputs; 3],
 }
 
 impl std::fmt::Debug for PartyResponder {
@@ -477,6 +488,7 @@ impl PartyResponder {
             signer,
             verifier,
             align_sessions: std::collections::HashSet::new(),
+            rest: None,
         };
         responder.prepare_noise();
         Ok(responder)
@@ -618,8 +630,11 @@ impl PartyResponder {
     }
 
     /// Answers one frame (module docs). An `Err` names what was wrong; the driver reports it
-    /// to the coordinator with [`failure`].
+    /// to the coordinator with [`failure`]. After a request, the driver sends what this
+    /// returns (the first part of the upload), then calls [`PartyResponder::upload_rest`].
     pub fn handle(&mut self, from: Role, f: &Frame) -> Result<Vec<Outgoing>, PartyError> {
+        // A request's second upload is due only right after its first.
+        self.rest = None;
         let p = self.setup.index;
         let unexpected = || PartyError::Unexpected {
             party: p,
@@ -672,20 +687,9 @@ impl PartyResponder {
             } => {
                 tracing::debug!(party = p, "request received");
                 match self.upload(f, batch, theta, terms)? {
-                    Ok(uploads) => {
-                        // Each blob straight to its node; the coordinator only hears that
-                        // they left.
-                        let mut out: Vec<Outgoing> = uploads
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, body)| Outgoing {
-                                to: Role::Node(i as u8),
-                                frame: frame(me, Attempt::of(f), f.iteration, f.step, body),
-                            })
-                            .collect();
-                        out.extend(reply(Body::Uploaded));
-                        Ok(out)
-                    }
+                    // Each blob straight to its node; the coordinator hears that they left
+                    // after the second part ([`PartyResponder::upload_rest`]).
+                    Ok(uploads) => Ok(to_nodes(me, f, uploads)),
                     Err(refusal) => {
                         tracing::warn!(party = p, iteration = f.iteration, "refused: {refusal}");
                         Ok(reply(Body::Refused { refusal }))
@@ -695,6 +699,87 @@ impl PartyResponder {
             Body::Abort { .. } => Ok(Vec::new()),
             _ => Err(unexpected()),
         }
+    }
+
+    /// The second part of the last request's upload, once the driver sent the first: T_p and
+    /// the noise share, sealed and signed for each node, then `Uploaded` to the coordinator.
+    /// The nodes take them only at the circuit's `M_p` layer, about 40 rounds in, so sealing
+    /// and sending them overlaps the circuit's first rounds. Nothing when no request's first
+    /// part is outstanding (any frame handled since voids it). Errors: as the first part's
+    /// sealing and signing ([`RequestFault::Seal`], [`RequestFault::Sign`]).
+    pub fn upload_rest(&mut self) -> Result<Vec<Outgoing>, PartyError> {
+        let Some(rest) = self.rest.take() else {
+            return Ok(Vec::new());
+        };
+        let f = &rest.request;
+        let uploads = self.seal_and_sign(f, UploadPart::Late, &rest.inputs)?;
+        let mut out = to_nodes(self.role(), f, uploads);
+        out.push(Outgoing {
+            to: Role::Coordinator,
+            frame: frame(
+                self.role(),
+                Attempt::of(f),
+                f.iteration,
+                f.step,
+                Body::Uploaded,
+            ),
+        });
+        tracing::debug!(party = self.setup.index, "late upload sealed and signed");
+        Ok(out)
+    }
+
+    /// Seals each node's inputs to it and signs the blob over the request's session attempt,
+    /// the node and the part: one `Upload` body per node, in node order.
+    fn seal_and_sign(
+        &mut self,
+        f: &Frame,
+        part: UploadPart,
+        inputs: &[SealedInputs; 3],
+    ) -> Result<Vec<Body>, PartyError> {
+        let (p, t) = (self.setup.index, f.iteration);
+        let bad = |fault: RequestFault| PartyError::BadRequest {
+            party: p,
+            iteration: t,
+            fault,
+        };
+        let mut uploads = Vec::with_capacity(inputs.len());
+        for (i, inputs) in inputs.iter().enumerate() {
+            // Preallocated to an upper bound of the encoding (two f64, three digests, then
+            // varint lengths of at most 10 bytes), so the buffer holding seeds never
+            // reallocates and leaves no unzeroized copy behind.
+            let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            let mut plain = Zeroizing::new(Vec::with_capacity(bound));
+            *plain = postcard::to_extend(inputs, std::mem::take(&mut *plain))
+                .map_err(|e| bad(RequestFault::Encoding(e)))?;
+            let ctx = SealContext {
+                session: f.session,
+                iteration: t,
+                party: p,
+                node: i as u8,
+            };
+            let sealed = seal(
+                &self.setup.node_seal_publics[i],
+                &ctx,
+                &plain,
+                &mut self.seal_rng,
+            )
+            .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
+            // Signed over the session attempt, the node and the part (sealing is anonymous,
+            // and the AAD has no attempt): the nodes verify before they unseal.
+            let payload =
+                crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, part, &sealed);
+            let s = self
+                .signer
+                .sign(Purpose::Upload, &payload)
+                .map_err(|source| bad(RequestFault::Sign { node: i, source }))?;
+            uploads.push(Body::Upload {
+                part: part as u8,
+                sealed,
+                certificate: s.certificate,
+                signature: s.signature,
+            });
+        }
+        Ok(uploads)
     }
 
     /// A new job (`Hello` or `AlignStart`): all of the party's own rows again, no alignment
@@ -956,54 +1041,20 @@ impl PartyResponder {
         let statement = crate::upload::batch_statement(&f.session, t, batch);
         // The map the roots were computed with, as the nodes must hold it.
         let maps = crate::upload::map_statement(&uploaded.map);
-        let mut sealed: [Vec<u8>; 3] = Default::default();
-        for (i, msgs) in uploaded.messages.iter().enumerate() {
-            let inputs = SealedInputs {
+        let inputs = |pick: fn(&NodeMessages) -> &Vec<vtwin_mpc::Message>| {
+            uploaded.messages.each_ref().map(|msgs| SealedInputs {
                 sigma: terms.sigma,
                 clip: terms.clip,
                 rows: terms.rows,
                 batch: statement,
                 maps,
-                messages: msgs.iter().map(|m| m.encode()).collect(),
-            };
-            // Preallocated to an upper bound of the encoding (two f64, three digests, then
-            // varint lengths of at most 10 bytes), so the buffer holding seeds never
-            // reallocates and leaves no unzeroized copy behind.
-            let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
-            let mut plain = Zeroizing::new(Vec::with_capacity(bound));
-            *plain = postcard::to_extend(&inputs, std::mem::take(&mut *plain))
-                .map_err(|e| bad(RequestFault::Encoding(e)))?;
-            let ctx = SealContext {
-                session: f.session,
-                iteration: t,
-                party: p,
-                node: i as u8,
-            };
-            sealed[i] = seal(
-                &self.setup.node_seal_publics[i],
-                &ctx,
-                &plain,
-                &mut self.seal_rng,
-            )
-            .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
-        }
-        tracing::debug!(party = p, "inputs sealed");
-        // Signed over the session attempt and the node (sealing is anonymous, and the AAD
-        // has no attempt): the nodes verify before they unseal.
-        let mut uploads = Vec::with_capacity(sealed.len());
-        for (i, sealed) in sealed.into_iter().enumerate() {
-            let payload =
-                crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, &sealed);
-            let s = self
-                .signer
-                .sign(Purpose::Upload, &payload)
-                .map_err(|source| bad(RequestFault::Sign { node: i, source }))?;
-            uploads.push(Body::Upload {
-                sealed,
-                certificate: s.certificate,
-                signature: s.signature,
-            });
-        }
+                messages: pick(msgs).iter().map(|m| m.encode()).collect(),
+            })
+        };
+        let (first, late) = (inputs(|m| &m.first), inputs(|m| &m.late));
+        drop(uploaded);
+        let uploads = self.seal_and_sign(f, UploadPart::First, &first)?;
+        tracing::debug!(party = p, "inputs sealed and signed");
         // Durable before it leaves: every upload may be opened.
         self.setup
             .ledger
@@ -1017,9 +1068,25 @@ impl PartyResponder {
             iteration: key.iteration.map(|t| t + 1),
             ..key
         };
-        tracing::debug!(party = p, "upload signed and recorded");
+        self.rest = Some(Rest {
+            request: f.clone(),
+            inputs: late,
+        });
+        tracing::debug!(party = p, "upload recorded");
         Ok(Ok(uploads))
     }
+}
+
+/// One `Upload` frame per body, to node 0, 1 and 2 in order, in reply to the request `f`.
+fn to_nodes(me: Role, f: &Frame, uploads: Vec<Body>) -> Vec<Outgoing> {
+    uploads
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| Outgoing {
+            to: Role::Node(i as u8),
+            frame: frame(me, Attempt::of(f), f.iteration, f.step, body),
+        })
+        .collect()
 }
 
 /// The policy of a party that agrees to exactly the plan `terms`: its sigma as the floor,

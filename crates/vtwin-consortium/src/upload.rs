@@ -49,9 +49,32 @@ pub fn map_statement(map: &PartyMap) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The two uploads a party sends each node per request, in this order (wire
+/// `Body::Upload::part`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum UploadPart {
+    /// Part 0: the data client's seeds and `[mat | root | flags]`, which the circuit's first
+    /// layers need.
+    First = 0,
+    /// Part 1: T_p and the noise contribution, which the circuit takes only at its `M_p`
+    /// layer (`vtwin_iteration::party::NodeMessages`).
+    Late = 1,
+}
+
+impl UploadPart {
+    /// Both parts, in sending order.
+    pub const ALL: [UploadPart; 2] = [UploadPart::First, UploadPart::Late];
+
+    /// The part a wire byte names, if any.
+    pub fn from_wire(part: u8) -> Option<UploadPart> {
+        UploadPart::ALL.into_iter().find(|p| *p as u8 == part)
+    }
+}
+
 /// What a party signs for the sealed blob `sealed` it made for `node` in answer to
-/// attempt `attempt` at session `session`, iteration `t`: the session, the attempt, t, the
-/// party, the node and the BLAKE3 hash of the blob (signed under
+/// attempt `attempt` at session `session`, iteration `t`, as upload `part`: the session, the
+/// attempt, t, the party, the node, the part and the BLAKE3 hash of the blob (signed under
 /// `vtwin_net::relay_signature::UPLOAD_DOMAIN`). Why: sealing is anonymous
 /// (anyone can seal to a node's public key) and its context has no attempt, so the signature
 /// is what ties a blob to its party, attempt and node whatever link carries it: before wire
@@ -71,14 +94,16 @@ pub fn upload_payload(
     t: u64,
     party: u16,
     node: u8,
+    part: UploadPart,
     sealed: &[u8],
 ) -> Vec<u8> {
-    let mut m = Vec::with_capacity(16 + 8 + 8 + 2 + 1 + 32);
+    let mut m = Vec::with_capacity(16 + 8 + 8 + 2 + 1 + 1 + 32);
     m.extend_from_slice(session);
     m.extend_from_slice(attempt);
     m.extend_from_slice(&t.to_le_bytes());
     m.extend_from_slice(&party.to_le_bytes());
     m.push(node);
+    m.push(part as u8);
     m.extend_from_slice(blake3::hash(sealed).as_bytes());
     m
 }
@@ -169,22 +194,32 @@ mod tests {
         assert_eq!((back.sigma, back.clip, back.maps), (1.25, 0.5, [3; 32]));
     }
 
-    /// The signed payload byte for byte: session, attempt, t (LE), party (LE), node, then
-    /// BLAKE3 of the blob (its published test vector for the empty input, and a changed blob
-    /// changes the payload).
+    /// The signed payload byte for byte: session, attempt, t (LE), party (LE), node, part,
+    /// then BLAKE3 of the blob (its published test vector for the empty input); another part
+    /// or a changed blob changes the payload.
     #[test]
     fn the_upload_payload_is_its_fields_then_blake3_of_the_blob() {
-        let p = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, b"");
+        let p = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, UploadPart::Late, b"");
         let mut want = vec![1u8; 16];
         want.extend([2u8; 8]);
         want.extend(0x0304u64.to_le_bytes());
         want.extend(0x0506u16.to_le_bytes());
-        want.push(7);
+        want.extend([7, 1]);
         let empty = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262";
         want.extend(*vtwin_net::seal::parse_hex32(empty).unwrap());
         assert_eq!(p, want);
-        let q = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, b"x");
-        assert_eq!(q[..35], p[..35]);
-        assert_ne!(q[35..], p[35..]);
+        let q = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, UploadPart::Late, b"x");
+        assert_eq!(q[..36], p[..36]);
+        assert_ne!(q[36..], p[36..]);
+        let first = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, UploadPart::First, b"");
+        assert_eq!(first[35], 0);
+        assert_eq!((&first[..35], &first[36..]), (&p[..35], &p[36..]));
+    }
+
+    #[test]
+    fn upload_parts_are_0_and_1_on_the_wire() {
+        assert_eq!(UploadPart::from_wire(0), Some(UploadPart::First));
+        assert_eq!(UploadPart::from_wire(1), Some(UploadPart::Late));
+        assert_eq!(UploadPart::from_wire(2), None);
     }
 }

@@ -933,9 +933,18 @@ fn assert_ignored(c: &MemoryConsortium, out: &vtwin_consortium::JobOutput) {
 }
 
 /// A one-iteration job run until it stalls because `party`'s upload to `node` was lost on
-/// the way (the first one only): the job, the attempt and iteration of the request, and the
-/// lost upload.
+/// the way (the first one only, its first part): the job, the attempt and iteration of the
+/// request, and the lost upload.
 fn with_a_lost_upload(party: u16, node: u8) -> (Instant, MemoryConsortium, Attempt, u64, Frame) {
+    with_a_lost_upload_part(party, node, 0)
+}
+
+/// [`with_a_lost_upload`] of the upload's part `part` (0 or 1).
+fn with_a_lost_upload_part(
+    party: u16,
+    node: u8,
+    part: u8,
+) -> (Instant, MemoryConsortium, Attempt, u64, Frame) {
     let (now, mut c) = running(1);
     let lost = std::rc::Rc::new(std::cell::RefCell::new(None));
     let keep = lost.clone();
@@ -949,7 +958,7 @@ fn with_a_lost_upload(party: u16, node: u8) -> (Instant, MemoryConsortium, Attem
         if first
             && from == Role::Party(party)
             && to == Role::Node(node)
-            && matches!(f.body, Body::Upload { .. })
+            && matches!(f.body, Body::Upload { part: q, .. } if q == part)
         {
             *keep.borrow_mut() = Some(f.clone());
             return false;
@@ -982,6 +991,86 @@ fn a_lost_party_link_drops_a_session_only_while_its_upload_is_missing() {
     c.post(Role::Node(1), out.send);
     c.run(now);
     assert_aborted_with(&c, "lost the link to party 1: node 1 lost its link to it");
+}
+
+#[test]
+fn a_lost_party_link_drops_a_session_while_the_late_part_of_its_upload_is_missing() {
+    // Party 1's first part reached node 2, its late part (T_p and the noise) did not.
+    let (now, mut c, ..) = with_a_lost_upload_part(1, 2, 1);
+    let node = &mut c.nodes[2];
+    assert!(
+        node.iteration().is_some(),
+        "the session waits for the late part"
+    );
+    let out = node.link_lost(Role::Party(0), vtwin_consortium::LinkLoss::NoLink);
+    assert!(out.error.is_none() && out.send.is_empty());
+    let out = node.link_lost(Role::Party(1), vtwin_consortium::LinkLoss::NoLink);
+    assert!(out.error.is_some() && node.iteration().is_none());
+    c.post(Role::Node(2), out.send);
+    c.run(now);
+    assert_aborted_with(&c, "lost the link to party 1: node 2 lost its link to it");
+}
+
+/// Party 1's late upload to node 1 with its part byte set to `part` and signed again by
+/// party 1 itself, so that only the node's part checks stand in the way.
+fn relabelled_late_part(part: u8) -> impl FnMut(Role, Role, &mut Frame) -> bool {
+    move |from, to, f| {
+        let (session, attempt, t) = (f.session, f.attempt, f.iteration);
+        if let (
+            Role::Party(1),
+            Role::Node(1),
+            Body::Upload {
+                part: p @ 1,
+                sealed,
+                certificate,
+                signature,
+            },
+        ) = (from, to, &mut f.body)
+        {
+            *p = part;
+            let signer = vtwin_net::relay_signature::RelaySigner::new(&party_identity(1)).unwrap();
+            // The payload's part as signed: any byte, as a party that made it up would.
+            let mut payload = vtwin_consortium::upload::upload_payload(
+                &session,
+                &attempt,
+                t,
+                1,
+                1,
+                vtwin_consortium::upload::UploadPart::Late,
+                sealed,
+            );
+            payload[35] = part;
+            let s = signer
+                .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
+                .unwrap();
+            *certificate = s.certificate;
+            *signature = s.signature;
+        }
+        true
+    }
+}
+
+#[test]
+fn an_upload_part_sent_twice_or_of_no_such_number_is_refused() {
+    assert_aborts_with(relabelled_late_part(0), "part First sent twice");
+    assert_aborts_with(relabelled_late_part(2), "part 2: no such part");
+}
+
+#[test]
+fn an_upload_moved_to_the_other_part_fails_its_signature() {
+    // The part is signed: the late blob relabelled as the first (and the first as the late,
+    // which then comes second) does not verify.
+    assert_aborts_with(
+        |from, to, f| {
+            if let (Role::Party(0), Role::Node(2), Body::Upload { part, .. }) =
+                (from, to, &mut f.body)
+            {
+                *part = 1 - *part;
+            }
+            true
+        },
+        "signature does not verify",
+    );
 }
 
 #[test]
@@ -1174,7 +1263,7 @@ fn the_early_buffer_is_bounded() {
 #[test]
 fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames() {
     let mut node = lone_node();
-    let upload = |from: u16, k: u64, certificate: Vec<u8>| {
+    let upload_part = |from: u16, k: u64, part: u8, certificate: Vec<u8>| {
         frame(
             Role::Party(from),
             Attempt {
@@ -1184,12 +1273,14 @@ fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames()
             0,
             0,
             Body::Upload {
+                part,
                 sealed: Vec::new(),
                 certificate,
                 signature: Vec::new(),
             },
         )
     };
+    let upload = |from: u16, k: u64, certificate: Vec<u8>| upload_part(from, k, 0, certificate);
     // A fellow node's early key first.
     let key = frame(
         Role::Node(1),
@@ -1216,6 +1307,16 @@ fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames()
         2,
         "the key and party 3's newest upload"
     );
+    // Its late parts take a second slot, parts that do not exist none.
+    for (k, part) in [(1, 1), (2, 1), (3, 2), (4, 255)] {
+        let out = node.handle(Role::Party(3), upload_part(3, k, part, Vec::new()));
+        assert!(out.send.is_empty() && out.error.is_none());
+    }
+    assert_eq!(
+        node.early_frames(),
+        3,
+        "the key and party 3's newest of each part"
+    );
     // Uploads whose certificates alone fill the parties' budget (a frame carries at most
     // 64 MiB): the one that does not fit is dropped, and the node's key stays.
     let big = vtwin_consortium::node::EARLY_UPLOAD_BYTES / 4 + 1;
@@ -1225,8 +1326,8 @@ fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames()
     }
     assert_eq!(
         node.early_frames(),
-        2 + 3,
-        "the key, party 3's, and three of the four large uploads"
+        3 + 3,
+        "the key, party 3's two, and three of the four large uploads"
     );
 }
 
@@ -1385,10 +1486,29 @@ fn one_iteration_sends_the_documented_frames() {
         BatchKey::insecure(MPC_SEED),
     )
     .unwrap();
+    // What party 0 sends, in order.
+    let sent = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = sent.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if from == Role::Party(0) {
+            let part = match f.body {
+                Body::Upload { part, .. } => Some(part),
+                _ => None,
+            };
+            log.borrow_mut().push((to, part));
+        }
+        true
+    }));
     let o = c.job.begin(trainer, now);
     c.coordinator_output(o);
     c.run(now);
     assert!(c.job.is_done());
+    // The first parts to the three nodes, then the late parts, then Uploaded.
+    let order: Vec<(Role, Option<u8>)> = (0..2u8)
+        .flat_map(|part| (0..3u8).map(move |n| (Role::Node(n), Some(part))))
+        .chain([(Role::Coordinator, None)])
+        .collect();
+    assert_eq!(*sent.borrow(), order);
     let frames = |a: Role, b: Role| c.frames.get(&(a, b)).copied().unwrap_or(0);
     let (co, p0, p1) = (Role::Coordinator, Role::Party(0), Role::Party(1));
     let nodes = [Role::Node(0), Role::Node(1), Role::Node(2)];
@@ -1398,7 +1518,7 @@ fn one_iteration_sends_the_documented_frames() {
         // One opening share each.
         assert_eq!(frames(n, co), 1, "{n} -> coordinator");
         for p in [p0, p1] {
-            assert_eq!(frames(p, n), 1, "{p} -> {n}: Upload");
+            assert_eq!(frames(p, n), 2, "{p} -> {n}: Upload, both parts");
             assert_eq!(frames(n, p), 0, "{n} -> {p}");
         }
     }
@@ -1675,6 +1795,7 @@ fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
                 Role::Party(1),
                 Role::Node(2),
                 Body::Upload {
+                    part,
                     sealed,
                     certificate,
                     signature,
@@ -1683,8 +1804,10 @@ fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
             {
                 let signer =
                     vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
-                let payload =
-                    vtwin_consortium::upload::upload_payload(&session, &attempt, t, 1, 2, sealed);
+                let part = vtwin_consortium::upload::UploadPart::from_wire(*part).unwrap();
+                let payload = vtwin_consortium::upload::upload_payload(
+                    &session, &attempt, t, 1, 2, part, sealed,
+                );
                 let s = signer
                     .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
                     .unwrap();

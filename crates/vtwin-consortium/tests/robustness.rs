@@ -27,6 +27,7 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
     match kind % 7 {
         0 => Body::Mpc { message: bytes },
         1 => Body::Upload {
+            part: n as u8 % 3,
             sealed: bytes.clone(),
             certificate: bytes.clone(),
             signature: bytes,

@@ -30,8 +30,9 @@ pub fn program(
 }
 
 /// Node `id`'s program for one training iteration of `session`, as a sans-IO [`Node`]
-/// (not started): [`receive_inputs`] (clients 0..P-1 the parties' uploads, P..P+m-1 the noise
-/// contributions, no round), [`gradient`], and [`reveal_to`] the coordinator (client P + m,
+/// (not started): [`receive_inputs`] (clients 0..P-1 the parties' first inputs, no round),
+/// [`gradient`] (which takes their T_p and the noise contributions of clients P..P+m-1 at its
+/// `M_p` layer), and [`reveal_to`] the coordinator (client P + m,
 /// [`CircuitPublic::coordinator`]); it accepts clients `0..=P+m` and returns its counters.
 /// `seeds` come from [`PairSeeds::derive`] with this session.
 pub fn iteration_node(
@@ -42,8 +43,8 @@ pub fn iteration_node(
 ) -> Node<Counters> {
     let clients = public.coordinator() + 1;
     Node::new(id, session, seeds, clients, move |ctx| async move {
-        let (ups, z) = receive_inputs(&ctx, &public).await?;
-        let g = gradient(&ctx, &public, &ups, &z).await?;
+        let (ups, late) = receive_inputs(&ctx, &public).await?;
+        let g = gradient(&ctx, &public, &ups, late).await?;
         reveal_to(&ctx, &g, public.coordinator()).await?;
         Ok(ctx.counters())
     })

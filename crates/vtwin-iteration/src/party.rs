@@ -4,15 +4,19 @@
 //! Party p of P in session s draws from its client generator, in this order, the two 32-byte
 //! PRG seeds of client p (its data) and the two of client P + p (its noise contribution)
 //! ([`vtwin_mpc::InputClient::new`]); it checks `[mat | root | T | flags]` against the public
-//! [`InputBounds`] (nothing is shared on a refusal) and shares it as client p's input 1, and
-//! its noise share (canonical order, [`crate::canonical`]) as client P + p's input 1.
+//! [`InputBounds`] (nothing is shared on a refusal) and shares `[mat | root | flags]` as client
+//! p's input 1 and T as its input 2 ([`vtwin_mpc::gradient::upload_messages`]), and its noise
+//! share (canonical order, [`crate::canonical`]) as client P + p's input 1.
 //!
-//! Messages by addressee node: node 0 gets the two setup messages (client p, then client
-//! P + p); node 1 and node 2 each get client p's setup and input, then client P + p's setup
-//! and input (both receive the corrections; [`vtwin_mpc::input`]). Sizes: setup 38 + 64
-//! bytes to node 0, 38 + 32 to nodes 1 and 2 per client; inputs, to node 1 and to node 2
-//! each, 38 + 16 (2 B K + B |T_p| (+ B flags for party 0)) and 38 + 16 d bytes. Cost: two
-//! PRG expansions of the input lengths.
+//! Messages by addressee node, in two groups ([`NodeMessages`]): `first`, what the circuit's
+//! first layers need (client p's setup and input 1), and `late`, what the nodes take only at
+//! the `M_p` layer (client p's input 2, then client P + p's setup and input;
+//! [`vtwin_mpc::gradient::LateInputs`]). Node 0 gets only the setups (client p's in `first`,
+//! client P + p's in `late`); node 1 and node 2 each get every message (both receive the
+//! corrections; [`vtwin_mpc::input`]). Sizes: setup 38 + 64 bytes to node 0, 38 + 32 to
+//! nodes 1 and 2 per client; inputs, to node 1 and to node 2 each, 38 + 16 (2 B K (+ B flags
+//! for party 0)), 38 + 16 B |T_p| and 38 + 16 d bytes. Cost: two PRG expansions of the input
+//! lengths.
 
 use rand_core::{CryptoRng, RngCore};
 use vtwin_mpc::gradient::{upload_messages, InputBounds, PlainUpload};
@@ -41,6 +45,25 @@ pub enum ShardError {
     },
 }
 
+/// A party's messages to one compute node (module docs).
+#[derive(Debug, Default)]
+pub struct NodeMessages {
+    /// The data client's setup and its first input: what the circuit's first layers need.
+    pub first: Vec<Message>,
+    /// The data client's T_p, then the noise contributor's setup and input: taken at the
+    /// `M_p` layer, about 40 rounds in, so they may travel while the circuit runs.
+    pub late: Vec<Message>,
+}
+
+impl NodeMessages {
+    /// Every message, `first` then `late`.
+    pub fn into_all(self) -> Vec<Message> {
+        let mut all = self.first;
+        all.extend(self.late);
+        all
+    }
+}
+
 /// Party `index` of `parties` in one iteration's session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Party {
@@ -53,9 +76,9 @@ pub struct Party {
 }
 
 impl Party {
-    /// The party's messages by addressee node (module docs for the draw order and sizes):
-    /// `upload` checked against `bounds` and shared as client p, `noise` (d ring elements in
-    /// canonical order) as client P + p, seeds from `client_rng` (a CSPRNG, e.g.
+    /// The party's messages by addressee node, each in its two groups (module docs for the
+    /// draw order and sizes): `upload` checked against `bounds` and shared as client p,
+    /// `noise` (d ring elements in canonical order) as client P + p, seeds from `client_rng` (a CSPRNG, e.g.
     /// [`crate::SecretRandomness::party`]). Errors: [`ShardError`]; nothing is shared then.
     pub fn shard<R: RngCore + CryptoRng>(
         &self,
@@ -64,7 +87,7 @@ impl Party {
         noise: &[u128],
         dim: usize,
         client_rng: &mut R,
-    ) -> Result<[Vec<Message>; 3], ShardError> {
+    ) -> Result<[NodeMessages; 3], ShardError> {
         if noise.len() != dim {
             return Err(ShardError::NoiseLength {
                 got: noise.len(),
@@ -78,17 +101,24 @@ impl Party {
         let (mut noise_client, noise_setup) =
             InputClient::new((self.parties + self.index) as u16, self.session, client_rng);
         let noise_input = noise_client.share_raw(noise);
-        let mut out: [Vec<Message>; 3] = Default::default();
-        for m in data_setup
+        let mut out: [NodeMessages; 3] = Default::default();
+        let first = data_setup.into_iter().chain(data_input.first);
+        let late = data_input
+            .stats
             .into_iter()
-            .chain(data_input)
             .chain(noise_setup)
-            .chain(noise_input)
-        {
+            .chain(noise_input);
+        for (m, is_late) in first.map(|m| (m, false)).chain(late.map(|m| (m, true))) {
             let Peer::Node(n) = m.to else {
                 return Err(ShardError::Misaddressed { to: m.to });
             };
-            out[n.index()].push(m);
+            let group = &mut out[n.index()];
+            if is_late {
+                &mut group.late
+            } else {
+                &mut group.first
+            }
+            .push(m);
         }
         Ok(out)
     }

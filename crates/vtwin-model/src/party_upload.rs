@@ -20,7 +20,7 @@
 //! input lengths.
 
 use rand_chacha::ChaCha20Rng;
-use vtwin_iteration::party::{Party, ShardError};
+use vtwin_iteration::party::{NodeMessages, Party, ShardError};
 use vtwin_mpc::gradient::PartyMap;
 use vtwin_mpc::{Message, SessionId};
 use zeroize::Zeroizing;
@@ -101,7 +101,8 @@ impl PartyTask<'_> {
     }
 }
 
-/// Party `task.party`'s messages for one iteration, by addressee node (module docs for the
+/// Party `task.party`'s messages for one iteration, by addressee node (`first` then `late`,
+/// [`NodeMessages`]; module docs for the
 /// steps, the draw order and the sizes). `noise_rng` is the party's noise generator for the
 /// iteration, `client_rng` its client generator (e.g.
 /// [`vtwin_iteration::SecretRandomness::party`]). Errors: a bad task
@@ -116,7 +117,9 @@ pub fn party_messages(
     task.validate()?;
     // 1. Noise first, before the data phase.
     let z = prepare_noise(task.layout, task.sigma, task.clip, noise_rng)?;
-    Ok(party_messages_with_noise(device, task, &z, client_rng)?.messages)
+    Ok(party_messages_with_noise(device, task, &z, client_rng)?
+        .messages
+        .map(NodeMessages::into_all))
 }
 
 /// Step 1 alone: a party's noise share for one iteration (d exact discrete Gaussians
@@ -187,8 +190,8 @@ pub fn party_messages_with_noise(
 /// score roots were computed with.
 #[derive(Debug)]
 pub struct PartyMessages {
-    /// By addressee node.
-    pub messages: [Vec<Message>; 3],
+    /// By addressee node, in the two groups the nodes take apart.
+    pub messages: [NodeMessages; 3],
     /// The encoded score map of its roots (public).
     pub map: PartyMap,
 }

@@ -50,13 +50,13 @@ use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};
 use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
-use crate::input::{accept_client, input_many, InputClient, InputError};
+use crate::input::{accept_client, input_many, ClientSeeds, InputClient, InputError};
 use crate::inv_sqrt::clip_parts;
 use crate::message::Message;
 use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc};
 use crate::reciprocal::reciprocal_fractions_and_products;
 use crate::runtime::Ctx;
-use crate::share::{repeat_each, Shared, SharedView};
+use crate::share::{repeat_each, Shared};
 use crate::winograd::{paired_inner_products, share_products};
 
 /// The public side of one iteration.
@@ -94,7 +94,7 @@ pub struct PartyMap {
     pub integer_stats: bool,
 }
 
-/// One party's shared upload.
+/// One party's shared first input: what the circuit's first layers need.
 #[derive(Clone, Debug)]
 pub struct SharedUpload {
     /// mat_p, B x K.
@@ -103,18 +103,56 @@ pub struct SharedUpload {
     pub root: Shared,
     /// Party 0 only (empty for the others): raw 0/1 per record, 0 for a padding row.
     pub flags: Shared,
-    /// The party's whole input, of which `stats` is T_p, B x w_p: T_p, the largest part,
-    /// is read in place rather than copied out ([`SharedUpload::stats`]).
-    input: Shared,
-    stats: std::ops::Range<usize>,
 }
 
-impl SharedUpload {
-    /// T_p, B x w_p, borrowed from the party's input.
-    pub(crate) fn stats(&self) -> SharedView<'_> {
-        self.input.view(self.stats.clone())
+/// The inputs the circuit takes only at its `M_p` layer, about 40 rounds in: every party's
+/// T_p (its input number 2) and the noise contributions (each contributor's input number 1,
+/// its seeds included). A node holds only the parties' seeds until then, so most of the
+/// clients' bytes may arrive while the circuit runs ([`LateInputs::receive`]).
+#[derive(Debug)]
+pub struct LateInputs {
+    parties: Vec<ClientSeeds>,
+}
+
+impl LateInputs {
+    /// Waits for the late inputs (no round: they are checked with the next exchange, the
+    /// `M_p` layer's) and returns each party's T_p (B x w_p) and Z, the local sum of the
+    /// noise contributions (d). Errors: a payload of the wrong length, or no noise
+    /// contributor ([`MpcError::LengthMismatch`]). Cost: one PRG expansion per seed held.
+    pub async fn receive(
+        self,
+        ctx: &Ctx,
+        public: &CircuitPublic,
+    ) -> Result<(Vec<Shared>, Shared), MpcError> {
+        let parties = public.parties.len();
+        let mut noise_seeds = Vec::new();
+        for c in parties..usize::from(public.coordinator()) {
+            noise_seeds.push(accept_client(ctx, c as u16).await?);
+        }
+        let mut wanted: Vec<(&ClientSeeds, u64, usize)> = self
+            .parties
+            .iter()
+            .zip(&public.parties)
+            .map(|(s, m)| (s, STATS_INPUT, public.batch * m.width))
+            .collect();
+        wanted.extend(noise_seeds.iter().map(|s| (s, 1, public.dim())));
+        let mut stats = input_many(ctx, &wanted).await?;
+        // Z = sum of the contributions: addition of shares is local.
+        let mut contributions = stats.split_off(parties).into_iter();
+        let first = contributions.next().ok_or(MpcError::LengthMismatch {
+            protocol: "noise contributors",
+            left: 0,
+            right: 1,
+        })?;
+        let z = contributions.try_fold(first, |acc, c| acc.add(&c))?;
+        Ok((stats, z))
     }
 }
+
+/// A party's input number for `[mat | root | flags]` ([`upload_messages`]).
+pub const FIRST_INPUT: u64 = 1;
+/// A party's input number for T_p ([`upload_messages`]).
+pub const STATS_INPUT: u64 = 2;
 
 impl CircuitPublic {
     /// Truncation layers of [`gradient`], each one round: P + 17, one fewer when every party
@@ -144,7 +182,7 @@ impl CircuitPublic {
                 .sum::<usize>()
     }
 
-    fn check(&self, uploads: &[SharedUpload], noise: &Shared) -> Result<(), MpcError> {
+    fn check(&self, uploads: &[SharedUpload]) -> Result<(), MpcError> {
         let (b, k) = (self.batch, self.components);
         let bad = |left: usize, right: usize| MpcError::LengthMismatch {
             protocol: "gradient",
@@ -162,7 +200,6 @@ impl CircuitPublic {
                 (u.flags.len(), if i == 0 { b } else { 0 }),
                 (u.mat.len(), b * k),
                 (u.root.len(), b * k),
-                (u.stats.len(), b * p.width),
                 (p.scale.len(), k * p.width),
                 (p.offset.len(), k * p.width),
             ] {
@@ -170,9 +207,6 @@ impl CircuitPublic {
                     return Err(bad(got, want));
                 }
             }
-        }
-        if noise.len() != self.dim() {
-            return Err(bad(noise.len(), self.dim()));
         }
         Ok(())
     }
@@ -305,14 +339,15 @@ fn mul_public_each(x: &Shared, c: &[u128]) -> Shared {
     x.map_linear(|v| v.iter().zip(c).map(|(a, b)| a.wrapping_mul(*b)).collect())
 }
 
-/// G = sum_n c_n g_n + Z, shared, canonical order (module docs).
+/// G = sum_n c_n g_n + Z, shared, canonical order (module docs). The parties' T_p and the
+/// noise are received from `late` just before the `M_p` layer.
 pub async fn gradient(
     ctx: &Ctx,
     public: &CircuitPublic,
     uploads: &[SharedUpload],
-    noise: &Shared,
+    late: LateInputs,
 ) -> Result<Shared, MpcError> {
-    public.check(uploads, noise)?;
+    public.check(uploads)?;
     let me = ctx.id();
     let (b, k_n) = (public.batch, public.components);
     let pi_bk: Vec<u128> = (0..b * k_n).map(|i| public.pi[i % k_n].0).collect();
@@ -401,11 +436,12 @@ pub async fn gradient(
     //    trunc(pi sc)) and G_p = trunc(A M + b sw) in a second; an integer party's (scale 1)
     //    M_p is at scale 2^32 already, so its G_p is formed on the additive shares and
     //    truncated in the first layer: one layer in all when every party is integer.
+    let (stats, noise) = late.receive(ctx, public).await?;
     let xi = share_products(&w, k_n);
     let mut first = Vec::with_capacity(public.dim());
     let mut g_int = Vec::new();
-    for (u, p) in uploads.iter().zip(&public.parties) {
-        let z = paired_inner_products(&w, &xi, u.stats(), p.width);
+    for (t, p) in stats.iter().zip(&public.parties) {
+        let z = paired_inner_products(&w, &xi, t.view(0..t.len()), p.width);
         if p.integer_stats {
             g_int.extend(affine_map(&z, &sw.own, p));
         } else {
@@ -452,7 +488,7 @@ pub async fn gradient(
             g_real.slice(at_real - len..at_real)
         });
     }
-    Shared::concat(&parts.iter().collect::<Vec<_>>()).add(noise)
+    Shared::concat(&parts.iter().collect::<Vec<_>>()).add(&noise)
 }
 
 /// `A m + b sw` for one party's map (K x w_p, row-major) on one share vector of `m` (K x w_p)
@@ -515,14 +551,35 @@ impl InputBounds {
     }
 }
 
+/// A party's upload as the messages of its two inputs ([`FIRST_INPUT`] and [`STATS_INPUT`]).
+#[derive(Debug)]
+pub struct UploadMessages {
+    /// `[mat | root | flags]`: the circuit's first layers need it.
+    pub first: Vec<Message>,
+    /// T_p: needed only at the `M_p` layer ([`LateInputs`]), so it may travel while the
+    /// circuit runs. Most of the upload (B w_p against 2 B K + B elements).
+    pub stats: Vec<Message>,
+}
+
+impl IntoIterator for UploadMessages {
+    type Item = Message;
+    type IntoIter = std::iter::Chain<std::vec::IntoIter<Message>, std::vec::IntoIter<Message>>;
+
+    /// Every message, `first` then `stats`.
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.stats)
+    }
+}
+
 /// A party's upload as input messages: each segment checked against its public range (an
-/// error names the first bad element; nothing is produced), then `[mat | root | stats]` shared
-/// as one input (number `client.next_seq()`, 1 when fresh).
+/// error names the first bad element, counted in `[mat | root | stats | flags]` order; nothing
+/// is produced), then `[mat | root | flags]` shared as input [`FIRST_INPUT`] and `stats` as
+/// input [`STATS_INPUT`] (`client` fresh: its next input number must be 1).
 pub fn upload_messages(
     client: &mut InputClient,
     up: &PlainUpload,
     bounds: InputBounds,
-) -> Result<Vec<Message>, InputError> {
+) -> Result<UploadMessages, InputError> {
     let check = |values: &[Fx], (min, max): (Fx, Fx), offset: usize| match values
         .iter()
         .position(|v| v.signed() < min.signed() || v.signed() > max.signed())
@@ -548,64 +605,53 @@ pub fn upload_messages(
         (Fx::ZERO, one),
         up.mat.len() + up.root.len() + up.stats.len(),
     )?;
-    let raw: Vec<u128> = up
-        .mat
-        .iter()
-        .chain(&up.root)
-        .chain(&up.stats)
-        .chain(&up.flags)
-        .map(|v| v.raw())
-        .collect();
-    Ok(client.share_raw(&raw))
+    if client.next_seq() != FIRST_INPUT {
+        return Err(InputError::Sequence {
+            got: client.next_seq(),
+            want: FIRST_INPUT,
+        });
+    }
+    let raw = |values: &[&[Fx]]| -> Vec<u128> {
+        values
+            .iter()
+            .flat_map(|v| v.iter().map(|x| x.raw()))
+            .collect()
+    };
+    Ok(UploadMessages {
+        first: client.share_raw(&raw(&[&up.mat, &up.root, &up.flags])),
+        stats: client.share_raw(&raw(&[&up.stats])),
+    })
 }
 
-/// Nodes' side of the inputs of one iteration: party p is client p and sends its upload as
-/// input number 1 ([`upload_messages`]); noise contributor j is client P + j and sends its
-/// contribution as its input number 1. All inputs are received without a round (the seeds
-/// and corrections are checked on the circuit's first round, [`crate::input`]). Returns the
-/// uploads and Z, the (local) sum of the contributions.
+/// Nodes' side of the first inputs of one iteration: party p is client p and sends
+/// `[mat | root | flags]` as its input [`FIRST_INPUT`] ([`upload_messages`]); its T_p and the
+/// noise contributions (clients P..P+m-1) are taken later, by [`gradient`] through the
+/// returned [`LateInputs`]. No round (the seeds and corrections are checked on the circuit's
+/// first exchange, [`crate::input`]).
 pub async fn receive_inputs(
     ctx: &Ctx,
     public: &CircuitPublic,
-) -> Result<(Vec<SharedUpload>, Shared), MpcError> {
+) -> Result<(Vec<SharedUpload>, LateInputs), MpcError> {
     let (b, k_n) = (public.batch, public.components);
-    let parties = public.parties.len();
     let mut seeds = Vec::new();
-    for c in 0..public.coordinator() {
-        seeds.push(accept_client(ctx, c).await?);
+    for c in 0..public.parties.len() {
+        seeds.push(accept_client(ctx, c as u16).await?);
     }
-    let mut wanted: Vec<(&crate::input::ClientSeeds, u64, usize)> = public
-        .parties
+    let wanted: Vec<(&ClientSeeds, u64, usize)> = seeds
         .iter()
-        .zip(&seeds)
         .enumerate()
-        .map(|(p, (m, s))| (s, 1, 2 * b * k_n + b * m.width + if p == 0 { b } else { 0 }))
+        .map(|(p, s)| (s, FIRST_INPUT, 2 * b * k_n + if p == 0 { b } else { 0 }))
         .collect();
-    wanted.extend(seeds[parties..].iter().map(|s| (s, 1, public.dim())));
-    let mut got = input_many(ctx, &wanted).await?;
-    // Z = sum of the contributions: addition of shares is local.
-    let mut contributions = got.split_off(parties).into_iter();
-    let first = contributions.next().ok_or(MpcError::LengthMismatch {
-        protocol: "noise contributors",
-        left: 0,
-        right: 1,
-    })?;
-    let z = contributions.try_fold(first, |acc, c| acc.add(&c))?;
+    let got = input_many(ctx, &wanted).await?;
     let uploads = got
         .into_iter()
-        .zip(&public.parties)
-        .map(|(u, m)| {
-            let t_end = 2 * b * k_n + b * m.width;
-            SharedUpload {
-                mat: u.slice(0..b * k_n),
-                root: u.slice(b * k_n..2 * b * k_n),
-                flags: u.slice(t_end..u.len()),
-                stats: 2 * b * k_n..t_end,
-                input: u,
-            }
+        .map(|u| SharedUpload {
+            mat: u.slice(0..b * k_n),
+            root: u.slice(b * k_n..2 * b * k_n),
+            flags: u.slice(2 * b * k_n..u.len()),
         })
         .collect();
-    Ok((uploads, z))
+    Ok((uploads, LateInputs { parties: seeds }))
 }
 
 /// The nodes' truncation masks as recorded by [`crate::sim::Simulation::record_masks`] for one run of

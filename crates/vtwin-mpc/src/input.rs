@@ -82,6 +82,14 @@ pub enum InputError {
         /// Range maximum.
         max: f64,
     },
+    /// The client already shared an input, so the input numbers the nodes expect are taken.
+    #[error("the next input number is {got}, the protocol expects {want}")]
+    Sequence {
+        /// The client's next input number.
+        got: u64,
+        /// The one the protocol expects.
+        want: u64,
+    },
 }
 
 /// 32 bytes (a seed, a SHA-256 digest) as two ring elements, little endian.

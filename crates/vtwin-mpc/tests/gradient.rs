@@ -106,11 +106,12 @@ fn adult_scale_costs() {
     // nodes 1 and 2); circuit P + 42 (every layer 1 round); reveal 1.
     assert_eq!(total.rounds, (p + 42) + 1);
     assert_eq!(masks.len() as u64, p + 17, "truncation layers");
-    // Between nodes: the circuit, plus the input check on the circuit's first round (a
-    // truncation layer, whose four messages between node 0 and nodes 1, 2 and between nodes
-    // 1 and 2 carry it): node 0's seed digests, 4 elements to each of nodes 1 and 2, and
-    // nodes 1 and 2's digest, 2 elements each way.
-    let inputs = 12u64;
+    // Between nodes: the circuit, plus two input checks, each riding on a truncation
+    // layer's four messages between node 0 and nodes 1, 2 and between nodes 1 and 2: node
+    // 0's seed digests, 4 elements to each of nodes 1 and 2, and nodes 1 and 2's digest, 2
+    // elements each way. The first on the circuit's first round (the parties' first inputs),
+    // the second on the M_p layer (their T_p and the noise, taken late: `LateInputs`).
+    let inputs = 2 * 12u64;
     let circuit = total.elements - inputs;
     // Uploads: every input value reaches nodes 1 and 2 (party 0 also inputs the B padding
     // flags), plus the seeds and headers.
@@ -133,7 +134,7 @@ fn adult_scale_costs() {
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} of the input check + circuit (13 + 15 P) B K + 513 B + 5 K + 10 (d - K) \
+         ({} elements = {inputs} of the two input checks + circuit (13 + 15 P) B K + 513 B + 5 K + 10 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
          uploaded to each of nodes 1 and 2",
         total.rounds,
@@ -166,7 +167,7 @@ fn adult_scale_costs_with_integer_statistics() {
     let (t, r) = (5u64, 3u64);
     let per_bk = (3 * p + 2) * t + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
-    let inputs = 12u64;
+    let inputs = 2 * 12u64;
     assert_eq!(
         int.elements - inputs,
         per_bk * bk + 513 * bb + t * kk + t * dd

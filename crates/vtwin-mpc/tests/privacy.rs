@@ -424,8 +424,8 @@ fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<u128>; 3] {
         .run(move |ctx| {
             let public = public.clone();
             async move {
-                let (ups, z) = receive_inputs(&ctx, &public).await?;
-                gradient(&ctx, &public, &ups, &z).await?;
+                let (ups, late) = receive_inputs(&ctx, &public).await?;
+                gradient(&ctx, &public, &ups, late).await?;
                 Ok(())
             }
         })

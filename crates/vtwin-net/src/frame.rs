@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 15;
+pub const WIRE_VERSION: u8 = 16;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -119,10 +119,15 @@ pub enum Body {
         /// The job's public terms, checked by the party against its policy and budget.
         terms: JobTerms,
     },
-    /// Party -> node i, on the party's own link to the node: the party's inputs sealed to
-    /// node i (see [`mod@crate::seal`]), signed by the party ([`crate::relay_signature`]) over
-    /// the session attempt, the iteration, the party, the node and the blob's digest.
+    /// Party -> node i, on the party's own link to the node: one part of the party's inputs
+    /// sealed to node i (see [`mod@crate::seal`]), signed by the party
+    /// ([`crate::relay_signature`]) over the session attempt, the iteration, the party, the
+    /// node, the part and the blob's digest. Two per request: part 0, what the circuit's
+    /// first layers need, then part 1, what it takes only later (`vtwin-consortium`
+    /// `upload::UploadPart`).
     Upload {
+        /// Which part: 0 or 1.
+        part: u8,
         /// The sealed blob.
         #[serde(with = "serde_bytes")]
         sealed: Vec<u8>,
@@ -134,7 +139,7 @@ pub enum Body {
         #[serde(with = "serde_bytes")]
         signature: Vec<u8>,
     },
-    /// Party -> coordinator: the party has handed its three `Upload`s to its node links (so
+    /// Party -> coordinator: the party has handed its six `Upload`s to its node links (so
     /// a timeout names the parties that did not get that far).
     Uploaded,
     /// Party -> coordinator: the party refuses this request (nothing was shared).

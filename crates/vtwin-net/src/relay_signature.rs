@@ -40,8 +40,9 @@ use crate::role::Role;
 /// Prefixed to every signed alignment message (ASCII, NUL-terminated).
 pub const DOMAIN: &[u8] = b"vtwin relayed psi message v1\0";
 
-/// Prefixed to every signed sealed upload (ASCII, NUL-terminated).
-pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v2\0";
+/// Prefixed to every signed sealed upload (ASCII, NUL-terminated). v3 since wire version 16,
+/// whose payload names the upload's part.
+pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v3\0";
 
 /// What a relayed payload is, so that a signature made for one purpose is never accepted for
 /// another (the same party key signs both): each purpose has its own domain tag.
@@ -286,26 +287,32 @@ mod tests {
         ));
     }
 
-    /// A party's signature over an upload payload under the tag of wire versions before 14
-    /// (when the payload held SHA-256 of the blob) is not accepted as an upload signature.
+    /// A party's signature over an upload payload under the tags of earlier wire versions
+    /// (v1 before 14, when the payload held SHA-256 of the blob; v2 before 16, when it named
+    /// no part) is not accepted as an upload signature.
     #[test]
-    fn an_upload_signed_under_the_old_tag_is_refused() {
-        assert_eq!(UPLOAD_DOMAIN, b"vtwin sealed upload v2\0");
+    fn an_upload_signed_under_an_old_tag_is_refused() {
+        assert_eq!(UPLOAD_DOMAIN, b"vtwin sealed upload v3\0");
         let ca = Ca::generate().unwrap();
         let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
         let verifier = RelayVerifier::new(&party(&ca, 0));
         let payload = b"session, attempt, t, party, node, digest";
         let good = signer.sign(Purpose::Upload, payload).unwrap();
         verifier.verify(Purpose::Upload, payload, &good).unwrap();
-        let old = [&b"vtwin sealed upload v1\0"[..], payload].concat();
-        let old = RelaySignature {
-            certificate: good.certificate.clone(),
-            signature: signer.signer.sign(&old).unwrap(),
-        };
-        assert!(matches!(
-            verifier.verify(Purpose::Upload, payload, &old),
-            Err(RelaySignatureError::BadSignature { .. })
-        ));
+        for tag in [
+            &b"vtwin sealed upload v1\0"[..],
+            b"vtwin sealed upload v2\0",
+        ] {
+            let old = [tag, payload].concat();
+            let old = RelaySignature {
+                certificate: good.certificate.clone(),
+                signature: signer.signer.sign(&old).unwrap(),
+            };
+            assert!(matches!(
+                verifier.verify(Purpose::Upload, payload, &old),
+                Err(RelaySignatureError::BadSignature { .. })
+            ));
+        }
     }
 
     #[test]

@@ -75,13 +75,14 @@ fn body() -> impl Strategy<Value = Body> {
                 theta,
                 terms
             }),
-        (bytes(64), bytes(30), bytes(20)).prop_map(|(sealed, certificate, signature)| {
-            Body::Upload {
+        (any::<u8>(), bytes(64), bytes(30), bytes(20)).prop_map(
+            |(part, sealed, certificate, signature)| Body::Upload {
+                part,
                 sealed,
                 certificate,
                 signature,
             }
-        }),
+        ),
         Just(Body::Uploaded),
         refusal().prop_map(|refusal| Body::Refused { refusal }),
         bytes(64).prop_map(|message| Body::Mpc { message }),

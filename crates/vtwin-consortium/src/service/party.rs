@@ -109,9 +109,11 @@ impl PartyServer {
             // An alignment step raises a whole set of points (seconds at a million ids):
             // run it where blocking is allowed, so the links keep their keep-alives going.
             // (block_in_place needs the multi-threaded runtime every vtwin service runs on.)
-            let heavy = matches!(f.body, Body::AlignStart { .. } | Body::Align { .. })
-                && tokio::runtime::Handle::current().runtime_flavor()
-                    == tokio::runtime::RuntimeFlavor::MultiThread;
+            let heavy = matches!(
+                f.body,
+                Body::Request { .. } | Body::AlignStart { .. } | Body::Align { .. }
+            ) && tokio::runtime::Handle::current().runtime_flavor()
+                == tokio::runtime::RuntimeFlavor::MultiThread;
             let mut handle = || match responder.handle(peer, &f) {
                 Ok(out) => out,
                 Err(e) => {
@@ -135,11 +137,33 @@ impl PartyServer {
             {
                 uploaded = Some((Attempt::of(&f), f.iteration));
             }
-            for o in out {
-                if !hub.mesh.send(o.to, o.frame) {
-                    tracing::warn!(to = %o.to, "no link; reply dropped");
+            let send = |hub: &mut Hub, out: Vec<crate::outgoing::Outgoing>| {
+                for o in out {
+                    if !hub.mesh.send(o.to, o.frame) {
+                        tracing::warn!(to = %o.to, "no link; reply dropped");
+                    }
                 }
-            }
+            };
+            send(&mut hub, out);
+            // The first part of an upload is on its links' tasks: seal the rest meanwhile.
+            let mut rest = || match responder.upload_rest() {
+                Ok(rest) => rest,
+                Err(e) => {
+                    tracing::warn!("{}", vtwin_host::error_chain::Chain(&e));
+                    match me {
+                        Role::Party(p) => vec![failure(p, &f, &e)],
+                        _ => Vec::new(),
+                    }
+                }
+            };
+            let rest = span.in_scope(|| {
+                if heavy {
+                    tokio::task::block_in_place(&mut rest)
+                } else {
+                    rest()
+                }
+            });
+            send(&mut hub, rest);
             // The reply is queued on its link's own task; the sampling runs on the blocking
             // pool, so the link tasks send meanwhile and the coordinator's next request
             // (after a whole MPC iteration) finds the share ready.

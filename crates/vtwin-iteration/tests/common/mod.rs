@@ -39,6 +39,7 @@ pub fn shard_all(
                 &mut randomness.party(p, t),
             )
             .expect("in range")
+            .map(vtwin_iteration::party::NodeMessages::into_all)
         })
         .collect()
 }

@@ -229,8 +229,8 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
         .run(move |ctx| {
             let public = public.clone();
             async move {
-                let (uploads, z) = receive_inputs(&ctx, &public).await?;
-                let g = gradient(&ctx, &public, &uploads, &z).await?;
+                let (uploads, late) = receive_inputs(&ctx, &public).await?;
+                let g = gradient(&ctx, &public, &uploads, late).await?;
                 reveal_to(&ctx, &g, public.parties.len() as u16 + 1).await?;
                 Ok(ctx.counters())
             }
@@ -269,5 +269,8 @@ pub fn plain(inst: &Instance, p: usize) -> PlainUpload {
 
 /// Party p's validated input messages.
 pub fn upload(c: &mut InputClient, inst: &Instance, p: usize) -> Vec<Message> {
-    upload_messages(c, &plain(inst, p), bounds()).expect("in range")
+    upload_messages(c, &plain(inst, p), bounds())
+        .expect("in range")
+        .into_iter()
+        .collect()
 }
