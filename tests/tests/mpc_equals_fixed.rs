@@ -26,7 +26,8 @@ use vtwin_mpc::gradient::{
 };
 use vtwin_mpc::input::reveal_to;
 use vtwin_mpc::{
-    InputClient, Message, NodeId, NodeKey, Opening, PairSeeds, Peer, SessionId, Simulation,
+    InputClient, InputError, Message, NodeId, NodeKey, Opening, PairSeeds, Peer, SessionId,
+    Simulation,
 };
 
 use vtwin_tests::{demo, demo_one_hot, input};
@@ -353,8 +354,15 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
         integer_stats: false,
     };
     let ok = up(bounds.mat.1, bounds.root.1, bounds.stats.0);
-    let (mut c, _) = InputClient::new(0, SESSION, &mut ChaCha20Rng::seed_from_u64(1));
+    // A fresh client each time: a party's upload is its client's inputs 1 and 2.
+    let client = || InputClient::new(0, SESSION, &mut ChaCha20Rng::seed_from_u64(1)).0;
+    let mut c = client();
     assert!(upload_messages(&mut c, &ok, bounds).is_ok());
+    // A client that already shared its inputs is refused (the nodes expect 1 and 2).
+    assert!(matches!(
+        upload_messages(&mut c, &ok, bounds),
+        Err(InputError::Sequence { got: 3, want: 1 })
+    ));
     let ulp = Fx::from_raw(1);
     for bad in [
         up(bounds.mat.1 + ulp, bounds.root.1, Fx::ZERO),
@@ -362,7 +370,7 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
         up(Fx::ZERO, bounds.root.1 + ulp, Fx::ZERO),
         up(Fx::ZERO, Fx::ZERO, bounds.stats.0 - ulp),
     ] {
-        assert!(upload_messages(&mut c, &bad, bounds).is_err());
+        assert!(upload_messages(&mut client(), &bad, bounds).is_err());
     }
     // An integer party's T_p is checked as raw integers against the same real range: 14 and
     // -14 pass, 15 and -15 do not, nor does 14 at scale 2^32 (raw 14 2^32).
@@ -373,12 +381,12 @@ fn out_of_range_party_input_is_rejected_before_sharing() {
     };
     for (t, fine) in [(14, true), (-14, true), (15, false), (-15, false)] {
         assert_eq!(
-            upload_messages(&mut c, &int(t), bounds).is_ok(),
+            upload_messages(&mut client(), &int(t), bounds).is_ok(),
             fine,
             "{t}"
         );
     }
-    assert!(upload_messages(&mut c, &int(14 << 32), bounds).is_err());
+    assert!(upload_messages(&mut client(), &int(14 << 32), bounds).is_err());
     // Closed-form renormalisation puts every record's largest mat_p at exactly 1.
     assert_eq!(bounds.mat.1, Fx::ONE);
     let paper = input_bounds(Renormalise::Paper, 2);
@@ -592,18 +600,21 @@ fn party_messages_refuse_out_of_range_values_and_follow_the_documented_layout() 
             .map(|m| (m.from, m.step, m.payload.len()))
             .collect::<Vec<_>>()
     };
-    let (data_len, d) = (3 * (2 * 3 + layout.stat_width(1)), layout.dim());
+    // Party 1's first input [mat | root] (B K each; no flags), then T_p (B |T_1|).
+    let (first_len, stats_len, d) = (3 * 2 * 3, 3 * layout.stat_width(1), layout.dim());
     assert_eq!(
         froms(0),
         [(Peer::Client(1), 0, 4), (Peer::Client(p_n + 1), 0, 4)]
     );
-    // Nodes 1 and 2 both hold x_2: each gets the two setups and the two corrections.
+    // Nodes 1 and 2 both hold x_2: each gets the two setups and the three corrections, the
+    // first input's before T_p's and the noise's (the nodes take those two late).
     for node in [1, 2] {
         assert_eq!(
             froms(node),
             [
                 (Peer::Client(1), 0, 2),
-                (Peer::Client(1), 1, data_len),
+                (Peer::Client(1), 1, first_len),
+                (Peer::Client(1), 2, stats_len),
                 (Peer::Client(p_n + 1), 0, 2),
                 (Peer::Client(p_n + 1), 1, d)
             ],
@@ -611,7 +622,7 @@ fn party_messages_refuse_out_of_range_values_and_follow_the_documented_layout() 
         );
     }
     // The same corrections (the setups differ: s_1 to node 1, s_0 to node 2).
-    for k in [1, 3] {
+    for k in [1, 2, 4] {
         assert_eq!(msgs[1][k].payload, msgs[2][k].payload);
     }
     let err = party_messages(

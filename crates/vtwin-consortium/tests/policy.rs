@@ -78,22 +78,23 @@ fn request(t: u64, batch: Vec<u32>, terms: JobTerms) -> Frame {
     frame(Role::Coordinator, at, t, 0, body)
 }
 
-/// The body of the party's one reply.
-/// The party's answer to the coordinator; with an upload, first each node's own `Upload`,
-/// in node order.
+/// The party's answer to the coordinator, as its driver collects it (the reply, then
+/// [`PartyResponder::upload_rest`]); with an upload, first each node's part 0, then each
+/// node's part 1, in node order, then `Uploaded`.
 fn reply(p: &mut PartyResponder, f: &Frame) -> Body {
     let mut out: Vec<Outgoing> = p.handle(Role::Coordinator, f).unwrap();
+    out.extend(p.upload_rest().unwrap());
     let last = out.pop().unwrap();
     assert_eq!(last.to, Role::Coordinator);
     let uploads = if matches!(last.frame.body, Body::Uploaded) {
-        3
+        6
     } else {
         0
     };
     assert_eq!(out.len(), uploads, "{:?}", last.frame.body);
     for (i, o) in out.iter().enumerate() {
-        assert_eq!(o.to, Role::Node(i as u8));
-        assert!(matches!(o.frame.body, Body::Upload { .. }));
+        assert_eq!(o.to, Role::Node((i % 3) as u8));
+        assert!(matches!(o.frame.body, Body::Upload { part, .. } if usize::from(part) == i / 3));
     }
     last.frame.body
 }
