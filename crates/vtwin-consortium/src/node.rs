@@ -44,7 +44,7 @@
 //! node's `NodeKey`, or its first MPC messages before this node has all keys) are buffered, at
 //! most [`EARLY_FRAMES`] frames and [`EARLY_BYTES`] bytes (the oldest are dropped beyond);
 //! a party's upload that comes before `Start` waits apart, its newest of each part only, within
-//! [`EARLY_UPLOAD_BYTES`] for all parties (one that does not fit is dropped), so that no
+//! [`EARLY_UPLOAD_BYTES_PER_PARTY`] per party and [`EARLY_UPLOAD_BYTES`] for all parties (one that does not fit is dropped), so that no
 //! party can push the nodes' frames out. A party's frame is never the session's end unless it
 //! is an upload of the session, of its iteration, from one of its parties, that fails a
 //! check: anything else from a party link is logged and dropped.
@@ -75,9 +75,14 @@ pub const EARLY_FRAMES: usize = 256;
 /// Most bytes (bodies) of fellow nodes' frames buffered for sessions not started yet.
 pub const EARLY_BYTES: usize = 256 << 20;
 /// Most bytes (whole bodies) of parties' uploads buffered for sessions not started yet, one
-/// upload per party and part (its newest); an upload that does not fit is dropped. Apart from the
+/// upload per party and part (its newest), at most [`EARLY_UPLOAD_BYTES_PER_PARTY`] of one
+/// party; an upload that does not fit is dropped. Apart from the
 /// nodes' bound, so that no party can push a fellow node's early frames out.
 pub const EARLY_UPLOAD_BYTES: usize = 256 << 20;
+/// Most bytes of one party's early uploads (both parts together): one frame's limit, so that
+/// filling [`EARLY_UPLOAD_BYTES`] takes four parties' certificates, as when each party sent
+/// one upload.
+pub const EARLY_UPLOAD_BYTES_PER_PARTY: usize = vtwin_net::frame::MAX_FRAME_BYTES;
 /// How many finished or aborted sessions a node remembers (to drop their late frames).
 const CLOSED_SESSIONS: usize = 8;
 
@@ -563,7 +568,15 @@ impl NodeSession {
             if let Some(old) = self.early_uploads.remove(&key) {
                 self.early_upload_bytes -= body_bytes(&old.body);
             }
-            if self.early_upload_bytes + size > EARLY_UPLOAD_BYTES {
+            let own: usize = self
+                .early_uploads
+                .iter()
+                .filter(|((who, _), _)| *who == from)
+                .map(|(_, f)| body_bytes(&f.body))
+                .sum();
+            if self.early_upload_bytes + size > EARLY_UPLOAD_BYTES
+                || own + size > EARLY_UPLOAD_BYTES_PER_PARTY
+            {
                 tracing::warn!(node = %self.id, %from, bytes = size, "early uploads full: dropped this party's upload");
                 return;
             }

@@ -25,15 +25,21 @@
 //!   batch and builds the vtwin-mpc input messages of its data client (p) and its noise
 //!   client (P + p) ([`vtwin_model::party_upload::party_messages_with_noise`], client
 //!   generator `randomness.party(p, t)`), encodes node i's messages with the noise terms it
-//!   used ([`SealedInputs`]) and seals them to node i's long-term seal key with AAD
-//!   (s_t, t, p, i), and signs each blob ([`crate::upload::upload_payload`]); it records the
-//!   upload in its ledger (synced to disk) and only then sends `Upload { sealed, .. }` to
-//!   node i over its own link to that node, for each i, and `Uploaded` to the coordinator
-//!   (which never carries a party's blobs). A term outside the policy, a spent budget or a
+//!   used ([`SealedInputs`]), in two parts per node ([`UploadPart`]: the circuit's first
+//!   inputs, then T_p and the noise, which the nodes take only at the circuit's `M_p`
+//!   layer); it records the upload in its ledger (synced to disk), then seals part 0 to
+//!   node i's long-term seal key with AAD (s_t, t, p, i) and signs the blob
+//!   ([`crate::upload::upload_payload`]), and returns `Upload { part: 0, .. }` for each
+//!   node i, to go over its own link to that node. The driver sends those, then calls
+//!   [`PartyResponder::upload_rest`], which seals and signs part 1 the same way and returns
+//!   its uploads and `Uploaded` to the coordinator (which never carries a party's blobs).
+//!   The circuit thus starts on part 0 while part 1 is sealed and travels. A term outside the policy, a spent budget or a
 //!   value of its rows outside the public fixed-point ranges gives `Refused { refusal }`
 //!   (typed: which check, which quantity, the public range; never a value) and nothing is
 //!   shared or recorded;
-//! - `Abort` -> nothing to drop (a party keeps no per-iteration state).
+//! - `Abort` -> nothing to send; like every frame, it drops a request's part 1 that the
+//!   driver did not take with [`PartyResponder::upload_rest`] (a party keeps no other
+//!   per-iteration state).
 //!
 //! The noise share is never sampled on the message path when the terms are as expected:
 //! [`PartyResponder::prepare_noise`], which the driver calls after sending each reply (and
@@ -47,9 +53,9 @@
 //! `Failed` (its public summary, [`PartyError::public`]). The QUIC service drops a node's
 //! frames before they reach the responder, so that no node can make a party report.
 //!
-//! Cost per request: the local kernels (O(B K |T_p|)), two input shares of
-//! 2 B K + B |T_p| and d ring elements, three seals (one X25519, one HKDF and AES-256-GCM over
-//! the blob each), one ledger append with `fdatasync`; the epsilon checks about a
+//! Cost per request: the local kernels (O(B K |T_p|)), three input shares of 2 B K, B |T_p|
+//! and d ring elements, six seals (one X25519, one HKDF and AES-256-GCM over the blob each)
+//! and six ECDSA signatures, one ledger append with `fdatasync`; the epsilon checks about a
 //! millisecond each (the plan's is cached).
 
 use rand::{SeedableRng, TryRngCore};
@@ -633,8 +639,14 @@ impl PartyResponder {
     /// to the coordinator with [`failure`]. After a request, the driver sends what this
     /// returns (the first part of the upload), then calls [`PartyResponder::upload_rest`].
     pub fn handle(&mut self, from: Role, f: &Frame) -> Result<Vec<Outgoing>, PartyError> {
-        // A request's second upload is due only right after its first.
-        self.rest = None;
+        // A request's second upload is due only right after its first: a driver that did
+        // not take it has left that iteration to time out.
+        if self.rest.take().is_some() {
+            tracing::warn!(
+                party = self.setup.index,
+                "a request's second upload was never taken (upload_rest): dropped"
+            );
+        }
         let p = self.setup.index;
         let unexpected = || PartyError::Unexpected {
             party: p,

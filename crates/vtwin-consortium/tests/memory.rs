@@ -1317,9 +1317,19 @@ fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames()
         3,
         "the key and party 3's newest of each part"
     );
+    // One party's two parts share one frame's worth: a part that would take it past that is
+    // dropped, one that fits is kept.
+    let mut lone = lone_node();
+    let mib = 1 << 20;
+    for (part, size, kept) in [(0, 40 * mib, 1), (1, 40 * mib, 1), (1, 20 * mib, 2)] {
+        let out = lone.handle(Role::Party(8), upload_part(8, 1, part, vec![0; size]));
+        assert!(out.error.is_none());
+        assert_eq!(lone.early_frames(), kept, "part {part} of {size} bytes");
+    }
     // Uploads whose certificates alone fill the parties' budget (a frame carries at most
-    // 64 MiB): the one that does not fit is dropped, and the node's key stays.
-    let big = vtwin_consortium::node::EARLY_UPLOAD_BYTES / 4 + 1;
+    // 64 MiB, and so does one party's share of it): the one that does not fit is dropped,
+    // and the node's key stays.
+    let big = vtwin_consortium::node::EARLY_UPLOAD_BYTES_PER_PARTY - 1;
     for p in [4, 5, 6, 7] {
         let out = node.handle(Role::Party(p), upload(p, 1, vec![0; big]));
         assert!(out.error.is_none());

@@ -21,6 +21,7 @@
 use rand_core::{CryptoRng, RngCore};
 use vtwin_mpc::gradient::{upload_messages, InputBounds, PlainUpload};
 use vtwin_mpc::{InputClient, InputError, Message, Peer, SessionId};
+use zeroize::Zeroize;
 
 /// Why a party refused to shard (nothing was shared).
 #[derive(Debug, thiserror::Error)]
@@ -45,8 +46,9 @@ pub enum ShardError {
     },
 }
 
-/// A party's messages to one compute node (module docs).
-#[derive(Debug, Default)]
+/// A party's messages to one compute node (module docs). Their payloads (corrections, and
+/// the setups' seeds) are zeroized on drop, and `Debug` prints only how many there are.
+#[derive(Default)]
 pub struct NodeMessages {
     /// The data client's setup and its first input: what the circuit's first layers need.
     pub first: Vec<Message>,
@@ -56,11 +58,28 @@ pub struct NodeMessages {
 }
 
 impl NodeMessages {
-    /// Every message, `first` then `late`.
-    pub fn into_all(self) -> Vec<Message> {
-        let mut all = self.first;
-        all.extend(self.late);
+    /// Every message, `first` then `late` (the caller owns them, unzeroized, from here).
+    pub fn into_all(mut self) -> Vec<Message> {
+        let mut all = std::mem::take(&mut self.first);
+        all.append(&mut self.late);
         all
+    }
+}
+
+impl Drop for NodeMessages {
+    fn drop(&mut self) {
+        for m in self.first.iter_mut().chain(&mut self.late) {
+            m.payload.zeroize();
+        }
+    }
+}
+
+impl std::fmt::Debug for NodeMessages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeMessages")
+            .field("first", &self.first.len())
+            .field("late", &self.late.len())
+            .finish()
     }
 }
 

@@ -24,6 +24,54 @@ fn check(inst: &Instance) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A party that gives nodes 1 and 2 different late inputs (its T_p correction, or its noise
+/// contributor's seed), which the nodes take only at the `M_p` layer, is caught there by
+/// nodes 1 and 2, and neither reveals anything; node 0, which takes no part in the check,
+/// may send its own share (uniform on its own), so the opening never completes.
+#[test]
+fn inconsistent_late_inputs_are_refused_before_any_reveal() {
+    use vtwin_mpc::{MpcError, NodeId, Peer};
+    let inst = instance(6, 4, 2, &[2, 3]);
+    let noise = inst.public.parties.len() as u16;
+    // (sender, step, addressee) of the message to alter.
+    for (from, step, to) in [(1u16, 2u64, 1u8), (noise, 0, 2), (noise, 1, 1)] {
+        let mut msgs = gradient_ref::client_messages(&inst);
+        let m = msgs
+            .iter_mut()
+            .find(|m| {
+                (m.from, m.step, m.to)
+                    == (
+                        Peer::Client(from),
+                        step,
+                        Peer::Node(NodeId::new(to).expect("id")),
+                    )
+            })
+            .expect("the message");
+        m.payload[0] ^= 1;
+        let (errors, to_clients) = gradient_ref::run_mpc_on(&inst, msgs);
+        for i in [1, 2] {
+            assert!(
+                matches!(errors[i], Some(MpcError::InconsistentInput { .. })),
+                "client {from} step {step} to node {to}: node {i}: {:?}",
+                errors[i]
+            );
+        }
+        assert!(errors[0].is_none());
+        assert!(
+            to_clients
+                .iter()
+                .all(|m| m.from == Peer::Node(NodeId::ALL[0]))
+                && to_clients.len() <= 1,
+            "nodes 1 and 2 reveal nothing"
+        );
+    }
+    // Untouched, all three reveal.
+    let (errors, to_clients) =
+        gradient_ref::run_mpc_on(&inst, gradient_ref::client_messages(&inst));
+    assert_eq!(errors, vec![None, None, None]);
+    assert_eq!(to_clients.len(), 3);
+}
+
 #[test]
 fn gradient_matches_the_fixed_backend_order_bit_for_bit() {
     check(&instance(1, 6, 3, &[2, 3])).expect("P = 2");

@@ -12,7 +12,9 @@ use vtwin_mpc::gradient::{
     gradient, receive_inputs, upload_messages, CircuitPublic, InputBounds, PartyMap, PlainUpload,
 };
 use vtwin_mpc::input::reveal_to;
-use vtwin_mpc::{Counters, InputClient, Message, Opening, SessionId, Simulation};
+use vtwin_mpc::{
+    Counters, InputClient, Message, MpcError, Node, NodeId, Opening, Peer, SessionId, Simulation,
+};
 
 const SESSION: SessionId = SessionId(*b"vtwin-mpc-gradnt");
 
@@ -205,9 +207,8 @@ impl Instance {
     }
 }
 
-/// Runs the circuit: party p (client p) inputs its upload, client P the noise; the
-/// coordinator (client P + 1) receives G.
-pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
+/// The clients' messages of one run: party p (client p) its upload, client P the noise.
+pub fn client_messages(inst: &Instance) -> Vec<Message> {
     let parties = inst.public.parties.len();
     let mut rng = ChaCha20Rng::seed_from_u64(17);
     let mut msgs = Vec::new();
@@ -219,6 +220,57 @@ pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
     let (mut nc, setup) = InputClient::new(parties as u16, SESSION, &mut rng);
     msgs.extend(setup);
     msgs.extend(nc.share_raw(&inst.noise.iter().map(|z| *z as u128).collect::<Vec<_>>()));
+    msgs
+}
+
+/// Runs the nodes' program of [`run_mpc`] on `msgs` (FIFO, to the end or until every node
+/// failed) and returns each node's first error and every message sent to a client.
+pub fn run_mpc_on(inst: &Instance, msgs: Vec<Message>) -> (Vec<Option<MpcError>>, Vec<Message>) {
+    let coordinator = inst.public.parties.len() as u16 + 1;
+    let mut rng = ChaCha20Rng::seed_from_u64(23);
+    let seeds = vtwin_mpc::keys::simulated_seeds(&mut rng, SESSION).expect("seeds");
+    let mut nodes: Vec<Node<()>> = seeds
+        .into_iter()
+        .zip(NodeId::ALL)
+        .map(|(s, id)| {
+            let public = inst.public.clone();
+            Node::new(id, SESSION, s, coordinator + 1, move |ctx| {
+                let public = public.clone();
+                async move {
+                    let (uploads, late) = receive_inputs(&ctx, &public).await?;
+                    let g = gradient(&ctx, &public, &uploads, late).await?;
+                    reveal_to(&ctx, &g, coordinator).await
+                }
+            })
+        })
+        .collect();
+    let mut queue: std::collections::VecDeque<Message> = msgs.into();
+    let mut errors: Vec<Option<MpcError>> = vec![None, None, None];
+    for (i, n) in nodes.iter_mut().enumerate() {
+        match n.start() {
+            Ok(out) => queue.extend(out),
+            Err(e) => errors[i] = Some(e),
+        }
+    }
+    let mut to_clients = Vec::new();
+    while let Some(m) = queue.pop_front() {
+        match m.to {
+            Peer::Client(_) => to_clients.push(m),
+            Peer::Node(id) if errors[id.index()].is_none() => match nodes[id.index()].handle(m) {
+                Ok(out) => queue.extend(out),
+                Err(e) => errors[id.index()] = Some(e),
+            },
+            Peer::Node(_) => {}
+        }
+    }
+    (errors, to_clients)
+}
+
+/// Runs the circuit: party p (client p) inputs its upload, client P the noise; the
+/// coordinator (client P + 1) receives G.
+pub fn run_mpc(inst: &Instance) -> (Vec<u128>, Vec<Vec<u128>>, [Counters; 3]) {
+    let parties = inst.public.parties.len();
+    let msgs = client_messages(inst);
     let coordinator = parties as u16 + 1;
     let public = inst.public.clone();
     let rep = Simulation::new(SESSION, 23)
