@@ -1011,40 +1011,47 @@ fn a_lost_party_link_drops_a_session_while_the_late_part_of_its_upload_is_missin
     assert_aborted_with(&c, "lost the link to party 1: node 2 lost its link to it");
 }
 
+/// Re-signs the upload in `f` (from `party` to `node`) with `signer`'s genuine key over its
+/// payload with the part byte `part` (any byte, as a party that made it up would), and sets
+/// the frame's part to it.
+fn resign_upload(f: &mut Frame, signer: u16, party: u16, node: u8, part: u8) {
+    let (session, attempt, t) = (f.session, f.attempt, f.iteration);
+    let Body::Upload {
+        part: p,
+        sealed,
+        certificate,
+        signature,
+    } = &mut f.body
+    else {
+        panic!("an upload");
+    };
+    *p = part;
+    let key = vtwin_net::relay_signature::RelaySigner::new(&party_identity(signer)).unwrap();
+    let mut payload = vtwin_consortium::upload::upload_payload(
+        &session,
+        &attempt,
+        t,
+        party,
+        node,
+        vtwin_consortium::upload::UploadPart::First,
+        sealed,
+    );
+    payload[35] = part;
+    let s = key
+        .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
+        .unwrap();
+    *certificate = s.certificate;
+    *signature = s.signature;
+}
+
 /// Party 1's late upload to node 1 with its part byte set to `part` and signed again by
 /// party 1 itself, so that only the node's part checks stand in the way.
 fn relabelled_late_part(part: u8) -> impl FnMut(Role, Role, &mut Frame) -> bool {
     move |from, to, f| {
-        let (session, attempt, t) = (f.session, f.attempt, f.iteration);
-        if let (
-            Role::Party(1),
-            Role::Node(1),
-            Body::Upload {
-                part: p @ 1,
-                sealed,
-                certificate,
-                signature,
-            },
-        ) = (from, to, &mut f.body)
+        if (from, to) == (Role::Party(1), Role::Node(1))
+            && matches!(f.body, Body::Upload { part: 1, .. })
         {
-            *p = part;
-            let signer = vtwin_net::relay_signature::RelaySigner::new(&party_identity(1)).unwrap();
-            // The payload's part as signed: any byte, as a party that made it up would.
-            let mut payload = vtwin_consortium::upload::upload_payload(
-                &session,
-                &attempt,
-                t,
-                1,
-                1,
-                vtwin_consortium::upload::UploadPart::Late,
-                sealed,
-            );
-            payload[35] = part;
-            let s = signer
-                .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
-                .unwrap();
-            *certificate = s.certificate;
-            *signature = s.signature;
+            resign_upload(f, 1, 1, 1, part);
         }
         true
     }
@@ -1800,29 +1807,10 @@ fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
     // under a certificate naming party 0, not the party whose link it came on.
     assert_aborts_with(
         move |from, to, f| {
-            let (session, attempt, t) = (f.session, f.attempt, f.iteration);
-            if let (
-                Role::Party(1),
-                Role::Node(2),
-                Body::Upload {
-                    part,
-                    sealed,
-                    certificate,
-                    signature,
-                },
-            ) = (from, to, &mut f.body)
+            if let (Role::Party(1), Role::Node(2), Body::Upload { part, .. }) = (from, to, &f.body)
             {
-                let signer =
-                    vtwin_net::relay_signature::RelaySigner::new(&party_identity(0)).unwrap();
-                let part = vtwin_consortium::upload::UploadPart::from_wire(*part).unwrap();
-                let payload = vtwin_consortium::upload::upload_payload(
-                    &session, &attempt, t, 1, 2, part, sealed,
-                );
-                let s = signer
-                    .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
-                    .unwrap();
-                *certificate = s.certificate;
-                *signature = s.signature;
+                let part = *part;
+                resign_upload(f, 0, 1, 2, part);
             }
             true
         },

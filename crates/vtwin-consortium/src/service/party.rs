@@ -11,8 +11,8 @@ use vtwin_net::{Body, Role};
 
 use super::mesh::{Event, Hub, LinkTo};
 use super::{ServiceError, StopCause};
-use crate::outgoing::{frame, Attempt};
-use crate::party::{failure, PartyResponder};
+use crate::outgoing::{frame, Attempt, Outgoing};
+use crate::party::{failure, PartyError, PartyResponder};
 
 /// A bound party endpoint.
 #[derive(Debug)]
@@ -106,63 +106,45 @@ impl PartyServer {
                 uploaded = None;
             }
             let span = tracing::info_span!("iteration", t = f.iteration, party = %me);
-            // An alignment step raises a whole set of points (seconds at a million ids):
-            // run it where blocking is allowed, so the links keep their keep-alives going.
-            // (block_in_place needs the multi-threaded runtime every vtwin service runs on.)
+            // A request's kernels, shares and seals (milliseconds) and an alignment step (a
+            // whole set of points, seconds at a million ids) run where blocking is allowed,
+            // so the links keep their keep-alives going and, in a one-process run, the
+            // other roles' links move to another thread meanwhile. (block_in_place needs the
+            // multi-threaded runtime every vtwin service runs on.)
             let heavy = matches!(
                 f.body,
                 Body::Request { .. } | Body::AlignStart { .. } | Body::Align { .. }
             ) && tokio::runtime::Handle::current().runtime_flavor()
                 == tokio::runtime::RuntimeFlavor::MultiThread;
-            let mut handle = || match responder.handle(peer, &f) {
-                Ok(out) => out,
-                Err(e) => {
-                    tracing::warn!("{}", vtwin_host::error_chain::Chain(&e));
-                    match me {
-                        Role::Party(p) => vec![failure(p, &f, &e)],
-                        _ => Vec::new(),
+            // Runs one step of the responder; an error is logged and reported as `Failed`.
+            let step = |run: &mut dyn FnMut() -> Result<Vec<Outgoing>, PartyError>| {
+                let mut reply = || {
+                    run().unwrap_or_else(|e| {
+                        tracing::warn!("{}", vtwin_host::error_chain::Chain(&e));
+                        match me {
+                            Role::Party(p) => vec![failure(p, &f, &e)],
+                            _ => Vec::new(),
+                        }
+                    })
+                };
+                span.in_scope(|| {
+                    if heavy {
+                        tokio::task::block_in_place(&mut reply)
+                    } else {
+                        reply()
                     }
-                }
+                })
             };
-            let out = span.in_scope(|| {
-                if heavy {
-                    tokio::task::block_in_place(&mut handle)
-                } else {
-                    handle()
-                }
-            });
+            let out = step(&mut || responder.handle(peer, &f));
             if out
                 .iter()
                 .any(|o| matches!(o.frame.body, Body::Upload { .. }))
             {
                 uploaded = Some((Attempt::of(&f), f.iteration));
             }
-            let send = |hub: &mut Hub, out: Vec<crate::outgoing::Outgoing>| {
-                for o in out {
-                    if !hub.mesh.send(o.to, o.frame) {
-                        tracing::warn!(to = %o.to, "no link; reply dropped");
-                    }
-                }
-            };
             send(&mut hub, out);
             // The first part of an upload is on its links' tasks: seal the rest meanwhile.
-            let mut rest = || match responder.upload_rest() {
-                Ok(rest) => rest,
-                Err(e) => {
-                    tracing::warn!("{}", vtwin_host::error_chain::Chain(&e));
-                    match me {
-                        Role::Party(p) => vec![failure(p, &f, &e)],
-                        _ => Vec::new(),
-                    }
-                }
-            };
-            let rest = span.in_scope(|| {
-                if heavy {
-                    tokio::task::block_in_place(&mut rest)
-                } else {
-                    rest()
-                }
-            });
+            let rest = step(&mut || responder.upload_rest());
             send(&mut hub, rest);
             // The reply is queued on its link's own task; the sampling runs on the blocking
             // pool, so the link tasks send meanwhile and the coordinator's next request
@@ -173,6 +155,15 @@ impl PartyServer {
             })
             .await
             .map_err(|e| ServiceError::Stopped(StopCause::NoiseTask(e)))?;
+        }
+    }
+}
+
+/// Hands each frame to its link; one without a link is logged and dropped.
+fn send(hub: &mut Hub, out: Vec<Outgoing>) {
+    for o in out {
+        if !hub.mesh.send(o.to, o.frame) {
+            tracing::warn!(to = %o.to, "no link; reply dropped");
         }
     }
 }
