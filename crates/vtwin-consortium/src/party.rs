@@ -27,10 +27,10 @@
 //!   generator `randomness.party(p, t)`), encodes node i's messages with the noise terms it
 //!   used ([`SealedInputs`]), in two parts per node ([`UploadPart`]: the circuit's first
 //!   inputs, then T_p and the noise, which the nodes take only at the circuit's `M_p`
-//!   layer); it records the upload in its ledger (synced to disk), then seals part 0 to
-//!   node i's long-term seal key with AAD (s_t, t, p, i) and signs the blob
-//!   ([`crate::upload::upload_payload`]), and returns `Upload { part: 0, .. }` for each
-//!   node i, to go over its own link to that node. The driver sends those, then calls
+//!   layer); it seals part 0 to node i's long-term seal key with AAD (s_t, t, p, i) and
+//!   signs the blob ([`crate::upload::upload_payload`]), records the upload in its ledger
+//!   (synced to disk), and only then returns `Upload { part: 0, .. }` for each node i, to go
+//!   over its own link to that node. The driver sends those, then calls
 //!   [`PartyResponder::upload_rest`], which seals and signs part 1 the same way and returns
 //!   its uploads and `Uploaded` to the coordinator (which never carries a party's blobs).
 //!   The circuit thus starts on part 0 while part 1 is sealed and travels. A term outside the policy, a spent budget or a
@@ -236,6 +236,17 @@ pub enum RequestFault {
     /// The sealed inputs could not be encoded.
     #[error("encoding the sealed inputs")]
     Encoding(#[source] postcard::Error),
+    /// The upload to one node is larger than one frame may be (both parts together: what
+    /// a node keeps of a party's uploads that come before `Start`).
+    #[error("the upload to node {node} has {bytes} bytes, more than the {limit} one node takes")]
+    TooLarge {
+        /// The node.
+        node: usize,
+        /// The messages' bytes, both parts.
+        bytes: usize,
+        /// [`UPLOAD_LIMIT`].
+        limit: usize,
+    },
     /// Sealing to a node failed.
     #[error("sealing to node {node}")]
     Seal {
@@ -1065,6 +1076,7 @@ impl PartyResponder {
         };
         let (first, late) = (inputs(|m| &m.first), inputs(|m| &m.late));
         drop(uploaded);
+        check_upload_sizes(&first, &late).map_err(bad)?;
         let uploads = self.seal_and_sign(f, UploadPart::First, &first)?;
         tracing::debug!(party = p, "inputs sealed and signed");
         // Durable before it leaves: every upload may be opened.
@@ -1087,6 +1099,33 @@ impl PartyResponder {
         tracing::debug!(party = p, "upload recorded");
         Ok(Ok(uploads))
     }
+}
+
+/// Most bytes of a party's messages to one node per request, both parts together: one
+/// frame's limit less 8 KiB for the two blobs' certificates, signatures, seals and
+/// statements, so that a node's early buffer (`node::EARLY_UPLOAD_BYTES_PER_PARTY`) always
+/// holds both parts. Larger requests are refused before anything is sealed or recorded.
+pub const UPLOAD_LIMIT: usize = vtwin_net::frame::MAX_FRAME_BYTES - (8 << 10);
+// What a node keeps early of one party always fits both parts of an upload within the limit.
+const _: () = assert!(UPLOAD_LIMIT + (8 << 10) <= crate::node::EARLY_UPLOAD_BYTES_PER_PARTY);
+
+/// [`RequestFault::TooLarge`] for the first node whose two parts' messages together exceed
+/// [`UPLOAD_LIMIT`].
+fn check_upload_sizes(
+    first: &[SealedInputs; 3],
+    late: &[SealedInputs; 3],
+) -> Result<(), RequestFault> {
+    for (node, (a, b)) in first.iter().zip(late).enumerate() {
+        let bytes: usize = a.messages.iter().chain(&b.messages).map(Vec::len).sum();
+        if bytes > UPLOAD_LIMIT {
+            return Err(RequestFault::TooLarge {
+                node,
+                bytes,
+                limit: UPLOAD_LIMIT,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One `Upload` frame per body, to node 0, 1 and 2 in order, in reply to the request `f`.
@@ -1141,5 +1180,38 @@ pub fn failure(party: u16, f: &Frame, e: &PartyError) -> Outgoing {
             0,
             Body::Failed { reason: e.public() },
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(sizes: [usize; 3]) -> [SealedInputs; 3] {
+        sizes.map(|n| SealedInputs {
+            sigma: 1.0,
+            clip: 1.0,
+            rows: [0; 32],
+            batch: [0; 32],
+            maps: [0; 32],
+            messages: vec![vec![0; n]],
+        })
+    }
+
+    /// Both parts to one node count together: at the limit they pass, one byte over is
+    /// refused naming that node, whichever part holds the bytes.
+    #[test]
+    fn an_upload_over_one_frame_per_node_is_refused() {
+        let half = UPLOAD_LIMIT / 2;
+        let rest = UPLOAD_LIMIT - half;
+        assert!(check_upload_sizes(&inputs([1, half, 0]), &inputs([1, rest, 0])).is_ok());
+        assert!(matches!(
+            check_upload_sizes(&inputs([1, half, 0]), &inputs([1, rest, UPLOAD_LIMIT + 1])),
+            Err(RequestFault::TooLarge { node: 2, bytes, limit }) if bytes == UPLOAD_LIMIT + 1 && limit == UPLOAD_LIMIT
+        ));
+        assert!(matches!(
+            check_upload_sizes(&inputs([0, half + 1, 0]), &inputs([0, rest, 0])),
+            Err(RequestFault::TooLarge { node: 1, .. })
+        ));
     }
 }

@@ -113,32 +113,37 @@ impl Party {
                 want: dim,
             });
         }
+        // Every message goes into `out` as soon as it exists, so that a refusal drops the
+        // seeds zeroized with it.
+        let mut out: [NodeMessages; 3] = Default::default();
         let (mut data_client, data_setup) =
             InputClient::new(self.index as u16, self.session, client_rng);
+        route(&mut out, data_setup, false)?;
         let data_input = upload_messages(&mut data_client, upload, bounds)?;
+        route(&mut out, data_input.first, false)?;
+        route(&mut out, data_input.stats, true)?;
         // The noise contributor's seeds come after the data client's.
         let (mut noise_client, noise_setup) =
             InputClient::new((self.parties + self.index) as u16, self.session, client_rng);
-        let noise_input = noise_client.share_raw(noise);
-        let mut out: [NodeMessages; 3] = Default::default();
-        let first = data_setup.into_iter().chain(data_input.first);
-        let late = data_input
-            .stats
-            .into_iter()
-            .chain(noise_setup)
-            .chain(noise_input);
-        for (m, is_late) in first.map(|m| (m, false)).chain(late.map(|m| (m, true))) {
-            let Peer::Node(n) = m.to else {
-                return Err(ShardError::Misaddressed { to: m.to });
-            };
-            let group = &mut out[n.index()];
-            if is_late {
-                &mut group.late
-            } else {
-                &mut group.first
-            }
-            .push(m);
-        }
+        route(&mut out, noise_setup, true)?;
+        route(&mut out, noise_client.share_raw(noise), true)?;
         Ok(out)
     }
+}
+
+/// Appends each message to its addressee node's `first` or `late` group.
+fn route(out: &mut [NodeMessages; 3], msgs: Vec<Message>, late: bool) -> Result<(), ShardError> {
+    for m in msgs {
+        let Peer::Node(n) = m.to else {
+            return Err(ShardError::Misaddressed { to: m.to });
+        };
+        let group = &mut out[n.index()];
+        if late {
+            &mut group.late
+        } else {
+            &mut group.first
+        }
+        .push(m);
+    }
+    Ok(())
 }

@@ -36,7 +36,8 @@
 //! with the same seeds redraw exactly the same keys, seeds and session.
 //!
 //! Cost: per iteration P + 43 rounds and (13 + 15 P) B K + 513 B + 5 K + 10 (d - K) ring
-//! elements of circuit traffic plus 12 elements of the input check between the nodes; P + 42
+//! elements of circuit traffic plus 24 elements of the two input checks between the nodes;
+//! P + 42
 //! rounds and 5 (d - K) for the last term when every party's statistics are integers
 //! (`protocols/mpc-gradient.md`).
 
