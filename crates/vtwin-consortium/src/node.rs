@@ -24,7 +24,7 @@
 //!    ([`crate::upload::upload_payload`]: session, attempt, t, p, i, the part and the blob's digest)
 //!    must verify under a certificate of the consortium CA naming party p; then the blob is
 //!    unsealed with the node's long-term seal key (AAD (s_t, t, p, i)) and decoded
-//!    ([`SealedInputs`]); the sigma and clip the
+//!    ([`crate::upload::SealedInputs`], read in place); the sigma and clip the
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
 //!    a party a smaller noise than it tells the nodes), and every inner message is checked:
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
@@ -67,7 +67,7 @@ use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WireP
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
-use crate::upload::{map_statement, upload_payload, SealedInputs, UploadPart};
+use crate::upload::{map_statement, upload_payload, SealedInputsView, UploadPart};
 use vtwin_host::error_chain::Chain;
 
 /// Most frames of fellow nodes buffered for sessions not started yet.
@@ -780,10 +780,10 @@ impl NodeSession {
                 };
                 let plain = unseal(&self.seal_key, &ctx, &sealed)
                     .map_err(|e| bad(UploadFault::Unseal(e)))?;
-                // Zeroized on drop, as `plain` is.
-                let inputs: SealedInputs =
+                // Borrowed from `plain`, which is zeroized on drop (after the messages are
+                // decoded below).
+                let inputs: SealedInputsView<'_> =
                     postcard::from_bytes(&plain).map_err(|e| bad(UploadFault::Decode(e)))?;
-                drop(plain);
                 tracing::debug!(node = %id, party, ?part, "inputs unsealed");
                 if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()
