@@ -17,7 +17,14 @@ fuzz_target!(|data: &[u8]| {
     if let (Ok(view), Ok(owned)) = (&view, &owned) {
         assert_eq!(view.messages.len(), owned.messages.len());
         assert!(view.messages.iter().zip(&owned.messages).all(|(a, b)| *a == b.as_slice()));
-        assert_eq!((view.rows, view.maps), (owned.rows, owned.maps));
+        assert_eq!(
+            (view.sigma.to_bits(), view.clip.to_bits()),
+            (owned.sigma.to_bits(), owned.clip.to_bits())
+        );
+        assert_eq!(
+            (view.rows, view.batch, view.maps),
+            (owned.rows, owned.batch, owned.maps)
+        );
     }
     if let Ok(inputs) = owned {
         let bytes = postcard::to_allocvec(&inputs).expect("a decoded value encodes");

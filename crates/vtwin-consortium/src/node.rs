@@ -804,7 +804,9 @@ impl NodeSession {
                     return Err(bad(UploadFault::Maps));
                 }
                 let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
-                let mut msgs = Vec::with_capacity(inputs.messages.len());
+                // A few messages per upload; a blob declaring millions of (empty) ones must not
+                // reserve room for them before the first fails to decode.
+                let mut msgs = Vec::with_capacity(inputs.messages.len().min(8));
                 for (index, bytes) in inputs.messages.iter().enumerate() {
                     let m = Message::decode(bytes)
                         .map_err(|source| bad(UploadFault::MessageDecode { index, source }))?;

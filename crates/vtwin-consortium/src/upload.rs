@@ -237,6 +237,7 @@ mod tests {
         // Truncated anywhere, neither decodes.
         for cut in [0, 10, bytes.len() / 2, bytes.len() - 1] {
             assert!(postcard::from_bytes::<SealedInputsView<'_>>(&bytes[..cut]).is_err());
+            assert!(postcard::from_bytes::<SealedInputs>(&bytes[..cut]).is_err());
         }
     }
 
