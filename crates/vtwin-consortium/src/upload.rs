@@ -175,13 +175,28 @@ pub struct SealedInputsView<'a> {
 
 impl std::fmt::Debug for SealedInputsView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The messages hold secret seeds and shares: never printed.
-        f.debug_struct("SealedInputsView")
-            .field("sigma", &self.sigma)
-            .field("clip", &self.clip)
-            .field("messages", &self.messages.len())
-            .finish()
+        debug_inputs(
+            f,
+            "SealedInputsView",
+            (self.sigma, self.clip),
+            self.messages.len(),
+        )
     }
+}
+
+/// The public terms and the number of messages: the messages hold secret seeds and shares,
+/// and are never printed.
+fn debug_inputs(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    (sigma, clip): (f64, f64),
+    messages: usize,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("sigma", &sigma)
+        .field("clip", &clip)
+        .field("messages", &messages)
+        .finish()
 }
 
 impl Drop for SealedInputs {
@@ -192,12 +207,12 @@ impl Drop for SealedInputs {
 
 impl std::fmt::Debug for SealedInputs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The messages hold secret seeds and shares: never printed.
-        f.debug_struct("SealedInputs")
-            .field("sigma", &self.sigma)
-            .field("clip", &self.clip)
-            .field("messages", &self.messages.len())
-            .finish()
+        debug_inputs(
+            f,
+            "SealedInputs",
+            (self.sigma, self.clip),
+            self.messages.len(),
+        )
     }
 }
 
