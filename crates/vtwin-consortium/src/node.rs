@@ -20,9 +20,8 @@
 //!    link (the TLS-authenticated role says which party it is), twice per session: part 0
 //!    (what the circuit's first layers need) and part 1 (T_p and the noise, which the circuit
 //!    takes only at its `M_p` layer, so the circuit starts on part 0 while part 1 travels;
-//!    [`UploadPart`]). The party's signature of the blob
-//!    ([`crate::upload::upload_payload`]: session, attempt, t, p, i, the part and the blob's digest)
-//!    must verify under a certificate of the consortium CA naming party p; then the blob is
+//!    [`UploadPart`]). The party's signature of the blob ([`crate::upload::upload_payload`]:
+//!    session, attempt, t, p, i, the part and the blob's digest) must verify under a certificate of the consortium CA naming party p; then the blob is
 //!    unsealed with the node's long-term seal key (AAD (s_t, t, p, i)) and decoded
 //!    ([`crate::upload::SealedInputs`], read in place); the sigma and clip the
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
@@ -43,9 +42,9 @@
 //! earlier attempt's. Frames for a session attempt that has not started here yet (a faster
 //! node's `NodeKey`, or its first MPC messages before this node has all keys) are buffered, at
 //! most [`EARLY_FRAMES`] frames and [`EARLY_BYTES`] bytes (the oldest are dropped beyond);
-//! a party's upload that comes before `Start` waits apart, its newest of each part only, within
-//! [`EARLY_UPLOAD_BYTES_PER_PARTY`] per party and [`EARLY_UPLOAD_BYTES`] for all parties (one that does not fit is dropped), so that no
-//! party can push the nodes' frames out. A party's frame is never the session's end unless it
+//! a party's upload that comes before `Start` waits apart, its newest of each part only,
+//! within [`EARLY_UPLOAD_BYTES_PER_PARTY`] per party and [`EARLY_UPLOAD_BYTES`] for all
+//! parties (one that does not fit is dropped), so that no party can push the nodes' frames out. A party's frame is never the session's end unless it
 //! is an upload of the session, of its iteration, from one of its parties, that fails a
 //! check: anything else from a party link is logged and dropped.
 //! Frames of a session attempt that was aborted or finished here are dropped. `Abort` drops the session's state; the node keeps

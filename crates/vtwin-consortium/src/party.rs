@@ -33,8 +33,9 @@
 //!   over its own link to that node. The driver sends those, then calls
 //!   [`PartyResponder::upload_rest`], which seals and signs part 1 the same way and returns
 //!   its uploads and `Uploaded` to the coordinator (which never carries a party's blobs).
-//!   The circuit thus starts on part 0 while part 1 is sealed and travels. A term outside the policy, a spent budget or a
-//!   value of its rows outside the public fixed-point ranges gives `Refused { refusal }`
+//!   The circuit thus starts on part 0 while part 1 is sealed and travels. A term outside
+//!   the policy, a spent budget or a value of its rows outside the public fixed-point ranges
+//!   gives `Refused { refusal }`
 //!   (typed: which check, which quantity, the public range; never a value) and nothing is
 //!   shared or recorded;
 //! - `Abort` -> nothing to send; like every frame, it drops a request's part 1 that the

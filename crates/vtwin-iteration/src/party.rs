@@ -97,8 +97,9 @@ pub struct Party {
 impl Party {
     /// The party's messages by addressee node, each in its two groups (module docs for the
     /// draw order and sizes): `upload` checked against `bounds` and shared as client p,
-    /// `noise` (d ring elements in canonical order) as client P + p, seeds from `client_rng` (a CSPRNG, e.g.
-    /// [`crate::SecretRandomness::party`]). Errors: [`ShardError`]; nothing is shared then.
+    /// `noise` (d ring elements in canonical order) as client P + p, seeds from `client_rng`
+    /// (a CSPRNG, e.g. [`crate::SecretRandomness::party`]). Errors: [`ShardError`]; nothing
+    /// is shared then.
     pub fn shard<R: RngCore + CryptoRng>(
         &self,
         upload: &PlainUpload,
