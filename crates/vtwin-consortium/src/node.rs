@@ -348,9 +348,9 @@ pub struct NodeSession {
     active: Option<Active>,
     early: VecDeque<(Role, Frame)>,
     early_bytes: usize,
-    /// Each party's newest upload for a session not started yet.
+    /// Each party's newest upload of each part for a session not started yet (at most two
+    /// per party: their bytes are summed when one arrives).
     early_uploads: BTreeMap<(Role, u8), Frame>,
-    early_upload_bytes: usize,
     closed: VecDeque<Attempt>,
     /// Every session attempt this node has started (after its checks passed), for the
     /// process's lifetime, one entry per started session: a second `Start` of one is refused,
@@ -403,7 +403,6 @@ impl NodeSession {
             early: VecDeque::new(),
             early_bytes: 0,
             early_uploads: BTreeMap::new(),
-            early_upload_bytes: 0,
             closed: VecDeque::new(),
             started: HashSet::new(),
         }
@@ -547,11 +546,6 @@ impl NodeSession {
 
     fn recount_early(&mut self) {
         self.early_bytes = self.early.iter().map(|(_, f)| body_bytes(&f.body)).sum();
-        self.early_upload_bytes = self
-            .early_uploads
-            .values()
-            .map(|f| body_bytes(&f.body))
-            .sum();
     }
 
     fn buffer_early(&mut self, from: Role, f: Frame) {
@@ -564,22 +558,17 @@ impl NodeSession {
                 tracing::warn!(node = %self.id, %from, part = key.1, "dropped an early upload of no such part");
                 return;
             }
-            if let Some(old) = self.early_uploads.remove(&key) {
-                self.early_upload_bytes -= body_bytes(&old.body);
+            self.early_uploads.remove(&key);
+            let (mut all, mut own) = (0, 0);
+            for ((who, _), e) in &self.early_uploads {
+                let bytes = body_bytes(&e.body);
+                all += bytes;
+                own += if *who == from { bytes } else { 0 };
             }
-            let own: usize = self
-                .early_uploads
-                .iter()
-                .filter(|((who, _), _)| *who == from)
-                .map(|(_, f)| body_bytes(&f.body))
-                .sum();
-            if self.early_upload_bytes + size > EARLY_UPLOAD_BYTES
-                || own + size > EARLY_UPLOAD_BYTES_PER_PARTY
-            {
+            if all + size > EARLY_UPLOAD_BYTES || own + size > EARLY_UPLOAD_BYTES_PER_PARTY {
                 tracing::warn!(node = %self.id, %from, bytes = size, "early uploads full: dropped this party's upload");
                 return;
             }
-            self.early_upload_bytes += size;
             self.early_uploads.insert(key, f);
             return;
         }

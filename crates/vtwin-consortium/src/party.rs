@@ -449,11 +449,35 @@ pub struct PartyResponder {
     rest: Option<Rest>,
 }
 
-/// What the second upload of a request needs: the request's frame header and statements,
-/// and the late messages to each node (zeroized on drop: the noise setup carries seeds).
+/// What the second upload of a request needs: the request's header and the late messages
+/// to each node with their statements (zeroized on drop: the noise setup carries seeds).
 struct Rest {
-    request: Frame,
+    request: RequestHead,
     inputs: [SealedInputs; 3],
+}
+
+/// The header fields of a frame that the party's answers to it repeat (its uploads,
+/// `Uploaded`, any reply to the coordinator).
+#[derive(Clone, Copy)]
+struct RequestHead {
+    at: Attempt,
+    iteration: u64,
+    step: u64,
+}
+
+impl RequestHead {
+    fn of(f: &Frame) -> RequestHead {
+        RequestHead {
+            at: Attempt::of(f),
+            iteration: f.iteration,
+            step: f.step,
+        }
+    }
+
+    /// A frame from `me` in answer to the request.
+    fn reply(self, me: Role, body: Body) -> Frame {
+        frame(me, self.at, self.iteration, self.step, body)
+    }
 }
 
 impl std::fmt::Debug for PartyResponder {
@@ -672,7 +696,7 @@ impl PartyResponder {
         let reply = |body| {
             vec![Outgoing {
                 to: Role::Coordinator,
-                frame: frame(me, Attempt::of(f), f.iteration, f.step, body),
+                frame: RequestHead::of(f).reply(me, body),
             }]
         };
         match &f.body {
@@ -713,7 +737,7 @@ impl PartyResponder {
                 match self.upload(f, batch, theta, terms)? {
                     // Each blob straight to its node; the coordinator hears that they left
                     // after the second part ([`PartyResponder::upload_rest`]).
-                    Ok(uploads) => Ok(to_nodes(me, f, uploads)),
+                    Ok(uploads) => Ok(to_nodes(me, RequestHead::of(f), uploads)),
                     Err(refusal) => {
                         tracing::warn!(party = p, iteration = f.iteration, "refused: {refusal}");
                         Ok(reply(Body::Refused { refusal }))
@@ -735,18 +759,12 @@ impl PartyResponder {
         let Some(rest) = self.rest.take() else {
             return Ok(Vec::new());
         };
-        let f = &rest.request;
-        let uploads = self.seal_and_sign(f, UploadPart::Late, &rest.inputs)?;
-        let mut out = to_nodes(self.role(), f, uploads);
+        let head = rest.request;
+        let uploads = self.seal_and_sign(head, UploadPart::Late, &rest.inputs)?;
+        let mut out = to_nodes(self.role(), head, uploads);
         out.push(Outgoing {
             to: Role::Coordinator,
-            frame: frame(
-                self.role(),
-                Attempt::of(f),
-                f.iteration,
-                f.step,
-                Body::Uploaded,
-            ),
+            frame: head.reply(self.role(), Body::Uploaded),
         });
         tracing::debug!(party = self.setup.index, "late upload sealed and signed");
         Ok(out)
@@ -756,11 +774,11 @@ impl PartyResponder {
     /// the node and the part: one `Upload` body per node, in node order.
     fn seal_and_sign(
         &mut self,
-        f: &Frame,
+        head: RequestHead,
         part: UploadPart,
         inputs: &[SealedInputs; 3],
     ) -> Result<Vec<Body>, PartyError> {
-        let (p, t) = (self.setup.index, f.iteration);
+        let (p, t) = (self.setup.index, head.iteration);
         let bad = |fault: RequestFault| PartyError::BadRequest {
             party: p,
             iteration: t,
@@ -776,7 +794,7 @@ impl PartyResponder {
             *plain = postcard::to_extend(inputs, std::mem::take(&mut *plain))
                 .map_err(|e| bad(RequestFault::Encoding(e)))?;
             let ctx = SealContext {
-                session: f.session,
+                session: head.at.session,
                 iteration: t,
                 party: p,
                 node: i as u8,
@@ -790,8 +808,9 @@ impl PartyResponder {
             .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
             // Signed over the session attempt, the node and the part (sealing is anonymous,
             // and the AAD has no attempt): the nodes verify before they unseal.
+            let (session, attempt) = (&head.at.session, &head.at.attempt);
             let payload =
-                crate::upload::upload_payload(&f.session, &f.attempt, t, p, i as u8, part, &sealed);
+                crate::upload::upload_payload(session, attempt, t, p, i as u8, part, &sealed);
             let s = self
                 .signer
                 .sign(Purpose::Upload, &payload)
@@ -1078,7 +1097,7 @@ impl PartyResponder {
         let (first, late) = (inputs(|m| &m.first), inputs(|m| &m.late));
         drop(uploaded);
         check_upload_sizes(&first, &late).map_err(bad)?;
-        let uploads = self.seal_and_sign(f, UploadPart::First, &first)?;
+        let uploads = self.seal_and_sign(RequestHead::of(f), UploadPart::First, &first)?;
         tracing::debug!(party = p, "inputs sealed and signed");
         // Durable before it leaves: every upload may be opened.
         self.setup
@@ -1094,7 +1113,7 @@ impl PartyResponder {
             ..key
         };
         self.rest = Some(Rest {
-            request: f.clone(),
+            request: RequestHead::of(f),
             inputs: late,
         });
         tracing::debug!(party = p, "upload recorded");
@@ -1130,13 +1149,13 @@ fn check_upload_sizes(
 }
 
 /// One `Upload` frame per body, to node 0, 1 and 2 in order, in reply to the request `f`.
-fn to_nodes(me: Role, f: &Frame, uploads: Vec<Body>) -> Vec<Outgoing> {
+fn to_nodes(me: Role, head: RequestHead, uploads: Vec<Body>) -> Vec<Outgoing> {
     uploads
         .into_iter()
         .enumerate()
         .map(|(i, body)| Outgoing {
             to: Role::Node(i as u8),
-            frame: frame(me, Attempt::of(f), f.iteration, f.step, body),
+            frame: head.reply(me, body),
         })
         .collect()
 }

@@ -108,9 +108,10 @@ pub fn upload_payload(
     m
 }
 
-/// What is inside one sealed blob: postcard of this struct. The messages carry PRG seeds,
-/// so the whole struct is zeroized on drop.
-#[derive(Serialize, Deserialize)]
+/// What is inside one sealed blob: postcard of this struct (a node reads it in place,
+/// [`SealedInputsView`]). The messages carry PRG seeds, so the whole struct is zeroized on
+/// drop.
+#[derive(Serialize)]
 pub struct SealedInputs {
     /// The noise multiplier the party's noise share was drawn with.
     pub sigma: f64,
@@ -129,11 +130,11 @@ pub struct SealedInputs {
 }
 
 /// `Vec<Vec<u8>>` as a sequence of byte strings: in postcard the same bytes as serde's
-/// default (a length, then each byte raw), written and read in bulk instead of one serde
-/// call per byte (most of a party's upload is these messages).
+/// default (a length, then each byte raw), written in bulk instead of one serde call per
+/// byte (most of a party's upload is these messages).
 mod byte_strings {
     use serde::ser::SerializeSeq;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::Serializer;
 
     pub(super) fn serialize<S: Serializer>(blobs: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(blobs.len()))?;
@@ -141,14 +142,6 @@ mod byte_strings {
             seq.serialize_element(serde_bytes::Bytes::new(blob))?;
         }
         seq.end()
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
-        let blobs = Vec::<serde_bytes::ByteBuf>::deserialize(d)?;
-        Ok(blobs
-            .into_iter()
-            .map(serde_bytes::ByteBuf::into_vec)
-            .collect())
     }
 }
 
@@ -236,10 +229,7 @@ mod tests {
         // serde's default `Vec<Vec<u8>>`, the wire format before the bulk byte strings.
         let plain = (1.25f64, 0.5f64, [1u8; 32], [2u8; 32], [3u8; 32], &messages);
         assert_eq!(bytes, postcard::to_allocvec(&plain).unwrap());
-        let back: SealedInputs = postcard::from_bytes(&bytes).unwrap();
-        assert_eq!(back.messages, messages);
-        assert_eq!((back.sigma, back.clip, back.maps), (1.25, 0.5, [3; 32]));
-        // The node's in-place view reads the same fields from the same bytes.
+        // The node's in-place view reads the same fields back.
         let view: SealedInputsView<'_> = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(
             view.messages,
@@ -249,10 +239,9 @@ mod tests {
             (view.sigma, view.clip, view.rows, view.batch, view.maps),
             (1.25, 0.5, [1; 32], [2; 32], [3; 32])
         );
-        // Truncated anywhere, neither decodes.
+        // Truncated anywhere, it does not decode.
         for cut in [0, 10, bytes.len() / 2, bytes.len() - 1] {
             assert!(postcard::from_bytes::<SealedInputsView<'_>>(&bytes[..cut]).is_err());
-            assert!(postcard::from_bytes::<SealedInputs>(&bytes[..cut]).is_err());
         }
     }
 
