@@ -426,6 +426,72 @@ pub fn calibrate_sigma(
     })
 }
 
+/// The noise multiplier `--epsilon` asks for: the smallest sigma (to a relative tolerance of
+/// 1e-6) whose outside-analyst epsilon under add/remove by the RDP accountant, as
+/// [`crate::PrivacyReport`] states it, is at most `target_epsilon`. The report charges the
+/// run's `failure` (its batch overflows and truncation wraps, summed over the `steps`
+/// openings) to delta: the accountant runs at `delta - (1 + e^cap) failure`
+/// ([`crate::amplified_delta`], `cap` one above the largest RDP figure). With `failure = 0`
+/// this is [`calibrate_sigma`]`(Accountant::Rdp, ..)`; with the failure charged the sigma is
+/// a little larger (about 0.1% at Adult's default), so that the printed epsilon is at most
+/// the target. Errors as [`calibrate_sigma`], and a `failure` that leaves no delta to the
+/// accountant ([`AccountingError::Delta`]). Cost: a few tens of RDP evaluations.
+pub fn calibrate_sigma_charged(
+    target_epsilon: f64,
+    delta: f64,
+    sample_rate: f64,
+    steps: u64,
+    failure: f64,
+) -> Result<f64, AccountingError> {
+    let uncharged = calibrate_sigma(
+        Accountant::Rdp,
+        target_epsilon,
+        delta,
+        sample_rate,
+        steps,
+        Neighbouring::AddRemove,
+    )?;
+    if failure == 0.0 {
+        return Ok(uncharged);
+    }
+    if !(failure > 0.0 && failure.is_finite() && delta - 2.0 * failure > 0.0) {
+        return Err(AccountingError::Delta(delta - 2.0 * failure));
+    }
+    // The report's analyst figure at sigma: amplified at the delta left after the charge
+    // (None when the charge leaves no delta or the cap fails: the report then falls back to
+    // the far larger known-batch figure, which does not meet the target here).
+    let meets = |sigma: f64| -> Result<bool, AccountingError> {
+        let c = Composition {
+            noise_multiplier: sigma,
+            sample_rate,
+            steps,
+        };
+        let fig = crate::report::amplified_delta(
+            delta,
+            failure,
+            |d| epsilon_both(Accountant::Rdp, &c, d),
+            |&(ar, ro): &(f64, f64)| ar.max(ro),
+        )?;
+        Ok(matches!(fig, Some(((ar, _), _)) if ar <= target_epsilon))
+    };
+    // The charged figure is above the uncharged one at every sigma, so `uncharged` is a lower
+    // end; step up until the target is met.
+    let max_sigma = 1e4;
+    let (mut lo, mut hi) = (uncharged, uncharged * 1.001);
+    while !meets(hi)? {
+        lo = hi;
+        hi *= 1.01;
+        if hi > max_sigma {
+            return Err(AccountingError::Unreachable {
+                target: target_epsilon,
+                max_sigma,
+                reached: f64::INFINITY,
+            });
+        }
+    }
+    bisect_sigma(lo, hi, 1e-6, meets)
+}
+
 /// Bisects `[lo, hi]` (where `meets(lo)` fails and `meets(hi)` holds, `meets` monotone in
 /// sigma) until the bracket is narrower than `rel_tol * hi`; returns the upper end, the
 /// smallest sigma found that meets the target. Cost: about `log2((hi - lo) / (rel_tol hi))`

@@ -26,7 +26,9 @@
 //! - [`PrivacyLedger`]: `new(sigma, sampling)`, `charge(iteration)` (idempotent per index, so
 //!   a resumed run never double counts), `steps()`, `epsilon(delta)` (RDP, cheap),
 //!   `epsilon_with(accountant, delta, relation)`; serde, store it in the checkpoint.
-//! - [`calibrate_sigma`]: the noise multiplier for a target (ε, δ), q and steps.
+//! - [`calibrate_sigma`]: the noise multiplier for a target (ε, δ), q and steps;
+//!   [`calibrate_sigma_charged`] the same with the run's failure terms charged to δ as the
+//!   report charges them (what `--epsilon` uses).
 //! - [`epsilon`] / [`epsilon_both`]: ε of a [`Composition`] by [`Accountant::Rdp`] or
 //!   [`Accountant::Pld`], under [`Neighbouring::AddRemove`] or [`Neighbouring::ReplaceOne`].
 //! - [`PrivacyReport::build`] from a [`PrivacySetting`]: the `privacy.json` object, with
@@ -55,9 +57,9 @@ pub mod rdp;
 mod report;
 
 pub use accounting::{
-    binomial_upper_tail, calibrate_sigma, epsilon, epsilon_both, padded_batch_size,
-    participation_bound, Accountant, AccountingError, Composition, Neighbouring, Sampling,
-    BATCH_OVERFLOW_TAIL,
+    binomial_upper_tail, calibrate_sigma, calibrate_sigma_charged, epsilon, epsilon_both,
+    padded_batch_size, participation_bound, Accountant, AccountingError, Composition, Neighbouring,
+    Sampling, BATCH_OVERFLOW_TAIL,
 };
 pub use discrete_gaussian::{DiscreteGaussian, SamplerError};
 pub use distributed::{kls_bound, DistributedBound, DistributedError};

@@ -292,3 +292,55 @@ fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
     };
     assert!(PrivacyReport::build(&void).is_err());
 }
+
+/// `--epsilon E` calibrates against the report's own charge: the analyst's RDP figure in
+/// `PrivacyReport` (the same failure terms, both accountants run) is at most E at the
+/// calibrated sigma and above E just below it, while the uncharged calibration's sigma prints
+/// more than E. Without a failure the two calibrations agree.
+#[test]
+fn the_charged_calibration_prints_at_most_its_target() {
+    use vtwin_dp::{
+        calibrate_sigma, calibrate_sigma_charged, PrivacyReport, PrivacySetting, Sampling,
+    };
+    let (q, steps, delta) = (100.0 / 30162.0, 3000u64, 1e-5);
+    let analyst = |sigma: f64, truncation: f64, overflow: f64| {
+        let mut s = PrivacySetting::new(sigma, Sampling::Poisson { sample_rate: q }, steps, delta);
+        s.truncation_failure = truncation;
+        s.batch_overflow = overflow;
+        s.padded_batches = true;
+        s.accountants = vec![Accountant::Rdp];
+        let r = PrivacyReport::build(&s).unwrap();
+        r.epsilon["rdp"].add_remove.unwrap()
+    };
+    for target in [0.5, 1.0, 4.0] {
+        let plain = calibrate_sigma(
+            Accountant::Rdp,
+            target,
+            delta,
+            q,
+            steps,
+            Neighbouring::AddRemove,
+        )
+        .unwrap();
+        assert_eq!(
+            calibrate_sigma_charged(target, delta, q, steps, 0.0).unwrap(),
+            plain
+        );
+        for (truncation, overflow) in [(0.0, 3000.0 * 2f64.powi(-40)), (1e-8, 1e-9), (1e-7, 0.0)] {
+            let failure = truncation + overflow;
+            let s = calibrate_sigma_charged(target, delta, q, steps, failure).unwrap();
+            let at = analyst(s, truncation, overflow);
+            assert!(at <= target, "target {target}, failure {failure}: {at}");
+            let below = analyst(s * (1.0 - 4e-6), truncation, overflow);
+            assert!(
+                below > target,
+                "target {target}, failure {failure}: not tight ({below})"
+            );
+            assert!(s > plain, "target {target}, failure {failure}");
+            assert!(analyst(plain, truncation, overflow) > target);
+        }
+    }
+    // A charge that leaves no delta is refused.
+    assert!(calibrate_sigma_charged(1.0, delta, q, steps, 1e-5).is_err());
+    assert!(calibrate_sigma_charged(1.0, delta, q, steps, f64::NAN).is_err());
+}

@@ -121,7 +121,7 @@ impl Driver {
             );
         }
         let q = t.batch as f64 / n as f64;
-        let (sigma, delta) = noise_multiplier(t.epsilon, Some(t.delta), t.sigma, q, t.iters)
+        let (sigma, delta) = noise_multiplier(t.epsilon, Some(t.delta), t.sigma, q, t.iters, n)
             .context("coordinator config [training]")?;
         let mut config = DpviConfig {
             sample_rate: q,

@@ -78,6 +78,7 @@ pub(crate) fn policy_for_job(
         training.sigma,
         q,
         training.iters,
+        rows,
     )?;
     let mut policy = policy_for_plan(&JobTerms {
         sigma,
