@@ -379,24 +379,11 @@ pub fn calibrate_sigma(
             relation,
         )
     };
-    let max_sigma = 1e4;
     // Bracket with the cheap accountant; RDP is never below PLD, so RDP's sigma is an upper end.
-    let (mut lo, mut hi) = (1e-3f64, 1.0f64);
-    loop {
-        let e = eps_at(Accountant::Rdp, hi)?;
-        if e <= target_epsilon {
-            break;
-        }
-        lo = hi;
-        hi *= 2.0;
-        if hi > max_sigma {
-            return Err(AccountingError::Unreachable {
-                target: target_epsilon,
-                max_sigma,
-                reached: e,
-            });
-        }
-    }
+    let (lo, hi) = bracket_up(1e-3, 1.0, 2.0, |sigma| {
+        Ok(eps_at(Accountant::Rdp, sigma)? <= target_epsilon)
+    })
+    .map_err(|e| e.unreachable(target_epsilon, |s| eps_at(Accountant::Rdp, s)))?;
     let hi = bisect_sigma(lo, hi, 1e-6, |sigma| {
         Ok(eps_at(Accountant::Rdp, sigma)? <= target_epsilon)
     })?;
@@ -408,19 +395,11 @@ pub fn calibrate_sigma(
     while eps_at(accountant, lo)? <= target_epsilon && lo > 1e-3 {
         lo /= 2.0;
     }
-    let mut hi_t = hi;
     // RDP is an upper bound, so PLD(hi) <= target in practice; guard it anyway.
-    while eps_at(accountant, hi_t)? > target_epsilon {
-        lo = hi_t;
-        hi_t *= 1.01;
-        if hi_t > max_sigma {
-            return Err(AccountingError::Unreachable {
-                target: target_epsilon,
-                max_sigma,
-                reached: eps_at(accountant, max_sigma)?,
-            });
-        }
-    }
+    let (lo, hi_t) = bracket_up(lo, hi, 1.01, |sigma| {
+        Ok(eps_at(accountant, sigma)? <= target_epsilon)
+    })
+    .map_err(|e| e.unreachable(target_epsilon, |s| eps_at(accountant, s)))?;
     bisect_sigma(lo, hi_t, 1e-4, |sigma| {
         Ok(eps_at(accountant, sigma)? <= target_epsilon)
     })
@@ -431,7 +410,7 @@ pub fn calibrate_sigma(
 /// [`crate::PrivacyReport`] states it, is at most `target_epsilon`. The report charges the
 /// run's `failure` (its batch overflows and truncation wraps, summed over the `steps`
 /// openings) to delta: the accountant runs at `delta - (1 + e^cap) failure`
-/// ([`crate::amplified_delta`], `cap` one above the largest RDP figure). With `failure = 0`
+/// ([`crate::amplified_delta`], `cap` one above the add/remove figure). With `failure = 0`
 /// this is [`calibrate_sigma`]`(Accountant::Rdp, ..)`; with the failure charged the sigma is
 /// a little larger (about 0.1% at Adult's default), so that the printed epsilon is at most
 /// the target. Errors as [`calibrate_sigma`], and a `failure` that leaves no delta to the
@@ -454,12 +433,17 @@ pub fn calibrate_sigma_charged(
     if failure == 0.0 {
         return Ok(uncharged);
     }
-    if !(failure > 0.0 && failure.is_finite() && delta - 2.0 * failure > 0.0) {
-        return Err(AccountingError::Delta(delta - 2.0 * failure));
+    // The charge is at least (1 + e) failure (its cap is at least 1): beyond that no sigma
+    // leaves the accountant any delta.
+    let least = (1.0 + std::f64::consts::E) * failure;
+    if !(failure > 0.0 && failure.is_finite() && delta - least > 0.0) {
+        return Err(AccountingError::Delta(delta - least));
     }
     // The report's analyst figure at sigma: amplified at the delta left after the charge
     // (None when the charge leaves no delta or the cap fails: the report then falls back to
-    // the far larger known-batch figure, which does not meet the target here).
+    // the far larger known-batch figure, which does not meet the target; so where the
+    // charge, 1 + e^(E + 1) times the failure, would exceed delta, sigma rises until the
+    // figure is low enough for it: the calibration then gives less than E).
     let meets = |sigma: f64| -> Result<bool, AccountingError> {
         let c = Composition {
             noise_multiplier: sigma,
@@ -469,27 +453,68 @@ pub fn calibrate_sigma_charged(
         let fig = crate::report::amplified_delta(
             delta,
             failure,
-            |d| epsilon_both(Accountant::Rdp, &c, d),
-            |&(ar, ro): &(f64, f64)| ar.max(ro),
+            |d| epsilon(Accountant::Rdp, &c, d, Neighbouring::AddRemove),
+            |&ar: &f64| ar,
         )?;
-        Ok(matches!(fig, Some(((ar, _), _)) if ar <= target_epsilon))
+        Ok(matches!(fig, Some((ar, _)) if ar <= target_epsilon))
     };
     // The charged figure is above the uncharged one at every sigma, so `uncharged` is a lower
     // end; step up until the target is met.
-    let max_sigma = 1e4;
-    let (mut lo, mut hi) = (uncharged, uncharged * 1.001);
-    while !meets(hi)? {
-        lo = hi;
-        hi *= 1.01;
-        if hi > max_sigma {
-            return Err(AccountingError::Unreachable {
-                target: target_epsilon,
-                max_sigma,
-                reached: f64::INFINITY,
-            });
+    let (lo, hi) = bracket_up(uncharged, uncharged * 1.001, 1.01, meets)
+        .map_err(|e| e.unreachable(target_epsilon, |_| Ok(f64::INFINITY)))?;
+    bisect_sigma(lo, hi, 1e-6, meets)
+}
+
+/// The largest noise multiplier the calibrations try.
+const MAX_SIGMA: f64 = 1e4;
+
+/// Why [`bracket_up`] stopped without a bracket.
+enum BracketError {
+    /// The accountant failed.
+    Accounting(AccountingError),
+    /// No sigma up to [`MAX_SIGMA`] meets the target.
+    Unreachable,
+}
+
+impl BracketError {
+    /// The calibration's error: the accountant's, or [`AccountingError::Unreachable`] with
+    /// `epsilon_at(MAX_SIGMA)`.
+    fn unreachable(
+        self,
+        target: f64,
+        epsilon_at: impl Fn(f64) -> Result<f64, AccountingError>,
+    ) -> AccountingError {
+        match self {
+            BracketError::Accounting(e) => e,
+            BracketError::Unreachable => match epsilon_at(MAX_SIGMA) {
+                Ok(reached) => AccountingError::Unreachable {
+                    target,
+                    max_sigma: MAX_SIGMA,
+                    reached,
+                },
+                Err(e) => e,
+            },
         }
     }
-    bisect_sigma(lo, hi, 1e-6, meets)
+}
+
+/// Steps `hi` up by `factor` (the last failing sigma becoming `lo`) until `meets(hi)`;
+/// returns the bracket `(lo, hi)` for [`bisect_sigma`]. Errors: `meets` failed, or no sigma
+/// up to [`MAX_SIGMA`] meets the target. Cost: one `meets` per step.
+fn bracket_up(
+    mut lo: f64,
+    mut hi: f64,
+    factor: f64,
+    mut meets: impl FnMut(f64) -> Result<bool, AccountingError>,
+) -> Result<(f64, f64), BracketError> {
+    while !meets(hi).map_err(BracketError::Accounting)? {
+        lo = hi;
+        hi *= factor;
+        if hi > MAX_SIGMA {
+            return Err(BracketError::Unreachable);
+        }
+    }
+    Ok((lo, hi))
 }
 
 /// Bisects `[lo, hi]` (where `meets(lo)` fails and `meets(hi)` holds, `meets` monotone in

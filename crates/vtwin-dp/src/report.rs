@@ -183,9 +183,12 @@ pub struct PrivacyReport {
     /// Delta of every figure: the total, `delta_terms` summed.
     pub delta: f64,
     /// How delta is spent: the accountants run at `accountant_hidden_batches` for the outside
-    /// analyst (and nodes with padded batches), `delta - (1 + e^epsilon)(truncation_failure +
-    /// batch_overflow)`, and at `accountant_known_batches`, `delta - 2 truncation_failure`, for
-    /// the observers who know the batches (before their participation-bound tail).
+    /// analyst's add/remove figures (and nodes with padded batches), `delta - (1 +
+    /// e^epsilon)(truncation_failure + batch_overflow)` with that relation's epsilon, at
+    /// `accountant_hidden_batches_replace_one` for its replace-one figures (the same with
+    /// replace-one's epsilon), and at `accountant_known_batches`, `delta - 2
+    /// truncation_failure`, for the observers who know the batches (before their
+    /// participation-bound tail).
     pub delta_terms: BTreeMap<String, f64>,
     /// Epsilon for the outside analyst per accountant ("rdp", "pld").
     pub epsilon: BTreeMap<String, EpsilonPair>,
@@ -327,35 +330,75 @@ impl PrivacyReport {
         })?;
         // Hidden batches (amplification): the real mechanism differs from the analysed one
         // (Poisson batches, exact arithmetic) with probability at most `failure` on each
-        // input, so it is (epsilon, delta_acc + (1 + e^epsilon) failure)-DP. epsilon depends
-        // on delta_acc only weakly: take delta_acc for an epsilon one above the figure at
-        // delta - 2 failure, and check that every figure stays below it.
-        // None when the factor e^epsilon makes the argument void (large epsilon): the
-        // analyst then gets the known-batch figure, which needs no amplification.
-        let largest = |f: &Figures| {
-            f.values()
-                .flat_map(|p| [p.add_remove, p.replace_one])
-                .flatten()
-                .fold(0.0f64, f64::max)
+        // input, so it is (epsilon, delta_acc + (1 + e^epsilon) failure)-DP for the epsilon
+        // it certifies. epsilon depends on delta_acc only weakly: take delta_acc for an
+        // epsilon one above the figure at delta - 2 failure, and check that the figures stay
+        // below it. Each relation's statement is its own, so each gets its own charge
+        // (add/remove at its own epsilon, not replace-one's, about twice as large).
+        // None when the factor e^epsilon makes the argument void (large epsilon): that
+        // relation's figure is then the known-batch one, which needs no amplification.
+        let hidden = |d: f64| figures(&s.accountants, analyst_noise, q_hidden, t_hidden, d);
+        let largest = |pick: fn(&EpsilonPair) -> Option<f64>| {
+            move |f: &Figures| f.values().filter_map(pick).fold(0.0f64, f64::max)
         };
-        let amplified = amplified_delta(
-            s.delta,
-            failure,
-            |d| figures(&s.accountants, analyst_noise, q_hidden, t_hidden, d),
-            largest,
-        )?;
-        let is_amplified = amplified.is_some();
-        let delta_hidden = amplified.as_ref().map_or(delta_known, |(_, d)| *d);
-        let analyst = match amplified {
-            Some((fig, _)) => fig,
-            None => figures(&s.accountants, analyst_noise, q_known, t_known, delta_known)?,
+        let add_remove = amplified_delta(s.delta, failure, hidden, largest(|p| p.add_remove))?;
+        let replace_one = amplified_delta(s.delta, failure, hidden, largest(|p| p.replace_one))?;
+        let known = if add_remove.is_none() || replace_one.is_none() {
+            Some(figures(
+                &s.accountants,
+                analyst_noise,
+                q_known,
+                t_known,
+                delta_known,
+            )?)
+        } else {
+            None
         };
+        let pick = |amplified: &Option<(Figures, f64)>, acc: &str| {
+            amplified
+                .as_ref()
+                .map(|(f, _)| f)
+                .or(known.as_ref())
+                .map(|f| f[acc])
+        };
+        let analyst: Figures = s
+            .accountants
+            .iter()
+            .map(|acc| {
+                let name = acc.name();
+                let pair = EpsilonPair {
+                    add_remove: pick(&add_remove, name).and_then(|p| p.add_remove),
+                    replace_one: pick(&replace_one, name).and_then(|p| p.replace_one),
+                };
+                (name.to_owned(), pair)
+            })
+            .collect();
+        let is_amplified = add_remove.is_some();
+        let delta_hidden = add_remove.as_ref().map_or(delta_known, |(_, d)| *d);
+        let delta_hidden_replace = replace_one.as_ref().map_or(delta_known, |(_, d)| *d);
 
         let (q_analyst, t_analyst) = if is_amplified {
             (q_hidden, t_hidden)
         } else {
             (q_known, t_known)
         };
+        let mut reason = if is_amplified {
+            "sees only the released parameters; batch membership is hidden, so \
+             amplification by subsampling applies to the sum of all noise shares \
+             (paper Theorems 5.1, 5.2)"
+                .to_owned()
+        } else {
+            "sees only the released parameters; amplification is not claimed here: at \
+             this epsilon the mechanism's failure terms (times 1 + e^epsilon) would exceed \
+             delta, so the figure is the known-batch one"
+                .to_owned()
+        };
+        if is_amplified && replace_one.is_none() {
+            reason.push_str(
+                "; the replace-one figure is the known-batch one: at its epsilon the failure \
+                 terms (times 1 + e^epsilon) would exceed delta",
+            );
+        }
         let mut per_observer = vec![ObserverReport {
             observer: "outside analyst".into(),
             role: "analyst".into(),
@@ -363,17 +406,7 @@ impl PrivacyReport {
             steps: t_analyst,
             noise_multiplier: analyst_noise,
             epsilon: analyst.clone(),
-            reason: if is_amplified {
-                "sees only the released parameters; batch membership is hidden, so \
-                 amplification by subsampling applies to the sum of all noise shares \
-                 (paper Theorems 5.1, 5.2)"
-                    .into()
-            } else {
-                "sees only the released parameters; amplification is not claimed here: at \
-                 this epsilon the mechanism's failure terms (times 1 + e^epsilon) would exceed \
-                 delta, so the figure is the known-batch one"
-                    .into()
-            },
+            reason,
         }];
 
         // Parties.
@@ -518,6 +551,10 @@ impl PrivacyReport {
             delta: s.delta,
             delta_terms: BTreeMap::from([
                 ("accountant_hidden_batches".to_owned(), delta_hidden),
+                (
+                    "accountant_hidden_batches_replace_one".to_owned(),
+                    delta_hidden_replace,
+                ),
                 ("accountant_known_batches".to_owned(), delta_known),
                 ("truncation_failure".to_owned(), s.truncation_failure),
                 ("batch_overflow".to_owned(), s.batch_overflow),

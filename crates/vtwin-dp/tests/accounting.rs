@@ -326,11 +326,15 @@ fn the_charged_calibration_prints_at_most_its_target() {
             calibrate_sigma_charged(target, delta, q, steps, 0.0).unwrap(),
             plain
         );
-        for (truncation, overflow) in [(0.0, 3000.0 * 2f64.powi(-40)), (1e-8, 1e-9), (1e-7, 0.0)] {
+        for (truncation, overflow) in [(0.0, 3000.0 * 2f64.powi(-40)), (1e-8, 1e-9), (1e-8, 0.0)] {
             let failure = truncation + overflow;
             let s = calibrate_sigma_charged(target, delta, q, steps, failure).unwrap();
             let at = analyst(s, truncation, overflow);
-            assert!(at <= target, "target {target}, failure {failure}: {at}");
+            // At most the target, and tight: the charge moves sigma, not the figure.
+            assert!(
+                at <= target && at > target * (1.0 - 1e-5),
+                "target {target}, failure {failure}: {at}"
+            );
             let below = analyst(s * (1.0 - 4e-6), truncation, overflow);
             assert!(
                 below > target,
@@ -340,6 +344,14 @@ fn the_charged_calibration_prints_at_most_its_target() {
             assert!(analyst(plain, truncation, overflow) > target);
         }
     }
+    // Where the charge would leave no delta at E, amplification cannot be claimed at E:
+    // sigma rises until the (amplified) figure is low enough for its charge, so the figure
+    // is below the target, and still amplified (not the known-batch one, in the thousands).
+    let (truncation, target) = (1e-6, 4.0);
+    let s = calibrate_sigma_charged(target, delta, q, steps, truncation).unwrap();
+    let at = analyst(s, truncation, 0.0);
+    assert!(at < 0.9 * target, "{at}");
+    assert!((1.0 + at.exp()) * truncation < delta, "{at}");
     // A charge that leaves no delta is refused.
     assert!(calibrate_sigma_charged(1.0, delta, q, steps, 1e-5).is_err());
     assert!(calibrate_sigma_charged(1.0, delta, q, steps, f64::NAN).is_err());
