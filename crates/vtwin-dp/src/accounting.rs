@@ -412,7 +412,7 @@ pub fn calibrate_sigma(
 /// openings) to delta: the accountant runs at `delta - (1 + e^cap) failure`
 /// ([`crate::amplified_delta`], `cap` one above the add/remove figure). With `failure = 0`
 /// this is [`calibrate_sigma`]`(Accountant::Rdp, ..)`; with the failure charged the sigma is
-/// a little larger (about 0.1% at Adult's default), so that the printed epsilon is at most
+/// a little larger (+0.02% at Adult's default), so that the printed epsilon is at most
 /// the target. Errors as [`calibrate_sigma`], and a `failure` that leaves no delta to the
 /// accountant ([`AccountingError::Delta`]). Cost: a few tens of RDP evaluations.
 pub fn calibrate_sigma_charged(

@@ -180,13 +180,15 @@ pub struct PrivacyReport {
     /// Composed steps: the released openings of G + Z (an iteration replayed after a crash or
     /// a failed update is a fresh, independently subsampled opening and counts again).
     pub steps: u64,
-    /// Delta of every figure: the total, `delta_terms` summed.
+    /// Delta of every figure, the target; `delta_terms` says how each observer's accountant
+    /// spends it.
     pub delta: f64,
     /// How delta is spent: the accountants run at `accountant_hidden_batches` for the outside
     /// analyst's add/remove figures (and nodes with padded batches), `delta - (1 +
     /// e^epsilon)(truncation_failure + batch_overflow)` with that relation's epsilon, at
     /// `accountant_hidden_batches_replace_one` for its replace-one figures (the same with
-    /// replace-one's epsilon), and at `accountant_known_batches`, `delta - 2
+    /// replace-one's epsilon; each absent when that relation's amplification is void and its
+    /// figures are the coordinator's), and at `accountant_known_batches`, `delta - 2
     /// truncation_failure`, for the observers who know the batches (before their
     /// participation-bound tail).
     pub delta_terms: BTreeMap<String, f64>,
@@ -328,6 +330,21 @@ impl PrivacyReport {
             parties: s.parties,
             nodes: s.nodes,
         })?;
+        // With Poisson batches an observer who knows the batches can use the participation
+        // bound: with probability 1 - tail a record is in at most k batches (the sampling
+        // ignores the data).
+        let (t_party, delta_party, participation) = match s.sampling {
+            Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
+                let k = participation_bound(s.steps, sample_rate, delta / 2.0);
+                let tail = binomial_upper_tail(s.steps, sample_rate, k);
+                (k, delta - tail, Some((k, tail)))
+            }
+            _ => (t_known, delta, None),
+        };
+        // The coordinator samples the batches and opens G + Z; it holds no noise share.
+        let coordinator_fig =
+            figures(&s.accountants, analyst_noise, q_known, t_party, delta_party)?;
+
         // Hidden batches (amplification): the real mechanism differs from the analysed one
         // (Poisson batches, exact arithmetic) with probability at most `failure` on each
         // input, so it is (epsilon, delta_acc + (1 + e^epsilon) failure)-DP for the epsilon
@@ -336,30 +353,16 @@ impl PrivacyReport {
         // below it. Each relation's statement is its own, so each gets its own charge
         // (add/remove at its own epsilon, not replace-one's, about twice as large).
         // None when the factor e^epsilon makes the argument void (large epsilon): that
-        // relation's figure is then the known-batch one, which needs no amplification.
+        // relation's figure is then the coordinator's, which needs no amplification (the
+        // analyst's view, the released sums, is a post-processing of the coordinator's).
         let hidden = |d: f64| figures(&s.accountants, analyst_noise, q_hidden, t_hidden, d);
         let largest = |pick: fn(&EpsilonPair) -> Option<f64>| {
             move |f: &Figures| f.values().filter_map(pick).fold(0.0f64, f64::max)
         };
         let add_remove = amplified_delta(s.delta, failure, hidden, largest(|p| p.add_remove))?;
         let replace_one = amplified_delta(s.delta, failure, hidden, largest(|p| p.replace_one))?;
-        let known = if add_remove.is_none() || replace_one.is_none() {
-            Some(figures(
-                &s.accountants,
-                analyst_noise,
-                q_known,
-                t_known,
-                delta_known,
-            )?)
-        } else {
-            None
-        };
         let pick = |amplified: &Option<(Figures, f64)>, acc: &str| {
-            amplified
-                .as_ref()
-                .map(|(f, _)| f)
-                .or(known.as_ref())
-                .map(|f| f[acc])
+            amplified.as_ref().map_or(&coordinator_fig, |(f, _)| f)[acc]
         };
         let analyst: Figures = s
             .accountants
@@ -367,38 +370,41 @@ impl PrivacyReport {
             .map(|acc| {
                 let name = acc.name();
                 let pair = EpsilonPair {
-                    add_remove: pick(&add_remove, name).and_then(|p| p.add_remove),
-                    replace_one: pick(&replace_one, name).and_then(|p| p.replace_one),
+                    add_remove: pick(&add_remove, name).add_remove,
+                    replace_one: pick(&replace_one, name).replace_one,
                 };
                 (name.to_owned(), pair)
             })
             .collect();
         let is_amplified = add_remove.is_some();
-        let delta_hidden = add_remove.as_ref().map_or(delta_known, |(_, d)| *d);
-        let delta_hidden_replace = replace_one.as_ref().map_or(delta_known, |(_, d)| *d);
-
         let (q_analyst, t_analyst) = if is_amplified {
             (q_hidden, t_hidden)
         } else {
-            (q_known, t_known)
+            (q_known, t_party)
         };
-        let mut reason = if is_amplified {
-            "sees only the released parameters; batch membership is hidden, so \
-             amplification by subsampling applies to the sum of all noise shares \
-             (paper Theorems 5.1, 5.2)"
-                .to_owned()
-        } else {
-            "sees only the released parameters; amplification is not claimed here: at \
-             this epsilon the mechanism's failure terms (times 1 + e^epsilon) would exceed \
-             delta, so the figure is the known-batch one"
-                .to_owned()
+        let fallback = "the mechanism's failure terms (times 1 + e^epsilon) would exceed \
+                        delta, so the figure is the coordinator's (the analyst's view is a \
+                        post-processing of it)";
+        let reason = match (is_amplified, replace_one.is_some()) {
+            (true, true) => "sees only the released parameters; batch membership is hidden, so \
+                             amplification by subsampling applies to the sum of all noise \
+                             shares (paper Theorems 5.1, 5.2)"
+                .to_owned(),
+            (true, false) => format!(
+                "sees only the released parameters; batch membership is hidden, so \
+                 amplification by subsampling applies to the sum of all noise shares (paper \
+                 Theorems 5.1, 5.2) for the add/remove figures; for replace-one, at its \
+                 epsilon {fallback}"
+            ),
+            (false, true) => format!(
+                "sees only the released parameters; amplification is claimed for the \
+                 replace-one figures only: for add/remove, at its epsilon {fallback}"
+            ),
+            (false, false) => format!(
+                "sees only the released parameters; amplification is not claimed here: at \
+                 this epsilon {fallback}"
+            ),
         };
-        if is_amplified && replace_one.is_none() {
-            reason.push_str(
-                "; the replace-one figure is the known-batch one: at its epsilon the failure \
-                 terms (times 1 + e^epsilon) would exceed delta",
-            );
-        }
         let mut per_observer = vec![ObserverReport {
             observer: "outside analyst".into(),
             role: "analyst".into(),
@@ -428,16 +434,6 @@ impl PrivacyReport {
                 ),
             ),
         };
-        // With Poisson batches a party can use the participation bound: with probability
-        // 1 - tail a record is in at most k batches (the sampling ignores the data).
-        let (t_party, delta_party, participation) = match s.sampling {
-            Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
-                let k = participation_bound(s.steps, sample_rate, delta / 2.0);
-                let tail = binomial_upper_tail(s.steps, sample_rate, k);
-                (k, delta - tail, Some((k, tail)))
-            }
-            _ => (t_known, delta, None),
-        };
         let party_fig = figures(&s.accountants, party_noise, q_known, t_party, delta_party)?;
         let participation_text = |reason: String| match participation {
             Some((k, tail)) => format!(
@@ -462,9 +458,6 @@ impl PrivacyReport {
             });
         }
 
-        // The coordinator samples the batches and opens G + Z; it holds no noise share.
-        let coordinator_fig =
-            figures(&s.accountants, analyst_noise, q_known, t_party, delta_party)?;
         let coordinator_reason = participation_text(format!(
             "samples the batches, so it knows the indices (no amplification: {}), and opens \
              G + Z, but holds no noise share (a coordinator run by a party has the party's figure)",
@@ -507,12 +500,19 @@ impl PrivacyReport {
                     .to_owned(),
             ),
         };
+        // A node facing the analyst's figure faces its composition too.
+        let (q_node, t_node) =
+            if matches!(s.noise_by, NoiseContributors::Parties) && s.padded_batches {
+                (q_analyst, t_analyst)
+            } else {
+                (q_known, t_party)
+            };
         for n in 0..s.nodes {
             per_observer.push(ObserverReport {
                 observer: format!("node {n}"),
                 role: "node".into(),
-                sample_rate: q_known,
-                steps: t_party,
+                sample_rate: q_node,
+                steps: t_node,
                 noise_multiplier: node_noise,
                 epsilon: node_fig.clone(),
                 reason: node_reason.clone(),
@@ -550,15 +550,17 @@ impl PrivacyReport {
             steps: s.steps,
             delta: s.delta,
             delta_terms: BTreeMap::from([
-                ("accountant_hidden_batches".to_owned(), delta_hidden),
-                (
-                    "accountant_hidden_batches_replace_one".to_owned(),
-                    delta_hidden_replace,
-                ),
                 ("accountant_known_batches".to_owned(), delta_known),
                 ("truncation_failure".to_owned(), s.truncation_failure),
                 ("batch_overflow".to_owned(), s.batch_overflow),
-            ]),
+            ])
+            .into_iter()
+            // A relation that is not amplified has no hidden-batch accountant.
+            .chain(add_remove.map(|(_, d)| ("accountant_hidden_batches".to_owned(), d)))
+            .chain(
+                replace_one.map(|(_, d)| ("accountant_hidden_batches_replace_one".to_owned(), d)),
+            )
+            .collect(),
             epsilon: analyst,
             neighbouring,
             noise_by: s.noise_by,

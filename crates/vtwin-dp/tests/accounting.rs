@@ -285,6 +285,52 @@ fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
         "{hidden}"
     );
     assert!(pld(&r, "outside analyst") > pld(&clean, "outside analyst"));
+    // Each relation is charged at its own epsilon, the largest over the accountants: the
+    // add/remove figures at theirs, the replace-one figures (about twice as large) at theirs.
+    let failure = 1.1e-7;
+    let analyst = &r.per_observer[0].epsilon;
+    let most = |pick: fn(&vtwin_dp::EpsilonPair) -> Option<f64>| {
+        analyst.values().filter_map(pick).fold(0.0f64, f64::max)
+    };
+    let (ar, ro) = (most(|p| p.add_remove), most(|p| p.replace_one));
+    let hidden_ro = r.delta_terms["accountant_hidden_batches_replace_one"];
+    assert!(hidden <= 1e-5 - (1.0 + ar.exp()) * failure, "{hidden}");
+    assert!(
+        hidden_ro <= 1e-5 - (1.0 + ro.exp()) * failure,
+        "{hidden_ro}"
+    );
+    // One charge for both (the larger one) would give them the same delta.
+    assert!(hidden > hidden_ro, "{hidden} {hidden_ro}");
+    // Where replace-one's charge leaves no delta (epsilon 4 over 10000 steps, 7e-9 of
+    // overflow), its figures are the coordinator's, the add/remove ones still amplified.
+    let mut e4 = PrivacySetting {
+        padded_batches: true,
+        batch_overflow: 6.7e-9,
+        ..PrivacySetting::new(
+            0.7448,
+            Sampling::Poisson {
+                sample_rate: 100.0 / 30162.0,
+            },
+            10000,
+            1e-5,
+        )
+    };
+    e4.accountants = vec![Accountant::Rdp];
+    let r4 = PrivacyReport::build(&e4).unwrap();
+    let a4 = &r4.per_observer[0];
+    let c4 = r4
+        .per_observer
+        .iter()
+        .find(|o| o.observer == "coordinator")
+        .unwrap();
+    let ar4 = a4.epsilon["rdp"].add_remove.unwrap();
+    assert!(ar4 < 4.0 && ar4 > 3.9, "{ar4}");
+    assert_eq!(a4.epsilon["rdp"].replace_one, c4.epsilon["rdp"].replace_one);
+    assert!(a4.reason.contains("for replace-one"), "{}", a4.reason);
+    assert!(r4.delta_terms.contains_key("accountant_hidden_batches"));
+    assert!(!r4
+        .delta_terms
+        .contains_key("accountant_hidden_batches_replace_one"));
     // A failure that leaves no delta is refused.
     let void = PrivacySetting {
         truncation_failure: 1e-5,
@@ -294,7 +340,7 @@ fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
 }
 
 /// `--epsilon E` calibrates against the report's own charge: the analyst's RDP figure in
-/// `PrivacyReport` (the same failure terms, both accountants run) is at most E at the
+/// `PrivacyReport` (the same failure terms, the RDP accountant) is at most E at the
 /// calibrated sigma and above E just below it, while the uncharged calibration's sigma prints
 /// more than E. Without a failure the two calibrations agree.
 #[test]
@@ -352,6 +398,9 @@ fn the_charged_calibration_prints_at_most_its_target() {
     let at = analyst(s, truncation, 0.0);
     assert!(at < 0.9 * target, "{at}");
     assert!((1.0 + at.exp()) * truncation < delta, "{at}");
+    // Still the smallest such sigma: just below it the report can no longer amplify and
+    // states the coordinator's (known-batch) figure, far above the target.
+    assert!(analyst(s * (1.0 - 4e-6), truncation, 0.0) > target);
     // A charge that leaves no delta is refused.
     assert!(calibrate_sigma_charged(1.0, delta, q, steps, 1e-5).is_err());
     assert!(calibrate_sigma_charged(1.0, delta, q, steps, f64::NAN).is_err());

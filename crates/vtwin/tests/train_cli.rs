@@ -330,6 +330,18 @@ fn epsilon_flag_prints_at_most_that_epsilon() {
     assert_eq!(p["guarantee"], "differential privacy");
     let e = p["epsilon"]["rdp"]["add_remove"].as_f64().unwrap();
     assert!(e <= 1.0 && e > 1.0 - 1e-5, "{e}");
+    // The run's progress line states privacy.json's figure (train.csv's last epsilon).
+    let csv = std::fs::read_to_string(out.join("train.csv")).unwrap();
+    let last: f64 = csv
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((last - e).abs() <= 1e-12 * e, "{last} against {e}");
     // The charge is there: the accountant ran below delta.
     assert!(
         p["delta_terms"]["accountant_hidden_batches"]
