@@ -382,9 +382,11 @@ impl PrivacyReport {
         } else {
             (q_known, t_party)
         };
-        let fallback = "the mechanism's failure terms (times 1 + e^epsilon) would exceed \
-                        delta, so the figure is the coordinator's (the analyst's view is a \
-                        post-processing of it)";
+        let fallback = format!(
+            "the mechanism's failure terms (times 1 + e^epsilon) would exceed delta, so the \
+             figure is the coordinator's (the analyst's view is a post-processing of it: q = 1 \
+             over {t_party} steps, at delta {delta_party:.3e})"
+        );
         let reason = match (is_amplified, replace_one.is_some()) {
             (true, true) => "sees only the released parameters; batch membership is hidden, so \
                              amplification by subsampling applies to the sum of all noise \
