@@ -440,8 +440,8 @@ pub fn calibrate_sigma_charged(
         return Err(AccountingError::Delta(delta - least));
     }
     // The report's analyst figure at sigma: amplified at the delta left after the charge
-    // (None when the charge leaves no delta or the cap fails: the report then falls back to
-    // the far larger known-batch figure, which does not meet the target; so where the
+    // (None when the charge leaves no delta or the cap fails: the report then states the
+    // coordinator's figure, which does not amplify and is far above the target; so where the
     // charge, 1 + e^(E + 1) times the failure, would exceed delta, sigma rises until the
     // figure is low enough for it: the calibration then gives less than E).
     let meets = |sigma: f64| -> Result<bool, AccountingError> {
