@@ -76,6 +76,14 @@ pub struct PrivacySetting {
     /// outside analyst pays `(1 + e^epsilon)` times it.
     #[serde(default)]
     pub batch_overflow: f64,
+    /// Summed over the run, the probability that a record one neighbour adds is sampled into
+    /// a batch whose other records already fill the padded size, so that trimming may push
+    /// another record out (a step of sensitivity 2C under add/remove): `q T P(Bin(N, q) >=
+    /// B)`. Observers who know the batches pay it additively (the event depends on the
+    /// sampling only); 0 where no batch is trimmed or the caller cannot compute it (planning
+    /// figures without N).
+    #[serde(default)]
+    pub trim_risk: f64,
     /// Batches are padded to a public size, so a compute node's view does not depend on the
     /// batch sizes (it then faces the outside analyst's figure).
     #[serde(default)]
@@ -100,6 +108,7 @@ impl PrivacySetting {
             accountants: Accountant::ALL.to_vec(),
             truncation_failure: 0.0,
             batch_overflow: 0.0,
+            trim_risk: 0.0,
             padded_batches: false,
         }
     }
@@ -189,7 +198,7 @@ pub struct PrivacyReport {
     /// `accountant_hidden_batches_replace_one` for its replace-one figures (the same with
     /// replace-one's epsilon; each absent when that relation's amplification is void and its
     /// figures are the coordinator's), and at `accountant_known_batches`, `delta - 2
-    /// truncation_failure`, for the observers who know the batches (before their
+    /// truncation_failure - trim_risk`, for the observers who know the batches (before their
     /// participation-bound tail).
     pub delta_terms: BTreeMap<String, f64>,
     /// Epsilon for the outside analyst per accountant ("rdp", "pld").
@@ -296,10 +305,16 @@ impl PrivacyReport {
         // the event "no truncation wraps, with these masks, for D nor for D'" is the same for
         // both neighbours and has probability >= 1 - 2 truncation_failure; on it the release
         // is a mixture over masks of Gaussian mechanisms of sensitivity C, so the composed
-        // hockey-stick divergence grows by at most 2 truncation_failure.
+        // hockey-stick divergence grows by at most 2 truncation_failure. Trimming: off the
+        // event `trim_risk` (a data-independent sampling event) no trimmed batch holds the
+        // added record, so the steps keep sensitivity C.
         let failure = s.truncation_failure + s.batch_overflow;
-        let delta_known = s.delta - 2.0 * s.truncation_failure;
-        if !(s.truncation_failure >= 0.0 && s.batch_overflow >= 0.0 && delta_known > 0.0) {
+        let delta_known = s.delta - 2.0 * s.truncation_failure - s.trim_risk;
+        if !(s.truncation_failure >= 0.0
+            && s.batch_overflow >= 0.0
+            && s.trim_risk >= 0.0
+            && delta_known > 0.0)
+        {
             return Err(ReportError::Failure {
                 failure,
                 delta: s.delta,
@@ -555,6 +570,7 @@ impl PrivacyReport {
                 ("accountant_known_batches".to_owned(), delta_known),
                 ("truncation_failure".to_owned(), s.truncation_failure),
                 ("batch_overflow".to_owned(), s.batch_overflow),
+                ("trim_risk".to_owned(), s.trim_risk),
             ])
             .into_iter()
             // A relation that is not amplified has no hidden-batch accountant.

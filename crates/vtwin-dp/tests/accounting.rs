@@ -331,6 +331,18 @@ fn delta_terms_and_the_nodes_figure_follow_the_failures_and_the_padding() {
     assert!(!r4
         .delta_terms
         .contains_key("accountant_hidden_batches_replace_one"));
+    // The trimming event comes out of the known-batch delta additively, and raises the
+    // figures of the observers who know the batches.
+    let trimmed = PrivacyReport::build(&PrivacySetting {
+        trim_risk: 3e-7,
+        ..padded.clone()
+    })
+    .unwrap();
+    assert_eq!(
+        trimmed.delta_terms["accountant_known_batches"],
+        1e-5 - 2e-7 - 3e-7
+    );
+    assert!(pld(&trimmed, "coordinator") > pld(&r, "coordinator"));
     // A failure that leaves no delta is refused.
     let void = PrivacySetting {
         truncation_failure: 1e-5,

@@ -350,6 +350,14 @@ fn epsilon_flag_prints_at_most_that_epsilon() {
             < 1e-5
     );
     assert!(p["delta_terms"]["batch_overflow"].as_f64().unwrap() > 0.0);
+    // Observers who know the batches pay the chance that an added record lands in a batch
+    // that trimming may cut (q T P(Bin(N, q) >= B)), additively.
+    let trim = p["delta_terms"]["trim_risk"].as_f64().unwrap();
+    assert!(trim > 0.0 && trim < 1e-9, "{trim}");
+    let known = p["delta_terms"]["accountant_known_batches"]
+        .as_f64()
+        .unwrap();
+    assert!((known - (1e-5 - trim)).abs() <= 1e-20, "{known}");
 }
 
 /// Batches come from a secret key, not from the public seed: two runs with the same seed and

@@ -186,6 +186,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             }
             _ => 0.0,
         },
+        // Needs N, which a plan does not give.
+        trim_risk: 0.0,
         padded_batches: true,
     };
     let report = PrivacyReport::build(&setting).context("computing the privacy report")?;

@@ -399,6 +399,7 @@ fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<s
     // batches are padded to a public size, so the nodes face the analyst's figure.
     setting.truncation_failure = ledger.failure();
     setting.batch_overflow = ledger.steps() as f64 * trainer.padded_batch().1;
+    setting.trim_risk = trim_risk(trainer, ledger);
     setting.padded_batches = true;
     let mut v = serde_json::to_value(PrivacyReport::build(&setting)?)?;
     if let Some(o) = v.as_object_mut() {
@@ -528,6 +529,20 @@ pub(crate) fn epsilon_line(settings: &RunSettings, epsilon: f64) -> String {
     }
 }
 
+/// `q T P(Bin(N, q) >= B)` over the ledger's openings, for Poisson batches padded to B
+/// ([`PrivacySetting::trim_risk`]): the chance that a record a neighbour adds lands in a batch
+/// that trimming may then cut. 0 for other sampling. Cost O(N).
+fn trim_risk(trainer: &Trainer, ledger: &vtwin_dp::PrivacyLedger) -> f64 {
+    match ledger.sampling() {
+        vtwin_dp::Sampling::Poisson { sample_rate } if sample_rate < 1.0 => {
+            let b = trainer.padded_batch().0 as u64;
+            let full = vtwin_dp::binomial_upper_tail(trainer.rows() as u64, sample_rate, b - 1);
+            ledger.steps() as f64 * sample_rate * full
+        }
+        _ => 0.0,
+    }
+}
+
 /// Epsilon spent so far (RDP, add/remove, outside analyst); infinite without noise.
 pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> {
     match trainer.ledger() {
@@ -552,7 +567,7 @@ pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> 
             Ok(vtwin_dp::epsilon(
                 vtwin_dp::Accountant::Rdp,
                 &c,
-                delta - 2.0 * l.failure(),
+                delta - 2.0 * l.failure() - trim_risk(trainer, l),
                 vtwin_dp::Neighbouring::AddRemove,
             )?)
         }
