@@ -383,7 +383,7 @@ pub fn calibrate_sigma(
     let (lo, hi) = bracket_up(1e-3, 1.0, 2.0, |sigma| {
         Ok(eps_at(Accountant::Rdp, sigma)? <= target_epsilon)
     })
-    .map_err(|e| e.unreachable(target_epsilon, |s| eps_at(Accountant::Rdp, s)))?;
+    .map_err(|e| e.into_error(target_epsilon, |s| eps_at(Accountant::Rdp, s)))?;
     let hi = bisect_sigma(lo, hi, 1e-6, |sigma| {
         Ok(eps_at(Accountant::Rdp, sigma)? <= target_epsilon)
     })?;
@@ -399,7 +399,7 @@ pub fn calibrate_sigma(
     let (lo, hi_t) = bracket_up(lo, hi, 1.01, |sigma| {
         Ok(eps_at(accountant, sigma)? <= target_epsilon)
     })
-    .map_err(|e| e.unreachable(target_epsilon, |s| eps_at(accountant, s)))?;
+    .map_err(|e| e.into_error(target_epsilon, |s| eps_at(accountant, s)))?;
     bisect_sigma(lo, hi_t, 1e-4, |sigma| {
         Ok(eps_at(accountant, sigma)? <= target_epsilon)
     })
@@ -461,7 +461,7 @@ pub fn calibrate_sigma_charged(
     // The charged figure is above the uncharged one at every sigma, so `uncharged` is a lower
     // end; step up until the target is met.
     let (lo, hi) = bracket_up(uncharged, uncharged * 1.001, 1.01, meets)
-        .map_err(|e| e.unreachable(target_epsilon, |_| Ok(f64::INFINITY)))?;
+        .map_err(|e| e.into_error(target_epsilon, |_| Ok(f64::INFINITY)))?;
     bisect_sigma(lo, hi, 1e-6, meets)
 }
 
@@ -479,7 +479,7 @@ enum BracketError {
 impl BracketError {
     /// The calibration's error: the accountant's, or [`AccountingError::Unreachable`] with
     /// `epsilon_at(MAX_SIGMA)`.
-    fn unreachable(
+    fn into_error(
         self,
         target: f64,
         epsilon_at: impl Fn(f64) -> Result<f64, AccountingError>,

@@ -402,16 +402,13 @@ impl PrivacyReport {
              figure is the coordinator's (the analyst's view is a post-processing of it: q = 1 \
              over {t_party} steps, at delta {delta_party:.3e})"
         );
+        let amplified = "batch membership is hidden, so amplification by subsampling applies \
+                         to the sum of all noise shares (paper Theorems 5.1, 5.2)";
         let reason = match (is_amplified, replace_one.is_some()) {
-            (true, true) => "sees only the released parameters; batch membership is hidden, so \
-                             amplification by subsampling applies to the sum of all noise \
-                             shares (paper Theorems 5.1, 5.2)"
-                .to_owned(),
+            (true, true) => format!("sees only the released parameters; {amplified}"),
             (true, false) => format!(
-                "sees only the released parameters; batch membership is hidden, so \
-                 amplification by subsampling applies to the sum of all noise shares (paper \
-                 Theorems 5.1, 5.2) for the add/remove figures; for replace-one, at its \
-                 epsilon {fallback}"
+                "sees only the released parameters; {amplified} for the add/remove figures; \
+                 for replace-one, at its epsilon {fallback}"
             ),
             (false, true) => format!(
                 "sees only the released parameters; amplification is claimed for the \

@@ -353,7 +353,14 @@ fn epsilon_flag_prints_at_most_that_epsilon() {
     // Observers who know the batches pay the chance that an added record lands in a batch
     // that trimming may cut (q T P(Bin(N, q) >= B)), additively.
     let trim = p["delta_terms"]["trim_risk"].as_f64().unwrap();
-    assert!(trim > 0.0 && trim < 1e-9, "{trim}");
+    let q = p["sample_rate"].as_f64().unwrap();
+    assert_eq!(q, 100.0 / 2000.0);
+    let (b, _) = vtwin_dp::padded_batch_size(2000, q, vtwin_dp::BATCH_OVERFLOW_TAIL);
+    let want = 100.0 * q * vtwin_dp::binomial_upper_tail(2000, q, b as u64 - 1);
+    assert!(
+        trim > 0.0 && (trim - want).abs() <= 1e-12 * want,
+        "{trim} against {want}"
+    );
     let known = p["delta_terms"]["accountant_known_batches"]
         .as_f64()
         .unwrap();

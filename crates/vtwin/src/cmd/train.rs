@@ -374,7 +374,7 @@ pub(crate) fn privacy_json(
 
 fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<serde_json::Value> {
     let c = &settings.config;
-    let Some(ledger) = trainer.ledger() else {
+    let Some(setting) = privacy_setting(trainer, settings.delta) else {
         return Ok(serde_json::json!({
             "guarantee": "none",
             "sigma": 0.0,
@@ -386,26 +386,32 @@ fn privacy_report(settings: &RunSettings, trainer: &Trainer) -> anyhow::Result<s
             "note": "sigma = 0: no noise, the model is not differentially private",
         }));
     };
-    let mut setting = PrivacySetting::new(
-        ledger.noise_multiplier(),
-        ledger.sampling(),
-        ledger.steps(),
-        settings.delta,
-    );
-    setting.clip = c.clip;
-    setting.parties = u32::try_from(settings.layout.n_parties()).unwrap_or(u32::MAX);
-    setting.dimension = settings.layout.dim() as u64;
-    // Truncation wraps and batch overflows of the charged openings come out of delta;
-    // batches are padded to a public size, so the nodes face the analyst's figure.
-    setting.truncation_failure = ledger.failure();
-    setting.batch_overflow = ledger.steps() as f64 * trainer.padded_batch().1;
-    setting.trim_risk = trim_risk(trainer, ledger);
-    setting.padded_batches = true;
     let mut v = serde_json::to_value(PrivacyReport::build(&setting)?)?;
     if let Some(o) = v.as_object_mut() {
         o.insert("guarantee".into(), "differential privacy".into());
     }
     Ok(v)
+}
+
+/// What privacy.json accounts for the run so far: the ledger's openings, with the truncation
+/// wraps, batch overflows and trimming events charged to delta; batches are padded to a
+/// public size, so the nodes face the analyst's figure. None without noise.
+fn privacy_setting(trainer: &Trainer, delta: f64) -> Option<PrivacySetting> {
+    let ledger = trainer.ledger()?;
+    let mut setting = PrivacySetting::new(
+        ledger.noise_multiplier(),
+        ledger.sampling(),
+        ledger.steps(),
+        delta,
+    );
+    setting.clip = trainer.config().clip;
+    setting.parties = u32::try_from(trainer.layout().n_parties()).unwrap_or(u32::MAX);
+    setting.dimension = trainer.layout().dim() as u64;
+    setting.truncation_failure = ledger.failure();
+    setting.batch_overflow = ledger.steps() as f64 * trainer.padded_batch().1;
+    setting.trim_risk = trim_risk(trainer, ledger);
+    setting.padded_batches = true;
+    Some(setting)
 }
 
 /// Medians over the timed iterations of the MPC costs (rounds, bytes, products).
@@ -543,35 +549,19 @@ fn trim_risk(trainer: &Trainer, ledger: &vtwin_dp::PrivacyLedger) -> f64 {
     }
 }
 
-/// Epsilon spent so far (RDP, add/remove, outside analyst); infinite without noise.
+/// Epsilon spent so far (RDP, add/remove, outside analyst): privacy.json's figure for the
+/// openings so far, computed the same way (RDP alone); infinite without noise. Cost: one
+/// RDP privacy report.
 pub(crate) fn epsilon_now(trainer: &Trainer, delta: f64) -> anyhow::Result<f64> {
-    match trainer.ledger() {
-        None => Ok(f64::INFINITY),
-        Some(l) if l.steps() == 0 => Ok(0.0),
-        Some(l) => {
-            // The analyst's delta after the mechanism's own failures, spent as privacy.json
-            // spends it for the add/remove figure, so the two state the same epsilon.
-            let failure = l.failure() + l.steps() as f64 * trainer.padded_batch().1;
-            if let Some((eps, _)) =
-                vtwin_dp::amplified_delta(delta, failure, |d| l.epsilon(d), |e| *e)?
-            {
-                return Ok(eps);
-            }
-            // Too large an epsilon for the amplified argument: the known-batch figure.
-            let (q, steps) = l.sampling().for_known_batches(l.steps());
-            let c = vtwin_dp::Composition {
-                noise_multiplier: l.noise_multiplier(),
-                sample_rate: q,
-                steps,
-            };
-            Ok(vtwin_dp::epsilon(
-                vtwin_dp::Accountant::Rdp,
-                &c,
-                delta - 2.0 * l.failure() - trim_risk(trainer, l),
-                vtwin_dp::Neighbouring::AddRemove,
-            )?)
-        }
+    let Some(mut setting) = privacy_setting(trainer, delta) else {
+        return Ok(f64::INFINITY);
+    };
+    if setting.steps == 0 {
+        return Ok(0.0);
     }
+    setting.accountants = vec![vtwin_dp::Accountant::Rdp];
+    let report = PrivacyReport::build(&setting)?;
+    Ok(report.epsilon["rdp"].add_remove.unwrap_or(f64::INFINITY))
 }
 
 pub(crate) fn run(a: Args) -> anyhow::Result<()> {
