@@ -6,10 +6,11 @@
 //! `u = [w_k - pi_k c ; w_k s_kj]` with `w_k = trunc(c r_k)`, `c` the clip factor and
 //! `s_kj = A_kj T_j + b_kj` the record's score from the encoded public maps and its encoded
 //! statistics. The circuit clips on
-//! `norm2 = trunc(sum_k (r_k - pi_k)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2)` with
-//! `y_pk = trunc(trunc(pm'_k u_pk) y)` (the normalised numerator `pm'_k` and the reciprocal's
-//! mantissa `y < 2.91` of `r_k = trunc(pm'_k y)`, so `|y_pk - r_k u_pk| < 2^-32 (4 + u_pk)`)
-//! and the party's `u_pk >= 2^-L sqrt(sum_j s_pkj^2)` (rounded up,
+//! `norm2 = trunc(sum_k (r_k - pi_k)^2) + 2^(2L-F) trunc(Z' y2')` ([`crate::score_norm`]) with
+//! `Z' > 2^(32+F) sum_(p,k) z_pk^2` (raw), `z_pk = trunc(pm'_k u_pk)`, and `y2' > y^2` (the normalised
+//! numerator `pm'_k` and the reciprocal's mantissa `y < 2.91` of `r_k = trunc(pm'_k y)`, so
+//! `Z' y2' > sum (y z_pk)^2` and `|y z_pk - r_k u_pk| < 2^-32 (2.91 + u_pk)`, charged as
+//! `2^-32 (4 + u_pk)`) and the party's `u_pk >= 2^-L sqrt(sum_j s_pkj^2)` (rounded up,
 //! [`crate::score_root`]); `L` = [`NORM_SCALE_BITS`] keeps every truncated value small (so the
 //! probabilistic truncation's failure probability stays small) at an absolute error of
 //! `2^(2L-32)` on `norm2`.
@@ -72,7 +73,7 @@ pub fn norm2_max(parties: usize, components: usize) -> f64 {
 
 /// Largest squared norm the circuit can form for K components and score roots whose squares
 /// sum to at most `roots2` over (party, component): `K R^2 + 2^(2L) R^2 roots2`, inflated by
-/// 2^-20 (the truncations of the two sums and of the score-root products `y ~ r u` are far
+/// 2^-20 (the truncations of the two sums and of the score norm's factors, `y z ~ r u`, are far
 /// inside it).
 pub fn norm2_bound(components: usize, roots2: f64) -> f64 {
     let r2 = RESPONSIBILITY_MAX * RESPONSIBILITY_MAX;
@@ -142,9 +143,9 @@ pub enum ClipBoundError {
 /// `2^(2L) sum y^2 >= Y^2 - a Y` (module docs; `protocols/clip-bound.md`), for P `parties`
 /// and K `components`. Cost O(1).
 pub fn score_product_slack(parties: usize, components: usize) -> f64 {
-    // y_pk^2 >= (r_k u_pk)^2 - 2 eps r_k u_pk with eps = 2^-32 (4 + u_max) (the score-root
-    // products are formed from pm' and the mantissa, not from r), then Cauchy-Schwarz over
-    // the P K terms.
+    // (y z_pk)^2 >= (r_k u_pk)^2 - 2 eps r_k u_pk with eps = 2^-32 (4 + u_max) (the score
+    // norm is formed from pm' and the mantissa, not from r: |y z - r u| < 2^-32 (2.91 + u),
+    // charged as before), then Cauchy-Schwarz over the P K terms.
     2f64.powi(NORM_SCALE_BITS as i32 - 31)
         * ((parties * components) as f64).sqrt()
         * (4.0 + score_root_max().to_f64())

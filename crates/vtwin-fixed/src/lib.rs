@@ -50,6 +50,7 @@ pub mod mul;
 pub mod normalise;
 pub mod paper;
 pub mod reciprocal;
+pub mod score_norm;
 pub mod score_root;
 pub mod slice;
 pub mod trunc;

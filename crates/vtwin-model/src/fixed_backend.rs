@@ -22,10 +22,11 @@
 //! Nodes (here in the clear, every product truncated once, in this order):
 //! 4. pm = prod_p mat_p (pi is in party 0's factor); den[n] = sum_k pm[n][k];
 //! 5. one normalised reciprocal of den per record ([`Reciprocal`]); r = pm / den;
-//! 6. |g_n|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2) with the score-root
-//!    products y_pk = trunc(trunc(pm'_k u_pk) y) (pm' the normalised numerator, y the
-//!    reciprocal's mantissa; within 2^-32 (4 + u_pk) of r_k u_pk) (two inner products;
-//!    L = [`vtwin_fixed::clip_bound::NORM_SCALE_BITS`]);
+//! 6. |g_n|^2 = trunc(sum_k (r - pi)^2) + 2^(2L-F) trunc(Z' y2') with
+//!    Z' = trunc(2^F sum_(p,k) trunc(pm'_k u_pk)^2) and y2' = trunc(y^2), both rounded up by one
+//!    ulp (pm' the normalised numerator, y the reciprocal's mantissa: Z' y2' is at least
+//!    sum (y z_pk)^2, and y z_pk is within 2^-32 (u_pk + y) of r_k u_pk;
+//!    [`vtwin_fixed::score_norm`], L = [`vtwin_fixed::clip_bound::NORM_SCALE_BITS`]);
 //! 7. c_n = min(1, C'/|g_n|) ([`clip_factor_unchecked`], rounded down) with the circuit clip
 //!    C' of [`vtwin_fixed::clip_bound::effective_clip`]: every record's released contribution,
 //!    and the distance between neighbouring released sums, is then at most C after every
@@ -51,7 +52,8 @@ use std::time::Instant;
 
 use candle_core::Device;
 use rand_chacha::ChaCha20Rng;
-use vtwin_fixed::clip_bound::{MAP_BATCH_LIMIT, NORM_SCALE_BITS, SCORE_NORM2_MAX, STAT_ABS_MAX};
+use vtwin_fixed::clip_bound::{MAP_BATCH_LIMIT, SCORE_NORM2_MAX, STAT_ABS_MAX};
+use vtwin_fixed::score_norm::record_norm2;
 use vtwin_fixed::score_root::{ScoreRoots, SparseRow};
 use vtwin_fixed::{clip_factor_unchecked, Floor, Fx, Reciprocal, Truncator, FRAC_BITS};
 
@@ -538,25 +540,16 @@ pub fn fixed_gradient<T: Truncator>(
             pmn[k] = recip.normalise_fraction(pm[k], t);
             r[k] = recip.times_mantissa(pmn[k], t);
         }
-        // |g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y_pk^2) with the score-root
-        // products y_pk = trunc(trunc(pm'_k u_pk) y), within 2^-32 (4 + u_pk) of r_k u_pk
-        // (`protocols/clip-bound.md`): pm'_k u_pk rides in the reciprocal's layer of e, y in
-        // r's. Per component, the parties in order.
-        let mut acc_b = 0u128;
-        for (k, &pk) in pmn.iter().enumerate() {
-            for up in uploads {
-                let z = mul(pk, up.root[n * k_n + k], t);
-                let y = recip.times_mantissa(z, t);
-                acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
-            }
-        }
-        let acc_a = (0..k_n).fold(0u128, |acc, k| {
-            let e = r[k] - pi[k];
-            acc.wrapping_add(e.0.wrapping_mul(e.0))
-        });
-        let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
-        let norm_b = Fx(t.trunc(acc_b, FRAC_BITS));
-        let norm2 = norm_a + Fx(norm_b.0.wrapping_mul(1u128 << (2 * NORM_SCALE_BITS)));
+        // |g|^2 as the circuit forms it (`vtwin_fixed::score_norm`, `protocols/clip-bound.md`).
+        let norm2 = record_norm2(
+            &recip,
+            &pmn,
+            &r,
+            pi,
+            uploads.len(),
+            |k, p| uploads[p].root[n * k_n + k],
+            t,
+        );
         let c = clip_factor_unchecked(norm2, public.clip, t);
         if flag != Fx::ZERO && c != Fx::ONE {
             diag.clipped += 1;

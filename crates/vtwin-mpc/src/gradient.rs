@@ -15,16 +15,18 @@
 //!    with tempering the weights party 0 folds are softmax(beta theta_w), which also sum to 1
 //!    within K / 2 ulps: the circuit cannot tell and need not);
 //!    `den[n] = sum_k pm` (local);
-//! 2. normalised reciprocal of den (5 truncation layers of B + B K, B + P B K, 2 B, 2 B and B
-//!    values, part after part: the first layer holds `m = trunc(den p)` and
+//! 2. normalised reciprocal of den (5 truncation layers of B + B K, B + P B K, 2 B, 2 B and
+//!    2 B values, part after part: the first layer holds `m = trunc(den p)` and
 //!    `pm' = trunc(pm p)`, the second `e` and `z = trunc(pm'_k u_pk)` for every (record,
-//!    component, party), `[n][k][p]`), then one layer of `r = trunc(pm' y)` (B K;
-//!    `vtwin_fixed::Reciprocal::divide_fraction`) and the score-root products
-//!    `y_pk = trunc(z y)` (P B K, `[n][k][p]`; within `2^-32 (4 + u_pk)` of `r_k u_pk`);
-//! 3. `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2)` with
-//!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one inner-product layer of 2 B: the
-//!    first sums, then the second); every truncated value stays small, see
-//!    `protocols/clip-bound.md`;
+//!    component, party), `[n][k][p]`, the last the last Goldschmidt factor and
+//!    `Z' = trunc(2^F sum_(p,k) z^2) + 1 ulp` per record, F =
+//!    `vtwin_fixed::score_norm::SCORE_NORM_FINE_BITS`), then one layer of `r = trunc(pm' y)`
+//!    (B K; `vtwin_fixed::Reciprocal::divide_fraction`) and `y2' = trunc(y^2) + 1 ulp` (B);
+//! 3. `|g|^2 = trunc(sum_k (r - pi)^2) + 2^(2L-F) trunc(Z' y2')` with
+//!    `L = vtwin_fixed::clip_bound::NORM_SCALE_BITS` (one layer of 2 B: the first sums, then
+//!    the products; `vtwin_fixed::score_norm`: both factors rounded up, so `Z' y2'` is above
+//!    `2^(64+F) sum (y z)^2`, and `y z_pk` is within `2^-32 (u_pk + y)` of `r_k u_pk`); every
+//!    truncated value stays small, see `protocols/clip-bound.md`;
 //! 4. the clip factor's parts `over` and `s - gamma - 1` (`c = 1 + over (s - gamma - 1)`;
 //!    8 truncation layers, of B or, in the 2 Newton-Raphson steps, 3 B), with `over r` and
 //!    `over flag` (untruncated) riding in its first layer after the normalisation; then in
@@ -47,6 +49,7 @@
 
 use vtwin_fixed::clip::{CLIP_RSQRT_ITERATIONS, CLIP_X_LIMIT};
 use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};
+use vtwin_fixed::score_norm::SCORE_NORM_FINE_BITS;
 use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
@@ -54,7 +57,7 @@ use crate::input::{accept_client, input_many, ClientSeeds, InputClient, InputErr
 use crate::inv_sqrt::clip_parts;
 use crate::message::Message;
 use crate::multiply::{inner_products_many, mul_and_mul_trunc, mul_trunc};
-use crate::reciprocal::reciprocal_fractions_and_products;
+use crate::reciprocal::reciprocal_fractions_and_norm_factors;
 use crate::runtime::Ctx;
 use crate::share::{repeat_each, Shared};
 use crate::winograd::{paired_inner_products, share_products};
@@ -222,10 +225,13 @@ impl CircuitPublic {
     /// the reciprocal's normalisation 1 and its six later truncations (`e`, three Goldschmidt
     /// factors, two squarings of `e`) 24 each (4 when den > 0; a padding row's den = 0 gives
     /// m = 0, e = 1, and y doubles from
-    /// 2.91 to 23.3), the divide `pm p` 1 and `pm' y` 3 (pm <= den), the score-root products
-    /// `pm' u_pk` 1.01 u_pk and their products by the mantissa 3 u_pk (pm' < 1 + 2^-31,
-    /// y < 2.91 when den > 0; both exactly 0 when den = 0), the norm sums (R = 1.5 + 2^-20 the
-    /// largest responsibility) K R^2 and R^2 sum_(p,k) u_pk^2, the inverse
+    /// 2.91 to 23.3), the divide `pm p` 1 and `pm' y` 3 (pm <= den), the score norm
+    /// (`vtwin_fixed::score_norm`, F = `SCORE_NORM_FINE_BITS` extra bits): the products
+    /// `z = pm' u_pk` 1.01 u_pk (pm' < 1 + 2^-31; exactly 0 when den = 0), `2^F sum z^2`
+    /// 2^F (1.03 S2 + 2^-30 S1) (S2 = sum_(p,k) u_pk^2, S1 = sum_(p,k) u_pk), `y^2` 576
+    /// (y <= 24), and `Z' y2'` 2^F (2.26 S2 + 2^-29 S1 + 2^-28) (y z = pm' y u + y e0 with
+    /// pm' y <= R + 2^-32, R = 1.5 + 2^-20 the largest responsibility, y < 2.91, when
+    /// den > 0; `Z'` is one ulp and `y2' <= 577` when den = 0), the first norm sum K R^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
     /// by 1.5 per step; `CLIP_RSQRT_ITERATIONS` = 2 steps), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T
@@ -292,11 +298,14 @@ impl CircuitPublic {
         } else {
             f64::INFINITY
         };
+        let fine = f64::from(1u32 << SCORE_NORM_FINE_BITS);
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
-            + k * r * r + r * r * roots2 // the two norm sums
+            + k * r * r // the first norm sum
             + clip_norm + 1.22 + f64::from(CLIP_RSQRT_ITERATIONS) * (24.0 + 1.0 + 8.0 + 4.0)
             + 10.0 * clip // clip factor
-            + 4.01 * roots1; // score-root products, sum_(p,k) (1.01 + 3) u_pk
+            + 1.01 * roots1 + 576.0 // the score norm: z, y^2
+            + fine * (1.03 * roots2 + 2f64.powi(-30) * roots1) // 2^F sum z^2
+            + fine * (2.26 * roots2 + 2f64.powi(-29) * roots1 + 2f64.powi(-28)); // Z' y2'
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
         let total = b * k * per_record_component + b * per_record + batch;
         // Values are in units of 2^64 raw (a 2^32-scale product), failure |X| / 2^128.
@@ -361,29 +370,36 @@ pub async fn gradient(
     let den = group_sums(&pm, k_n);
 
     // 2. r = pm / den: pm normalised beside den (pm <= den), then one product by the
-    //    mantissa; 3. beside them the score-root products y = trunc(trunc(pm' u) y_mant),
-    //    within 2^-32 (4 + u) of r u (`protocols/clip-bound.md`): pm' u per (record,
-    //    component, party), from the parties' score roots u (scaled by 2^-L), in the layer of
-    //    the reciprocal's e, y in r's layer. Then
-    //    norm2 = trunc(sum_k (r - pi)^2) + 2^(2L) trunc(sum_(p,k) y^2), every truncated value
-    //    small (vtwin_fixed::clip_bound).
+    //    mantissa; 3. beside them the score norm's factors (`vtwin_fixed::score_norm`):
+    //    z = trunc(pm' u) per (record, component, party), from the parties' score roots u
+    //    (scaled by 2^-L), in the layer of the reciprocal's e; Z' = trunc(2^F sum z^2) + 1
+    //    ulp in its last Goldschmidt layer; y2' = trunc(y^2) + 1 ulp in r's layer. Then
+    //    norm2 = trunc(sum_k (r - pi)^2) + 2^(2L-F) trunc(Z' y2'), every truncated value small
+    //    (vtwin_fixed::clip_bound).
     let p_n = uploads.len();
     let roots = Shared::concat(&uploads.iter().map(|u| &u.root).collect::<Vec<_>>());
-    // [n][k][p], so that each fraction's P multipliers are in a row and each record's second
-    // sum is one inner product.
+    // [n][k][p], so that each fraction's P multipliers are in a row and each record's
+    // sum of squares is one inner product.
     let by_fraction: Vec<usize> = (0..b)
         .flat_map(|n| (0..k_n).flat_map(move |k| (0..p_n).map(move |p| (p * b + n) * k_n + k)))
         .collect();
-    let (_, r, y) =
-        reciprocal_fractions_and_products(ctx, &den, &pm, k_n, &gather(&roots, &by_fraction), p_n)
-            .await?;
+    let (_, r, z_up, y2_up) = reciprocal_fractions_and_norm_factors(
+        ctx,
+        &den,
+        &pm,
+        k_n,
+        &gather(&roots, &by_fraction),
+        p_n,
+    )
+    .await?;
     let pi_shared = Shared::public(me, &pi_bk);
     let e = r.sub(&pi_shared)?;
-    // Both inner products in one layer: [sum_k e^2 (B) ; sum_(p,k) y^2 (B)].
-    let acc = inner_products_many(ctx, &[(&e, &e, k_n), (&y, &y, p_n * k_n)]).await?;
+    // Both in one layer: [sum_k e^2 (B) ; Z' y2' (B)].
+    let acc = inner_products_many(ctx, &[(&e, &e, k_n), (&z_up, &y2_up, 1)]).await?;
+    // Z' y2' is at scale 2^(32 + FINE) (vtwin_fixed::score_norm).
     let norm2 = acc.slice(0..b).add(
         &acc.slice(b..2 * b)
-            .mul_public(1u128 << (2 * NORM_SCALE_BITS)),
+            .mul_public(1u128 << (2 * NORM_SCALE_BITS - SCORE_NORM_FINE_BITS)),
     )?;
 
     // 4. clip factor c = 1 + over (s - gamma - 1), folded into w's layer: over r and
@@ -659,9 +675,9 @@ pub async fn receive_inputs(
 /// rearranged into the order in which `vtwin_model::fixed_backend::fixed_gradient` calls its
 /// truncator: per record the mat products, the reciprocal (its multi-part layers part by
 /// part), the two truncations of `divide_fraction` per component (`pm'`, from the
-/// reciprocal's first layer, then `r`), the score-root products per component and party
-/// (`trunc(pm' u)` from the reciprocal's layer of e, then its product by the mantissa from
-/// r's layer), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then
+/// reciprocal's first layer, then `r`), the score norm (`vtwin_fixed::score_norm`: `trunc(pm'
+/// u)` per component and party from the reciprocal's layer of e, `Z'` from its last layer,
+/// `y2'` from r's layer), the two norm sums, the clip factor, w; then trunc(pi sc) per component; then
 /// per party and coordinate M and G_p (G_p alone for an integer party). Feeding them, in this order, to a
 /// replaying truncator makes the plaintext reference reproduce the circuit bit for bit;
 /// tests (here and in vtwin-model) use it for that. Panics unless `layers` has
@@ -683,14 +699,14 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
     let bkp = b * k_n * parties;
     assert_eq!(
         lens(&recip),
-        [b + b * k_n, b + bkp, 2 * b, 2 * b, b],
+        [b + b * k_n, b + bkp, 2 * b, 2 * b, 2 * b],
         "reciprocal layers"
     );
     let quotient = take(1)[0];
     assert_eq!(
         quotient.len(),
-        b * k_n + bkp,
-        "quotients and score-root products"
+        b * k_n + b,
+        "quotients and the squared mantissas"
     );
     let acc = take(1)[0];
     let clip = take(8);
@@ -717,22 +733,17 @@ pub fn masks_in_reference_order(public: &CircuitPublic, layers: &[Vec<u128>]) ->
         }
         // Layers of several parts (Goldschmidt, Newton-Raphson): part by part; the first
         // layer's second part is pm' (B K), taken with the quotients, the second's the
-        // score-root products' first halves, taken with theirs.
-        out.extend([recip[0][n], recip[1][n]]);
-        out.extend(
-            recip[2..]
-                .iter()
-                .flat_map(|l| l.iter().skip(n).step_by(b).copied()),
-        );
+        // products z = trunc(pm' u) and the last's Z', taken with the score norm.
+        out.extend([recip[0][n], recip[1][n], recip[2][n], recip[2][b + n]]);
+        out.extend([recip[3][n], recip[3][b + n], recip[4][n]]);
         for k in 0..k_n {
             out.push(recip[0][b + n * k_n + k]);
             out.push(quotient[n * k_n + k]);
         }
-        // The score-root products per (component, party): trunc(pm' u) from e's layer, then
-        // its product by the mantissa from the quotients' layer.
-        for i in (n * k_n * parties)..((n + 1) * k_n * parties) {
-            out.extend([recip[1][b + i], quotient[b * k_n + i]]);
-        }
+        // The score norm (vtwin_fixed::score_norm): z per (component, party) from e's
+        // layer, Z' from the last Goldschmidt layer, y2' from the quotients' layer.
+        out.extend(recip[1][b + n * k_n * parties..b + (n + 1) * k_n * parties].iter());
+        out.extend([recip[4][b + n], quotient[b * k_n + n]]);
         out.extend([acc[n], acc[b + n]]);
         out.extend(
             clip.iter()

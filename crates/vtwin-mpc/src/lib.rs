@@ -35,7 +35,7 @@
 //! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 22 | 264 |
 //! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 22 | 303 |
 //! | [`exp::exp`] | `vtwin_fixed::exp` | 22 | 150 |
-//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | P + 42 (P + 41 with integer statistics) | (13 + 15 P) B K + 513 B + 5 K + 10 (d - K) in all (5 (d - K) with integer statistics) |
+//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | P + 42 (P + 41 with integer statistics) | (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) in all (5 (d - K) with integer statistics) |
 //!
 //! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to node 0
 //! alone, in one round ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,

@@ -14,10 +14,11 @@
 //! `protocols/mpc-reciprocal.md`.
 
 use vtwin_fixed::reciprocal::{RECIP_ITERATIONS, RECIP_WINDOW_BITS, RECIP_Y0_RAW};
+use vtwin_fixed::score_norm::SCORE_NORM_FINE_BITS;
 use vtwin_fixed::{FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
-use crate::multiply::{local_products, mul_trunc, truncate_many};
+use crate::multiply::{local_dots, local_products, mul_trunc, truncate_many};
 use crate::normalise::{msb_one_hot, scale_back, select_from_one_hot};
 use crate::runtime::Ctx;
 use crate::share::{check_len, repeat_each, BitShared, Shared};
@@ -62,26 +63,27 @@ pub async fn reciprocal_and_fractions(
     a: &Shared,
     per: usize,
 ) -> Result<(SharedReciprocal, Shared), MpcError> {
-    let (recip, quotients, _) =
-        reciprocal_fractions_and_products(ctx, x, a, per, &Shared::default(), 0).await?;
+    let (recip, quotients, _, _) =
+        reciprocal_fractions_and_norm_factors(ctx, x, a, per, &Shared::default(), 0).await?;
     Ok((recip, quotients))
 }
 
-/// [`reciprocal_and_fractions`], and for each fraction `q` products `trunc(trunc(a' u) y)`
-/// with the multipliers `u` (fraction-major: the fraction's `q` in a row): `trunc(a' u)`
-/// rides in the layer of `e`, the product by the mantissa in the quotients' layer, so they
-/// take no round of their own (twin of `vtwin_fixed::Reciprocal::normalise_fraction` then
-/// `t(a' u)` and `times_mantissa`). Each is within `2^-32 (1 + |y| + |u|)` of the quotient
-/// times `u`. 18 rounds; 2 truncations per fraction and 2 per product. Returns the
-/// reciprocal, the quotients and the products.
-pub async fn reciprocal_fractions_and_products(
+/// [`reciprocal_and_fractions`], and per value the two factors of the gradient circuit's
+/// score norm (`vtwin_fixed::score_norm`): with the multipliers `u` (`q` per fraction,
+/// fraction-major) and `z = trunc(a' u)` in the layer of `e`, `Z' = trunc(2^FINE sum z^2) +
+/// 1 ulp` (scale `2^(32 + FINE)`, `FINE` = `vtwin_fixed::score_norm::SCORE_NORM_FINE_BITS`)
+/// over the value's `per q` products in the last Goldschmidt layer, and `y2' = trunc(y^2) +
+/// 1 ulp` in the quotients' layer: no round of their own. 18 rounds; 2 truncations per
+/// fraction, 1 per product and 2 per value. Returns the reciprocal, the quotients, `Z'` and
+/// `y2'` (both empty when `q = 0`).
+pub async fn reciprocal_fractions_and_norm_factors(
     ctx: &Ctx,
     x: &Shared,
     a: &Shared,
     per: usize,
     u: &Shared,
     q: usize,
-) -> Result<(SharedReciprocal, Shared, Shared), MpcError> {
+) -> Result<(SharedReciprocal, Shared, Shared, Shared), MpcError> {
     check_len("reciprocal fractions", x.len() * per, a.len())?;
     check_len("reciprocal products", a.len() * q, u.len())?;
     let me = ctx.id();
@@ -109,7 +111,7 @@ pub async fn reciprocal_fractions_and_products(
     .await?;
     ctx.count(|c| c.mults += (x.len() + a.len()) as u64);
     let mut y = m.mul_public(2).public_minus(me, RECIP_Y0_RAW);
-    let [me_y, scaled_u] = truncate_many(
+    let [me_y, z] = truncate_many(
         ctx,
         [
             local_products(&m, &y),
@@ -130,22 +132,43 @@ pub async fn reciprocal_fractions_and_products(
         ctx.count(|c| c.mults += 2 * y.len() as u64);
         [y, e] = truncate_many(ctx, parts, FRAC_BITS).await?;
     }
-    y = mul_trunc(ctx, &y, &e.add_public(me, ONE_RAW), FRAC_BITS).await?;
-    let (quotients, products) = if per == 0 {
-        (Shared::default(), Shared::default())
+    // The last factor, and sum z^2 per value riding beside it.
+    let with_z = q > 0 && per > 0;
+    // At scale 2^(32 + FINE) after the truncation (vtwin_fixed::score_norm).
+    let sum_z2 = if with_z {
+        local_dots(&z, &z, per * q)
+            .into_iter()
+            .map(|v| v.wrapping_mul(1u128 << SCORE_NORM_FINE_BITS))
+            .collect()
     } else {
-        let y_each = repeat_each(&y, per);
-        let [quotients, products] = truncate_many(
+        Vec::new()
+    };
+    let [y_last, z2] = truncate_many(
+        ctx,
+        [local_products(&y, &e.add_public(me, ONE_RAW)), sum_z2],
+        FRAC_BITS,
+    )
+    .await?;
+    ctx.count(|c| c.mults += (y.len() + z.len()) as u64);
+    y = y_last;
+    let (quotients, z_up, y2_up) = if per == 0 {
+        (Shared::default(), Shared::default(), Shared::default())
+    } else {
+        let y2 = if with_z {
+            local_products(&y, &y)
+        } else {
+            Vec::new()
+        };
+        let [quotients, y2] = truncate_many(
             ctx,
-            [
-                local_products(&scaled, &y_each),
-                local_products(&scaled_u, &repeat_each(&y_each, q)),
-            ],
+            [local_products(&scaled, &repeat_each(&y, per)), y2],
             FRAC_BITS,
         )
         .await?;
-        ctx.count(|c| c.mults += (scaled.len() + scaled_u.len()) as u64);
-        (quotients, products)
+        ctx.count(|c| c.mults += (scaled.len() + y2.len()) as u64);
+        // Rounded up: a truncation errs by less than one ulp (vtwin_fixed::score_norm).
+        let up = |v: Shared| if v.is_empty() { v } else { v.add_public(me, 1) };
+        (quotients, up(z2), up(y2))
     };
     Ok((
         SharedReciprocal {
@@ -154,7 +177,8 @@ pub async fn reciprocal_fractions_and_products(
             scale_frac,
         },
         quotients,
-        products,
+        z_up,
+        y2_up,
     ))
 }
 

@@ -168,22 +168,23 @@ fn adult_scale_costs() {
     // Elements in all per truncated value (`multiply::layer`) and per reshared one.
     let (t, r) = (5u64, 3u64);
     // Per (record, component): mat products t (P - 1) + divide 2 t (pm' beside m, then
-    // r = trunc(pm' y)) + score-root products 2 t P (trunc(pm' u) beside e, then its product
-    // by the mantissa beside r) + over r (untruncated, in the clip's first layer) r + w t =
-    // (3 P + 2) t + r = 15 P + 13 (pi is folded into party 0's factor);
+    // r = trunc(pm' y)) + score-root products t P (z = trunc(pm' u) beside e) + over r
+    // (untruncated, in the clip's first layer) r + w t = (2 P + 2) t + r = 10 P + 13 (pi is
+    // folded into party 0's factor; 15 P + 13 with the products z y before 2026-11-29);
     // per record: normalised reciprocal 54 r + 7 t (reshares of the one-hot MSB, injections
-    // and selection; 7 truncations in 5 layers) + two norm inner products 2 t + clip factor
-    // 80 r + 12 t (its selection product is gone) + over flag r (in its first layer) +
-    // (s - gamma - 1) over flag r (in w's layer) = 513;
+    // and selection; 7 truncations in 5 layers) + the score norm's factors 2 t (Z' beside
+    // the last Goldschmidt factor, y2' beside r) + the two norm sums 2 t (sum (r - pi)^2
+    // and Z' y2') + clip factor 80 r + 12 t (its selection product is gone) + over flag r
+    // (in its first layer) + (s - gamma - 1) over flag r (in w's layer) = 523;
     // per component: pi sc t; per gradient coordinate of the parties: M and G_p, 2 t.
-    let per_bk = (3 * p + 2) * t + r;
-    let per_record = (54 * r + 7 * t) + 2 * t + (80 * r + 12 * t) + r + r;
+    let per_bk = (2 * p + 2) * t + r;
+    let per_record = (54 * r + 7 * t) + 2 * t + 2 * t + (80 * r + 12 * t) + r + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
-    assert_eq!((per_bk, per_record), (15 * p + 13, 513));
+    assert_eq!((per_bk, per_record), (10 * p + 13, 523));
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
-         ({} elements = {inputs} of the two input checks + circuit (13 + 15 P) B K + 513 B + 5 K + 10 (d - K) \
+         ({} elements = {inputs} of the two input checks + circuit (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) \
          = {circuit}); {} bytes to the coordinator; {} truncation layers; {values} input values \
          uploaded to each of nodes 1 and 2",
         total.rounds,
@@ -214,12 +215,12 @@ fn adult_scale_costs_with_integer_statistics() {
     assert_eq!((int.rounds, layers), ((p + 41) + 1, p + 16));
     assert_eq!((real.rounds, layers_real), ((p + 42) + 1, p + 17));
     let (t, r) = (5u64, 3u64);
-    let per_bk = (3 * p + 2) * t + r;
+    let per_bk = (2 * p + 2) * t + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
     let inputs = 2 * 12u64;
     assert_eq!(
         int.elements - inputs,
-        per_bk * bk + 513 * bb + t * kk + t * dd
+        per_bk * bk + 523 * bb + t * kk + t * dd
     );
     assert_eq!(real.elements - int.elements, t * dd);
     println!(

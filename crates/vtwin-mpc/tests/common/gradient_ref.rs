@@ -6,7 +6,7 @@
 
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use vtwin_fixed::clip_bound::NORM_SCALE_BITS;
+use vtwin_fixed::score_norm::record_norm2;
 use vtwin_fixed::{clip_factor_unchecked, Fx, Reciprocal, Truncator, FRAC_BITS};
 use vtwin_mpc::gradient::{
     gradient, receive_inputs, upload_messages, CircuitPublic, InputBounds, PartyMap, PlainUpload,
@@ -60,22 +60,15 @@ pub fn reference<T: Truncator>(inst: &Instance, t: &mut T) -> Vec<u128> {
             pmn[k] = recip.normalise_fraction(pm[k], t);
             r[k] = recip.times_mantissa(pmn[k], t);
         }
-        let mut acc_b = 0u128;
-        for k in 0..k_n {
-            for root in &inst.root {
-                let z = mul(pmn[k], root[n * k_n + k], t);
-                let y = recip.times_mantissa(z, t);
-                acc_b = acc_b.wrapping_add(y.0.wrapping_mul(y.0));
-            }
-        }
-        let mut acc_a = 0u128;
-        for k in 0..k_n {
-            let e = r[k] - pi[k];
-            acc_a = acc_a.wrapping_add(e.0.wrapping_mul(e.0));
-        }
-        let norm_a = Fx(t.trunc(acc_a, FRAC_BITS));
-        let norm_b = Fx(t.trunc(acc_b, FRAC_BITS)).0;
-        let norm2 = norm_a + Fx(norm_b << (2 * NORM_SCALE_BITS));
+        let norm2 = record_norm2(
+            &recip,
+            &pmn,
+            &r,
+            pi,
+            inst.root.len(),
+            |k, q| inst.root[q][n * k_n + k],
+            t,
+        );
         let c = clip_factor_unchecked(norm2, p.clip, t);
         sc += Fx(c.0.wrapping_mul(inst.flags[n].0));
         for k in 0..k_n {
