@@ -30,7 +30,8 @@
 use crate::value::{Fx, FRAC_BITS};
 
 /// `L`: the score roots are sent scaled by 2^-L, and the second norm sum is scaled back by
-/// 2^(2L) after its truncation (absolute error 2^(2L-32) = 2^-10 on |g|^2).
+/// 2^(2L) (2^(2L-F) after its truncation at scale 2^(32+F), [`crate::score_norm`]: absolute
+/// error 2^(2L-32-F) = 2^-16 on |g|^2; 2^-10 before 2026-11-29, which `b0` still charges).
 pub const NORM_SCALE_BITS: u32 = 11;
 
 /// Largest squared score norm per party and component, `sum_j s_pkj^2 <= 2^36`: enforced on
@@ -73,8 +74,10 @@ pub fn norm2_max(parties: usize, components: usize) -> f64 {
 
 /// Largest squared norm the circuit can form for K components and score roots whose squares
 /// sum to at most `roots2` over (party, component): `K R^2 + 2^(2L) R^2 roots2`, inflated by
-/// 2^-20 (the truncations of the two sums and of the score norm's factors, `y z ~ r u`, are far
-/// inside it).
+/// 2^-20. The truncations of the two sums and the score norm's rounded-up factors (up to about
+/// 2^-13 on |g|^2, `y z ~ r u`) are inside it through `R`: a responsibility is at most
+/// `1 + 2^-27 + 2^-31` (the divide's accuracy), far below `R = 1.5 + 2^-20`, and a den = 0
+/// row's norm is at most `sum pi^2 + 0.0088 < K R^2`.
 pub fn norm2_bound(components: usize, roots2: f64) -> f64 {
     let r2 = RESPONSIBILITY_MAX * RESPONSIBILITY_MAX;
     (components as f64 * r2 + 2f64.powi(2 * NORM_SCALE_BITS as i32) * r2 * roots2)
@@ -140,7 +143,7 @@ pub enum ClipBoundError {
 }
 
 /// The coefficient `a = 2^(L-31) sqrt(P K) (4 + u_max)` of the norm's rounding bound
-/// `2^(2L) sum y^2 >= Y^2 - a Y` (module docs; `protocols/clip-bound.md`), for P `parties`
+/// `2^(2L) sum (y z)^2 >= Y^2 - a Y` (module docs; `protocols/clip-bound.md`), for P `parties`
 /// and K `components`. Cost O(1).
 pub fn score_product_slack(parties: usize, components: usize) -> f64 {
     // (y z_pk)^2 >= (r_k u_pk)^2 - 2 eps r_k u_pk with eps = 2^-32 (4 + u_max) (the score

@@ -20,9 +20,9 @@
 //! 2^(2L-32-F)`. `y z_pk` is within `2^-32 (u_pk + y)` of `r_k u_pk` (`protocols/clip-bound.md`
 //! charges `2^-32 (4 + u_pk)`).
 //!
-//! Why `F`: the ulp added to `Z'` over-estimates the norm by `2^(2L-32-F) y2'` at most twice
-//! over (on average once): with `F = 0` that is about `2^-10 y^2`, a bias that would shrink
-//! records near a small clip (at C = 1/16, `C'^2` is 0.0027); with `F = 6`, `2^-16 y^2`. The
+//! Why `F`: the ulp added to `Z'` over-estimates the norm by up to `2^(2L-31-F) y2'` (on
+//! average `2^(2L-32-F) y^2`), and the final truncation by up to `2^(2L-32-F)` more: with
+//! `F = 0` that is about `2^-10 y^2`, a bias that would shrink records near a small clip (at C = 1/16, `C'^2` is 0.0027); with `F = 6`, `2^-16 y^2`. The
 //! price is the two truncated values `2^F` times larger (`truncation-failure.md`: their sites
 //! scale with the squared score roots, 0.13 at the shipped Adult schema's maps, about 6,000
 //! for the paper's Adult model with its Beta parameters at their cap, against the clip's
@@ -42,6 +42,9 @@ use crate::value::{Fx, FRAC_BITS};
 
 /// `F`: extra fraction bits of `Z'` and of `Z' y2'` (module docs). At most `2 L`.
 pub const SCORE_NORM_FINE_BITS: u32 = 6;
+
+// The second term is scaled back by 2^(2L - F).
+const _: () = assert!(SCORE_NORM_FINE_BITS <= 2 * NORM_SCALE_BITS);
 
 /// `Z'` (raw, scale `2^(32 + F)`) and `y2'` (raw, scale 2^32) of one record (module docs),
 /// with `pmn` its K normalised numerators and `root(k, p)` party p's score root for

@@ -33,8 +33,9 @@ fn roles_add_every_noise_share_and_match_the_floor_reference() {
     .expect("iteration");
     let worst = max_abs_diff(&it.opened, &reference(&inst, &mut vtwin_fixed::Floor));
     println!("max |mpc - floor| = {worst:e}");
-    // The second norm sum is resolved at 2^(2L - 32) = 2^-10 on |g|^2, so a clipped
-    // record's factor may differ between the two rounding rules by ~2^-11 relative.
+    // The second norm sum is resolved at 2^(2L - 32 - F) = 2^-16 on |g|^2 (2^-10 before
+    // 2026-11-29), so a clipped record's factor may differ between the two rounding rules by
+    // ~2^-11 relative at most.
     assert!(worst < 2f64.powi(-16), "{worst}");
     assert!(it.client_bytes > 0);
 

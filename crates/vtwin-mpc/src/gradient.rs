@@ -229,7 +229,7 @@ impl CircuitPublic {
     /// (`vtwin_fixed::score_norm`, F = `SCORE_NORM_FINE_BITS` extra bits): the products
     /// `z = pm' u_pk` 1.01 u_pk (pm' < 1 + 2^-31; exactly 0 when den = 0), `2^F sum z^2`
     /// 2^F (1.03 S2 + 2^-30 S1) (S2 = sum_(p,k) u_pk^2, S1 = sum_(p,k) u_pk), `y^2` 576
-    /// (y <= 24), and `Z' y2'` 2^F (2.26 S2 + 2^-29 S1 + 2^-28) (y z = pm' y u + y e0 with
+    /// (y <= 24), and `Z' y2'` 2^F (2.26 S2 + 2^-28 S1 + 2^-28) (y z = pm' y u + y e0 with
     /// pm' y <= R + 2^-32, R = 1.5 + 2^-20 the largest responsibility, y < 2.91, when
     /// den > 0; `Z'` is one ulp and `y2' <= 577` when den = 0), the first norm sum K R^2, the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
@@ -305,7 +305,7 @@ impl CircuitPublic {
             + 10.0 * clip // clip factor
             + 1.01 * roots1 + 576.0 // the score norm: z, y^2
             + fine * (1.03 * roots2 + 2f64.powi(-30) * roots1) // 2^F sum z^2
-            + fine * (2.26 * roots2 + 2f64.powi(-29) * roots1 + 2f64.powi(-28)); // Z' y2'
+            + fine * (2.26 * roots2 + 2f64.powi(-28) * roots1 + 2f64.powi(-28)); // Z' y2'
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
         let total = b * k * per_record_component + b * per_record + batch;
         // Values are in units of 2^64 raw (a 2^32-scale product), failure |X| / 2^128.
