@@ -223,7 +223,11 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
                 "`vtwin train` on `adult.data` (30162 records), test NLL on `adult.test` \
                  (15060 records), K = {}, expected batch {}, clip 1, Adam lr 0.01, T = {} \
                  iterations; sigma calibrated by RDP (add/remove) for each epsilon at delta {:e} \
-                 and exactly T iterations; public seed {}, noise seed {} (seeded noise: a \
+                 and exactly T iterations (before the ninth session of 2026-11-28, which \
+                 charges the batch overflows in the calibration and raises sigma by 0.02% at \
+                 epsilon 1 and 0.2% at epsilon 4, and at epsilon 8 by more, as the charge binds \
+                 there (the run states 7.23): `docs/privacy.md`, \"Calibration\"); public seed \
+                 {}, noise seed {} (seeded noise: a \
                  reproducible measurement, not a private release). One run per cell: the \
                  run-to-run spread over seeds is not measured. T is far below the 20000 of \
                  docs/training-adult.md to fit the time box, so these NLLs are higher than a \
