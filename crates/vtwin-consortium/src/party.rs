@@ -61,6 +61,7 @@
 
 use rand::{SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
+use vtwin_host::wipe::WipedBytes;
 use vtwin_model::backend::BackendError;
 use vtwin_model::fixed_backend::Renormalise;
 use vtwin_model::tempering::Tempering;
@@ -790,7 +791,7 @@ impl PartyResponder {
             // varint lengths of at most 10 bytes), so the buffer holding seeds never
             // reallocates and leaves no unzeroized copy behind.
             let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
-            let mut plain = Zeroizing::new(Vec::with_capacity(bound));
+            let mut plain = WipedBytes::with_capacity(bound);
             *plain = postcard::to_extend(inputs, std::mem::take(&mut *plain))
                 .map_err(|e| bad(RequestFault::Encoding(e)))?;
             let ctx = SealContext {

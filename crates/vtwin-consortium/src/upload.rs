@@ -10,7 +10,6 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use vtwin_mpc::gradient::PartyMap;
-use zeroize::Zeroize;
 
 /// The party's statement of the batch it was asked for in session `session`, iteration `t`:
 /// SHA-256 over a domain tag, the session, t and the indices (little-endian u32). Equal at
@@ -194,7 +193,11 @@ fn debug_inputs(
 
 impl Drop for SealedInputs {
     fn drop(&mut self) {
-        self.messages.zeroize();
+        // Word-speed volatile wipes (vtwin_host::wipe), contents and spare capacity.
+        self.messages
+            .iter_mut()
+            .for_each(vtwin_host::wipe::wipe_vec);
+        self.messages.clear();
     }
 }
 

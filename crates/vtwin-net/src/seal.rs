@@ -37,6 +37,7 @@ use x25519_dalek::{PublicKey, StaticSecret};
 use zeroize::Zeroizing;
 
 use vtwin_host::atomic;
+use vtwin_host::wipe::WipedBytes;
 
 /// Bytes of a sealed blob beyond the plaintext: ephemeral public key (32) + GCM tag (16).
 pub const SEAL_OVERHEAD: usize = 32 + 16;
@@ -264,7 +265,7 @@ fn seal_with_ephemeral(
         blob_key(&ephemeral_public, node_public, &shared, ctx).ok_or(SealError::NonContributory)?;
     // E || plaintext, encrypted in place after E, then the tag: one copy of the plaintext,
     // in a buffer wiped if the encryption fails (ring refuses only lengths above 64 GiB).
-    let mut out = Zeroizing::new(Vec::with_capacity(SEAL_OVERHEAD + plaintext.len()));
+    let mut out = WipedBytes::with_capacity(SEAL_OVERHEAD + plaintext.len());
     out.extend_from_slice(&ephemeral_public);
     out.extend_from_slice(plaintext);
     let tag = blob_cipher(&key)
@@ -272,7 +273,7 @@ fn seal_with_ephemeral(
         .map_err(|_| SealError::Authentication)?;
     out.extend_from_slice(tag.as_ref());
     // Ciphertext now: handed out without the wipe.
-    Ok(std::mem::take(&mut *out))
+    Ok(out.into_unwiped())
 }
 
 /// The blob's one-time AES-256-GCM key.
@@ -290,13 +291,9 @@ fn nonce() -> Nonce {
 /// Errors: [`SealError::TooShort`], [`SealError::NonContributory`], and
 /// [`SealError::Authentication`] for a wrong key, a wrong context or any changed byte
 /// (AES-GCM forgery probability <= 2^-100 per attempt for blobs under 2^32 blocks). Never
-/// panics. The plaintext is returned in a buffer zeroized on drop. Cost: one X25519 scalar
-/// multiplication, one HKDF, AES-256-GCM over the blob.
-pub fn unseal(
-    key: &SealKey,
-    ctx: &SealContext,
-    sealed: &[u8],
-) -> Result<Zeroizing<Vec<u8>>, SealError> {
+/// panics. The plaintext is returned in a buffer wiped on drop ([`WipedBytes`]). Cost: one
+/// X25519 scalar multiplication, one HKDF, AES-256-GCM over the blob.
+pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBytes, SealError> {
     if sealed.len() < SEAL_OVERHEAD {
         return Err(SealError::TooShort { len: sealed.len() });
     }
@@ -311,7 +308,7 @@ pub fn unseal(
     // never reallocates), so no heap copy of the plaintext is left behind (ring, like
     // RustCrypto before it, passes a last partial block through stack temporaries); on a
     // tag that does not verify ring zeroes the buffer, and the drop wipes it again.
-    let mut plain = Zeroizing::new(body.to_vec());
+    let mut plain = WipedBytes::from(body.to_vec());
     let n = blob_cipher(&aes_key)
         .open_in_place(nonce(), Aad::from(ctx.to_bytes()), &mut plain)
         .map_err(|_| SealError::Authentication)?
