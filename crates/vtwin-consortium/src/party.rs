@@ -787,13 +787,15 @@ impl PartyResponder {
         };
         let mut uploads = Vec::with_capacity(inputs.len());
         for (i, inputs) in inputs.iter().enumerate() {
-            // Preallocated to an upper bound of the encoding (two f64, three digests, then
-            // varint lengths of at most 10 bytes), so the buffer holding seeds never
-            // reallocates and leaves no unzeroized copy behind.
+            // Encoded in place into a wiped buffer of an upper bound of the encoding (two
+            // f64, three digests, then varint lengths of at most 10 bytes): the bytes holding
+            // seeds never leave it, on an error either, and it never reallocates.
             let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
-            let mut plain = WipedBytes::with_capacity(bound);
-            *plain = postcard::to_extend(inputs, std::mem::take(&mut *plain))
-                .map_err(|e| bad(RequestFault::Encoding(e)))?;
+            let mut plain = WipedBytes::from(vec![0u8; bound]);
+            let n = postcard::to_slice(inputs, &mut plain[..])
+                .map_err(|e| bad(RequestFault::Encoding(e)))?
+                .len();
+            plain.truncate(n);
             let ctx = SealContext {
                 session: head.at.session,
                 iteration: t,

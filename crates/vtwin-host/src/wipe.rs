@@ -3,16 +3,17 @@
 //! `zeroize` wipes a `Vec<u8>` one volatile byte store at a time (its `volatile_set` loops per
 //! element): about 0.25 ms per MiB on this project's 2-core VM, and a party's upload plaintexts
 //! and the nodes' unsealed copies are several MiB per iteration. [`wipe_bytes`] gives the same
-//! guarantee (volatile stores the compiler may not elide, then `zeroize`'s fence) with 8-byte
-//! stores over the aligned middle of the buffer (`zeroize` on `[u64]`) and byte stores on its
-//! unaligned ends: about 0.04 ms per MiB (`docs/network-results.md`, tenth session).
+//! guarantee (volatile stores the compiler may neither remove nor merge; `zeroize` 1.9.1 adds
+//! no fence, and neither does this) with 8-byte stores over the aligned middle of the buffer
+//! (`zeroize` on `[u64]`) and byte stores on its unaligned ends: about 0.04 ms per MiB
+//! (`docs/network-results.md`, tenth session).
 
 use std::ops::{Deref, DerefMut};
 
 use zeroize::Zeroize;
 
-/// Overwrites every byte of `buf` with zero through volatile stores. Cost: `len / 8` word
-/// stores plus at most 14 byte stores.
+/// Overwrites every byte of `buf` with zero through volatile stores. Cost: about `len / 8`
+/// word stores and a few byte stores at the unaligned ends.
 pub fn wipe_bytes(buf: &mut [u8]) {
     let (head, words, tail) = bytemuck::pod_align_to_mut::<u8, u64>(buf);
     head.zeroize();
@@ -41,8 +42,9 @@ impl WipedBytes {
         WipedBytes(Vec::with_capacity(n))
     }
 
-    /// Hands the bytes out without wiping them (for a buffer that no longer holds a secret,
-    /// e.g. once encrypted in place).
+    /// Hands the bytes out without wiping them: only for a buffer that no longer holds a
+    /// secret (e.g. once encrypted in place); the caller owns whatever is left in it.
+    #[must_use]
     pub fn into_unwiped(mut self) -> Vec<u8> {
         std::mem::take(&mut self.0)
     }
