@@ -22,11 +22,12 @@
 //!
 //! Why `F`: the ulp added to `Z'` over-estimates the norm by up to `2^(2L-31-F) y2'` (on
 //! average `2^(2L-32-F) y^2`), and the final truncation by up to `2^(2L-32-F)` more: with
-//! `F = 0` that is about `2^-10 y^2`, a bias that would shrink records near a small clip (at C = 1/16, `C'^2` is 0.0027); with `F = 6`, `2^-16 y^2`. The
-//! price is the two truncated values `2^F` times larger (`truncation-failure.md`: their sites
-//! scale with the squared score roots, 0.13 at the shipped Adult schema's maps, about 6,000
-//! for the paper's Adult model with its Beta parameters at their cap, against the clip's
-//! normalisation site of 2^16): with `F = 6` the latter's truncation failures over 20000
+//! `F = 0` that is about `2^-10 y^2`, a bias that would shrink records near a small clip (at
+//! C = 1/16, `C'^2` is 0.0027); with `F = 6`, `2^-16 y^2`. The price is the two truncated
+//! values `2^F` times larger (`truncation-failure.md`: their sites scale with the squared
+//! score roots, 0.13 at the shipped Adult schema's maps, about 6,000 for the paper's Adult
+//! model with its Beta parameters at their cap, against the clip's normalisation site of
+//! 2^16): with `F = 6` the latter's truncation failures over 20000
 //! openings stay below 1e-6 (`vtwin-model/tests/failure_bound.rs`; `F = 8` would not). A
 //! record with `den = 0` has `pm' = 0`, so `z = 0` and `Z'` is one ulp: its second term is at
 //! most `2^(2L-32-F) 577` (y = 23.3 there).
