@@ -47,6 +47,42 @@ pub const SCORE_NORM_FINE_BITS: u32 = 6;
 // The second term is scaled back by 2^(2L - F).
 const _: () = assert!(SCORE_NORM_FINE_BITS <= 2 * NORM_SCALE_BITS);
 
+/// The largest `|X| / 2^64` at each of the score norm's truncation sites, per record, for
+/// score roots bounded by `u_pk` with `s1 = sum_(p,k) u_pk` and `s2 = sum_(p,k) u_pk^2`: what
+/// the truncation-failure bound charges (`protocols/truncation-failure.md`). Cost O(1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScoreNormSites {
+    /// `z_pk = trunc(pm' u_pk)`, in units of its `u_pk`: 1.01 (pm' < 1 + 2^-31; exactly 0
+    /// when den = 0).
+    pub z_per_root: f64,
+    /// `2^F sum z^2`: `2^F (1.03 s2 + 2^-30 s1)`.
+    pub sum_z2: f64,
+    /// `y^2`: 576 (y <= 24, reached when den = 0).
+    pub y2: f64,
+    /// `Z' y2'`: `2^F (2.26 s2 + 2^-28 s1 + 2^-28)` (`y z = pm' y u + y e0` with
+    /// `pm' y <= R + 2^-32`, R = 1.5 + 2^-20 the largest responsibility, and y < 2.91, when
+    /// den > 0; `Z'` is one ulp and `y2' <= 577` when den = 0).
+    pub product: f64,
+}
+
+impl ScoreNormSites {
+    /// The maxima for roots summing to `s1` with squares summing to `s2`.
+    pub fn for_roots(s1: f64, s2: f64) -> ScoreNormSites {
+        let fine = f64::from(1u32 << SCORE_NORM_FINE_BITS);
+        ScoreNormSites {
+            z_per_root: 1.01,
+            sum_z2: fine * (1.03 * s2 + 2f64.powi(-30) * s1),
+            y2: 576.0,
+            product: fine * (2.26 * s2 + 2f64.powi(-28) * s1 + 2f64.powi(-28)),
+        }
+    }
+
+    /// Their sum over one record's sites (the P K products `z` included).
+    pub fn total(&self, s1: f64) -> f64 {
+        self.z_per_root * s1 + self.sum_z2 + self.y2 + self.product
+    }
+}
+
 /// `Z'` (raw, scale `2^(32 + F)`) and `y2'` (raw, scale 2^32) of one record (module docs),
 /// with `pmn` its K normalised numerators and `root(k, p)` party p's score root for
 /// component k. Truncations in this order: `z_pk` per component, the parties in order;

@@ -49,7 +49,7 @@
 
 use vtwin_fixed::clip::{CLIP_RSQRT_ITERATIONS, CLIP_X_LIMIT};
 use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};
-use vtwin_fixed::score_norm::SCORE_NORM_FINE_BITS;
+use vtwin_fixed::score_norm::{ScoreNormSites, SCORE_NORM_FINE_BITS};
 use vtwin_fixed::{Fx, FRAC_BITS, ONE_RAW};
 
 use crate::error::MpcError;
@@ -226,12 +226,11 @@ impl CircuitPublic {
     /// factors, two squarings of `e`) 24 each (4 when den > 0; a padding row's den = 0 gives
     /// m = 0, e = 1, and y doubles from
     /// 2.91 to 23.3), the divide `pm p` 1 and `pm' y` 3 (pm <= den), the score norm
-    /// (`vtwin_fixed::score_norm`, F = `SCORE_NORM_FINE_BITS` extra bits): the products
-    /// `z = pm' u_pk` 1.01 u_pk (pm' < 1 + 2^-31; exactly 0 when den = 0), `2^F sum z^2`
-    /// 2^F (1.03 S2 + 2^-30 S1) (S2 = sum_(p,k) u_pk^2, S1 = sum_(p,k) u_pk), `y^2` 576
-    /// (y <= 24), and `Z' y2'` 2^F (2.26 S2 + 2^-28 S1 + 2^-28) (y z = pm' y u + y e0 with
-    /// pm' y <= R + 2^-32, R = 1.5 + 2^-20 the largest responsibility, y < 2.91, when
-    /// den > 0; `Z'` is one ulp and `y2' <= 577` when den = 0), the first norm sum K R^2, the inverse
+    /// (`vtwin_fixed::score_norm::ScoreNormSites`, F = `SCORE_NORM_FINE_BITS` extra bits,
+    /// S1 and S2 the sums of the roots' bounds and of their squares): the products
+    /// `z = pm' u_pk` 1.01 u_pk, `2^F sum z^2` 2^F (1.03 S2 + 2^-30 S1), `y^2` 576 and
+    /// `Z' y2'` 2^F (2.26 S2 + 2^-28 S1 + 2^-28), the first norm sum K R^2 (R = 1.5 + 2^-20
+    /// the largest responsibility), the inverse
     /// square root's normalisation 2^16 (a fixed 2^80 raw), its line 1.22, per Newton-Raphson
     /// step `y^2` 24, `h y` 1, `1.5 y` 8, `(h y) y^2` 4 (4, 1, 3, 4 when x > 0; x = 0 grows y
     /// by 1.5 per step; `CLIP_RSQRT_ITERATIONS` = 2 steps), and scale-back 8 C' + 2 C', w 1.5, M_p 1.5 B T
@@ -298,14 +297,11 @@ impl CircuitPublic {
         } else {
             f64::INFINITY
         };
-        let fine = f64::from(1u32 << SCORE_NORM_FINE_BITS);
         let per_record = 1.0 + 6.0 * 24.0 // reciprocal (den = 0 on padding rows)
             + k * r * r // the first norm sum
             + clip_norm + 1.22 + f64::from(CLIP_RSQRT_ITERATIONS) * (24.0 + 1.0 + 8.0 + 4.0)
             + 10.0 * clip // clip factor
-            + 1.01 * roots1 + 576.0 // the score norm: z, y^2
-            + fine * (1.03 * roots2 + 2f64.powi(-30) * roots1) // 2^F sum z^2
-            + fine * (2.26 * roots2 + 2f64.powi(-28) * roots1 + 2f64.powi(-28)); // Z' y2'
+            + ScoreNormSites::for_roots(roots1, roots2).total(roots1); // the score norm
         let batch = coords * 1.5 * b * t_max + k * 1.01 * b + per_coord;
         let total = b * k * per_record_component + b * per_record + batch;
         // Values are in units of 2^64 raw (a 2^32-scale product), failure |X| / 2^128.

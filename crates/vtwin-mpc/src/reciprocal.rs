@@ -167,8 +167,7 @@ pub async fn reciprocal_fractions_and_norm_factors(
         .await?;
         ctx.count(|c| c.mults += (scaled.len() + y2.len()) as u64);
         // Rounded up: a truncation errs by less than one ulp (vtwin_fixed::score_norm).
-        let up = |v: Shared| if v.is_empty() { v } else { v.add_public(me, 1) };
-        (quotients, up(z2), up(y2))
+        (quotients, z2.add_public(me, 1), y2.add_public(me, 1))
     };
     Ok((
         SharedReciprocal {

@@ -555,15 +555,14 @@ fn reciprocal_truncation_sites_stay_within_the_charged_maxima() {
 }
 
 /// The score norm's per-site maxima that `truncation_failure_bound` charges
-/// (`vtwin_fixed::score_norm`, in units of 2^64 raw): `z` 1.01 u, `2^F sum z^2`
+/// (`vtwin_fixed::score_norm::ScoreNormSites`, the same values; in units of 2^64 raw): `z` 1.01 u, `2^F sum z^2`
 /// 2^F (1.03 S2 + 2^-30 S1), `y^2` 576, the first sum K R^2 and `Z' y2'`
 /// 2^F (2.26 S2 + 2^-28 S1 + 2^-28), for den = 0 and denominators across the range, every
 /// fraction 0 <= pm <= den and score roots up to the public maximum.
 #[test]
 fn score_norm_truncation_sites_stay_within_the_charged_maxima() {
     use vtwin_fixed::clip_bound::{score_root_max, RESPONSIBILITY_MAX};
-    use vtwin_fixed::score_norm::{record_norm2, SCORE_NORM_FINE_BITS};
-    let fine = f64::from(1u32 << SCORE_NORM_FINE_BITS);
+    use vtwin_fixed::score_norm::{record_norm2, ScoreNormSites};
     let k_n = 4;
     let mut dens = vec![Fx::ZERO, Fx(1), Fx(3), Fx::ONE, Fx(u64::MAX as u128)];
     dens.extend((0..64).step_by(3).map(|e| Fx(1u128 << e)));
@@ -596,6 +595,8 @@ fn score_norm_truncation_sites_stay_within_the_charged_maxima() {
         for roots in &root_sets {
             let s1: f64 = 2.0 * roots.iter().map(|u| u.to_f64()).sum::<f64>();
             let s2: f64 = 2.0 * roots.iter().map(|u| u.to_f64().powi(2)).sum::<f64>();
+            // The maxima truncation_failure_bound charges.
+            let charged = ScoreNormSites::for_roots(s1, s2);
             let mut t = Sites(Vec::new());
             let _ = record_norm2(&recip, &pmn, &r, &pi, 2, |k, _| roots[k], &mut t);
             let sites = &t.0;
@@ -603,7 +604,7 @@ fn score_norm_truncation_sites_stay_within_the_charged_maxima() {
             for (i, &x) in sites[..2 * k_n].iter().enumerate() {
                 let u = roots[i / 2].to_f64();
                 assert!(
-                    x <= 1.01 * u + 2f64.powi(-31),
+                    x <= charged.z_per_root * u + 2f64.powi(-31),
                     "{den:?}: z site {i}: {x} > 1.01 u = {u}"
                 );
             }
@@ -613,22 +614,22 @@ fn score_norm_truncation_sites_stay_within_the_charged_maxima() {
                 sites[2 * k_n + 2],
                 sites[2 * k_n + 3],
             ];
-            assert!(
-                z2 <= fine * (1.03 * s2 + 2f64.powi(-30) * s1),
-                "{den:?}: 2^F sum z^2 {z2}"
-            );
-            assert!(y2 <= 576.0, "{den:?}: y^2 {y2}");
+            assert!(z2 <= charged.sum_z2, "{den:?}: 2^F sum z^2 {z2}");
+            assert!(y2 <= charged.y2, "{den:?}: y^2 {y2}");
             if den != Fx::ZERO {
                 assert!(y2 <= 4.01, "{den:?}: y^2 {y2} with den > 0");
             }
             largest_y2 = largest_y2.max(y2);
             let r2 = RESPONSIBILITY_MAX * RESPONSIBILITY_MAX;
             assert!(first <= k_n as f64 * r2, "{den:?}: first sum {first}");
-            let bound = fine * (2.26 * s2 + 2f64.powi(-28) * s1 + 2f64.powi(-28));
-            assert!(prod <= bound, "{den:?}: Z' y2' {prod} > {bound}");
+            assert!(
+                prod <= charged.product,
+                "{den:?}: Z' y2' {prod} > {}",
+                charged.product
+            );
             if s2 > 1.0 {
-                z2_used = z2_used.max(z2 / (fine * (1.03 * s2 + 2f64.powi(-30) * s1)));
-                prod_used = prod_used.max(prod / bound);
+                z2_used = z2_used.max(z2 / charged.sum_z2);
+                prod_used = prod_used.max(prod / charged.product);
             }
         }
     }
