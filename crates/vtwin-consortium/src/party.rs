@@ -75,8 +75,8 @@ use vtwin_model::party_data::PartyData;
 use vtwin_model::party_upload::{party_messages_with_noise, prepare_noise, PartyTask};
 use vtwin_mpc::SessionId;
 use vtwin_net::{
-    seal, Allowed, Body, Budget, Frame, JobTerms, Refusal, RelaySignature, RelaySigner,
-    RelayVerifier, Role, SealContext, Term,
+    Allowed, Body, Budget, Frame, JobTerms, Refusal, RelaySignature, RelaySigner, RelayVerifier,
+    Role, SealChannel, SealContext, Term,
 };
 use zeroize::Zeroizing;
 
@@ -426,6 +426,10 @@ pub struct PartyResponder {
     layout: Layout,
     device: Device,
     seal_rng: ChaCha20Rng,
+    /// The sealing channels to the three nodes for the current job (made at its first
+    /// upload, dropped when a new job starts): one X25519 exchange per node and job instead
+    /// of one per blob.
+    seal_channels: Option<[SealChannel; 3]>,
     /// The noise share for the next request, sampled ahead of it.
     prepared: Option<Prepared>,
     /// The terms (and iteration) the next request is expected to have.
@@ -522,6 +526,7 @@ impl PartyResponder {
             layout,
             device: compute_device().map_err(|e| fail(SetupFault::Device(e)))?,
             seal_rng: ChaCha20Rng::from_os_rng(),
+            seal_channels: None,
             prepared: None,
             next,
             accepted: None,
@@ -785,6 +790,17 @@ impl PartyResponder {
             iteration: t,
             fault,
         };
+        if self.seal_channels.is_none() {
+            let mut channels = Vec::with_capacity(3);
+            for (i, node) in self.setup.node_seal_publics.iter().enumerate() {
+                channels.push(
+                    SealChannel::new(node, &mut self.seal_rng)
+                        .map_err(|source| bad(RequestFault::Seal { node: i, source }))?,
+                );
+            }
+            self.seal_channels = channels.try_into().ok();
+        }
+        let channels = self.seal_channels.as_ref().expect("made above");
         let mut uploads = Vec::with_capacity(inputs.len());
         for (i, inputs) in inputs.iter().enumerate() {
             // Encoded in place into a wiped buffer of an upper bound of the encoding (two
@@ -802,13 +818,9 @@ impl PartyResponder {
                 party: p,
                 node: i as u8,
             };
-            let sealed = seal(
-                &self.setup.node_seal_publics[i],
-                &ctx,
-                &plain,
-                &mut self.seal_rng,
-            )
-            .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
+            let sealed = channels[i]
+                .seal(&ctx, &plain, &mut self.seal_rng)
+                .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
             // Signed over the session attempt, the node and the part (sealing is anonymous,
             // and the AAD has no attempt): the nodes verify before they unseal.
             let (session, attempt) = (&head.at.session, &head.at.attempt);
@@ -838,6 +850,7 @@ impl PartyResponder {
         }
         self.rows_digest = None;
         self.accepted = None;
+        self.seal_channels = None;
     }
 
     /// `PartyInfo` of the rows the party trains on now: after an alignment the digest of

@@ -5,9 +5,10 @@
 //!   version, per-link sequence number, session, attempt, iteration, step and sender in
 //!   every frame;
 //!   [`frame::SeqGuard`] rejects duplicates, replays, reordering and a forged sender.
-//! - [`mod@seal`]: ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM, bound to (session,
-//!   iteration, party, node), so only that node reads a party's shares, whatever carries them
-//!   (the party's own link to the node since wire version 15; the coordinator's relay before).
+//! - [`mod@seal`]: X25519 once per (party, node) channel, then HKDF-SHA256 with a fresh salt
+//!   and AES-256-GCM per blob, bound to (session, iteration, party, node), so only that node
+//!   reads a party's shares, whatever carries them (the party's own link to the node since
+//!   wire version 15; the coordinator's relay before).
 //! - [`role`]: coordinator, node i, party p, and their certificate names.
 //! - [`relay_signature`]: end-to-end signatures (by a role's certified key) on messages the
 //!   coordinator relays between parties, so the relay can neither change nor forge them.
@@ -40,7 +41,7 @@ pub use frame::{
 };
 pub use relay_signature::{RelaySignature, RelaySignatureError, RelaySigner, RelayVerifier};
 pub use role::{Accept, Role};
-pub use seal::{seal, unseal, SealContext, SealError, SealKey};
+pub use seal::{seal, unseal, SealChannel, SealContext, SealError, SealKey};
 pub use transport::{
     Backoff, Endpoint, Link, LinkReceiver, LinkSender, TransportError, TransportOptions,
 };

@@ -3,31 +3,37 @@
 //! seal is a second, end-to-end layer), before it the coordinator's relay
 //! (protocols/sealing.md).
 //!
-//! Ephemeral-static X25519, HKDF-SHA256 and AES-256-GCM:
+//! X25519 once per (party, node) channel, then HKDF-SHA256 and AES-256-GCM per blob (since
+//! wire version 17; before, a fresh X25519 key per blob):
 //!
 //! ```text
-//! e   <- 32 random bytes (the CSPRNG passed in), E = X25519(e, 9)
-//! dh  = X25519(e, S)                         (S = the node's static seal public key)
-//! ctx = session (16) || iteration (u64 LE) || party (u16 LE) || node (u8)      27 bytes
-//! key = HKDF-SHA256(salt = "vtwin-net/v1 seal salt", ikm = dh,
-//!                   info = "vtwin-net/v1 seal" || ctx || E || S)               32 bytes
-//! sealed = E || AES-256-GCM(key, nonce = 0^96, aad = ctx, plaintext)   (32 + n + 16 bytes)
+//! channel (once per job and node):
+//!   e   <- 32 random bytes (the CSPRNG passed in), E = X25519(e, 9)
+//!   dh  = X25519(e, S)                       (S = the node's static seal public key)
+//! blob:
+//!   n   <- 16 random bytes (the CSPRNG passed in)
+//!   ctx = session (16) || iteration (u64 LE) || party (u16 LE) || node (u8)      27 bytes
+//!   key = HKDF-SHA256(salt = "vtwin-net/v2 seal salt", ikm = dh,
+//!                     info = "vtwin-net/v2 seal" || ctx || E || S || n)        32 bytes
+//!   sealed = E || n || AES-256-GCM(key, nonce = 0^96, aad = ctx, plaintext)  (48 + len + 16)
 //! ```
 //!
-//! The nonce is constant because every key encrypts exactly one message: the key depends on
-//! the fresh ephemeral secret, so two seals share a key only if they share `e` (a broken or
-//! deliberately seeded RNG). With the insecure test seeds a retried iteration re-seals the
-//! same plaintext with the same `e`, which yields the same ciphertext and leaks only that
-//! the two are equal. The context is bound twice (HKDF info and AAD): a blob sealed for
-//! another session, iteration, party or node, or to another key, fails authentication, as
-//! does any changed byte. A non-contributory (low-order) ephemeral public key is refused.
-//! The ephemeral secret, the shared secret and our copy of the AES key are zeroized after
-//! use; the static key is zeroized on drop. AES-256-GCM is ring's (VAES and VPCLMULQDQ
+//! The nonce is constant because every key encrypts one message: the key depends on the
+//! blob's fresh `n` (and its context), so two blobs of one channel share a key only if they
+//! share `n` and `ctx`, with probability at most q^2 2^-129 for q blobs. The context is bound
+//! twice (HKDF info and AAD): a blob sealed for another session, iteration, party or node,
+//! or to another key, fails authentication, as does any changed byte. A non-contributory
+//! (low-order) public key is refused on both sides. The channel's `e` is dropped once `dh`
+//! is computed; `dh`, our copy of each AES key and the node's static key are zeroized on
+//! drop, and the node keeps the `dh` of the channels it has opened ([`SealKey`]) so that a
+//! blob costs it no scalar multiplication either. AES-256-GCM is ring's (VAES and VPCLMULQDQ
 //! where the CPU has them: about 4x RustCrypto's `aes-gcm` on the Adult uploads), whose
 //! expanded key schedule (which contains the key itself) is not wiped on drop;
 //! protocols/sealing.md says why that adds no exposure.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 
 use hkdf::Hkdf;
 use rand_core::{CryptoRng, RngCore};
@@ -39,14 +45,27 @@ use zeroize::Zeroizing;
 use vtwin_host::atomic;
 use vtwin_host::wipe::WipedBytes;
 
-/// Bytes of a sealed blob beyond the plaintext: ephemeral public key (32) + GCM tag (16).
-pub const SEAL_OVERHEAD: usize = 32 + 16;
+/// Bytes of a blob's salt `n`.
+pub const SALT_BYTES: usize = 16;
+
+/// Bytes of a sealed blob beyond the plaintext: the channel's public key (32), the blob's
+/// salt (16) and the GCM tag (16).
+pub const SEAL_OVERHEAD: usize = 32 + SALT_BYTES + 16;
+
+/// Bytes before a blob's ciphertext: the channel's public key and the salt.
+const HEADER_BYTES: usize = 32 + SALT_BYTES;
 
 /// Bytes of the encoded [`SealContext`] (AAD).
 pub const CONTEXT_BYTES: usize = 16 + 8 + 2 + 1;
 
-const SALT: &[u8] = b"vtwin-net/v1 seal salt";
-const INFO: &[u8] = b"vtwin-net/v1 seal";
+// v2 since wire version 17 (the per-blob salt): a blob of the earlier construction never
+// opens under this one.
+const SALT: &[u8] = b"vtwin-net/v2 seal salt";
+const INFO: &[u8] = b"vtwin-net/v2 seal";
+
+/// At most this many channels' shared secrets are kept by a node (one per party and job in
+/// use); a full table is emptied, so that no sender can grow it.
+const OPENED_CAPACITY: usize = 256;
 
 /// What a sealed blob is bound to: it opens only for this session, iteration, party and node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,10 +92,13 @@ impl SealContext {
     }
 }
 
-/// A node's static X25519 seal key (zeroized on drop; `Debug` prints no secret).
+/// A node's static X25519 seal key (zeroized on drop; `Debug` prints no secret), with the
+/// shared secrets of the channels it has opened (by the channel's public key, zeroized on
+/// drop), so that each channel costs it one scalar multiplication, not one per blob.
 pub struct SealKey {
     secret: StaticSecret,
     public: [u8; 32],
+    opened: Mutex<HashMap<[u8; 32], Zeroizing<[u8; 32]>>>,
 }
 
 impl std::fmt::Debug for SealKey {
@@ -148,7 +170,30 @@ impl SealKey {
     pub fn from_bytes(bytes: [u8; 32]) -> SealKey {
         let secret = StaticSecret::from(bytes);
         let public = PublicKey::from(&secret).to_bytes();
-        SealKey { secret, public }
+        SealKey {
+            secret,
+            public,
+            opened: Mutex::default(),
+        }
+    }
+
+    /// The shared secret of the channel whose public key is `channel`: remembered, or one
+    /// scalar multiplication (and remembered if contributory).
+    fn channel_secret(&self, channel: &[u8; 32]) -> Result<Zeroizing<[u8; 32]>, SealError> {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = opened.get(channel) {
+            return Ok(shared.clone());
+        }
+        let shared = self.secret.diffie_hellman(&PublicKey::from(*channel));
+        if !shared.was_contributory() {
+            return Err(SealError::NonContributory);
+        }
+        let shared = Zeroizing::new(shared.to_bytes());
+        if opened.len() >= OPENED_CAPACITY {
+            opened.clear();
+        }
+        opened.insert(*channel, shared.clone());
+        Ok(shared)
     }
 
     /// The 32 secret bytes, zeroized when dropped.
@@ -216,64 +261,133 @@ pub fn parse_hex32(text: &str) -> Option<Zeroizing<[u8; 32]>> {
     Some(out)
 }
 
-/// The AES key of one blob; `None` if the Diffie-Hellman result is non-contributory.
+/// The AES key of one blob from its channel's shared secret.
 fn blob_key(
-    ephemeral_public: &[u8; 32],
+    channel_public: &[u8; 32],
     node_public: &[u8; 32],
-    shared: &x25519_dalek::SharedSecret,
+    shared: &[u8; 32],
     ctx: &SealContext,
-) -> Option<Zeroizing<[u8; 32]>> {
-    if !shared.was_contributory() {
-        return None;
-    }
-    let hk = Hkdf::<Sha256>::new(Some(SALT), shared.as_bytes());
+    salt: &[u8; SALT_BYTES],
+) -> Zeroizing<[u8; 32]> {
+    let hk = Hkdf::<Sha256>::new(Some(SALT), shared);
     let mut key = Zeroizing::new([0u8; 32]);
     let ctx = ctx.to_bytes();
-    hk.expand_multi_info(&[INFO, &ctx, ephemeral_public, node_public], key.as_mut())
-        .expect("32 bytes is a valid HKDF-SHA256 output length");
-    Some(key)
+    hk.expand_multi_info(
+        &[INFO, &ctx, channel_public, node_public, salt],
+        key.as_mut(),
+    )
+    .expect("32 bytes is a valid HKDF-SHA256 output length");
+    key
 }
 
-/// Seals `plaintext` to the node whose seal public key is `node_public`, bound to `ctx`.
-///
-/// Output: `32 + plaintext.len() + 16` bytes. Panics never; a non-contributory node key
-/// (a low-order point, which no honest keygen produces) is an error. Cost: two X25519
-/// scalar multiplications, one HKDF, AES-256-GCM over the plaintext (linear in its length;
-/// measured in docs/component-costs.md).
+/// A party's sealing channel to one node: its public key `E` and the shared secret with the
+/// node's seal key (zeroized on drop; `Debug` prints no secret). The party makes one per
+/// node and job ([`SealChannel::new`]) and seals every blob of the job to that node through
+/// it ([`SealChannel::seal`]).
+pub struct SealChannel {
+    public: [u8; 32],
+    node_public: [u8; 32],
+    shared: Zeroizing<[u8; 32]>,
+}
+
+impl std::fmt::Debug for SealChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SealChannel(public {}, node {})",
+            hex(&self.public),
+            hex(&self.node_public)
+        )
+    }
+}
+
+impl SealChannel {
+    /// A channel to the node whose seal public key is `node_public`, from 32 bytes of `rng`
+    /// (a CSPRNG). Errors: [`SealError::NonContributory`] for a low-order node key (which no
+    /// honest keygen produces). Cost: two X25519 scalar multiplications.
+    pub fn new<R: RngCore + CryptoRng>(
+        node_public: &[u8; 32],
+        rng: &mut R,
+    ) -> Result<SealChannel, SealError> {
+        let mut secret = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(secret.as_mut());
+        SealChannel::with_secret(node_public, &secret)
+    }
+
+    /// [`SealChannel::new`] with the channel's secret given (deterministic; test vectors).
+    fn with_secret(node_public: &[u8; 32], secret: &[u8; 32]) -> Result<SealChannel, SealError> {
+        let secret = StaticSecret::from(*secret);
+        let public = PublicKey::from(&secret).to_bytes();
+        let shared = secret.diffie_hellman(&PublicKey::from(*node_public));
+        if !shared.was_contributory() {
+            return Err(SealError::NonContributory);
+        }
+        Ok(SealChannel {
+            public,
+            node_public: *node_public,
+            shared: Zeroizing::new(shared.to_bytes()),
+        })
+    }
+
+    /// The channel's public key `E`, the first 32 bytes of each of its blobs.
+    pub fn public(&self) -> [u8; 32] {
+        self.public
+    }
+
+    /// Seals `plaintext` for `ctx` with a fresh 16-byte salt from `rng` (a CSPRNG).
+    ///
+    /// Output: `SEAL_OVERHEAD + plaintext.len()` bytes. Cost: one HKDF, AES-256-GCM over the
+    /// plaintext (linear in its length; measured in docs/component-costs.md); no scalar
+    /// multiplication.
+    pub fn seal<R: RngCore + CryptoRng>(
+        &self,
+        ctx: &SealContext,
+        plaintext: &[u8],
+        rng: &mut R,
+    ) -> Result<Vec<u8>, SealError> {
+        let mut salt = [0u8; SALT_BYTES];
+        rng.fill_bytes(&mut salt);
+        self.seal_with_salt(ctx, plaintext, &salt)
+    }
+
+    /// [`SealChannel::seal`] with the salt given (deterministic; test vectors).
+    fn seal_with_salt(
+        &self,
+        ctx: &SealContext,
+        plaintext: &[u8],
+        salt: &[u8; SALT_BYTES],
+    ) -> Result<Vec<u8>, SealError> {
+        let key = blob_key(&self.public, &self.node_public, &self.shared, ctx, salt);
+        // E || n || plaintext, encrypted in place after the header, then the tag: one copy
+        // of the plaintext, in a buffer wiped if the encryption fails (ring refuses only
+        // lengths above 64 GiB).
+        let mut out = WipedBytes::with_capacity(SEAL_OVERHEAD + plaintext.len());
+        out.extend_from_slice(&self.public);
+        out.extend_from_slice(salt);
+        out.extend_from_slice(plaintext);
+        let tag = blob_cipher(&key)
+            .seal_in_place_separate_tag(
+                nonce(),
+                Aad::from(ctx.to_bytes()),
+                &mut out[HEADER_BYTES..],
+            )
+            .map_err(|_| SealError::Authentication)?;
+        out.extend_from_slice(tag.as_ref());
+        // Ciphertext now: handed out without the wipe.
+        Ok(out.into_unwiped())
+    }
+}
+
+/// Seals one blob on a channel of its own ([`SealChannel::new`] then
+/// [`SealChannel::seal`]): for a one-off message; a party sealing every iteration keeps its
+/// channels. Cost: two X25519 scalar multiplications, one HKDF, AES-256-GCM.
 pub fn seal<R: RngCore + CryptoRng>(
     node_public: &[u8; 32],
     ctx: &SealContext,
     plaintext: &[u8],
     rng: &mut R,
 ) -> Result<Vec<u8>, SealError> {
-    let mut ephemeral = Zeroizing::new([0u8; 32]);
-    rng.fill_bytes(ephemeral.as_mut());
-    seal_with_ephemeral(node_public, ctx, plaintext, &ephemeral)
-}
-
-/// [`seal`] with the ephemeral secret given (deterministic; for the test vectors).
-fn seal_with_ephemeral(
-    node_public: &[u8; 32],
-    ctx: &SealContext,
-    plaintext: &[u8],
-    ephemeral: &[u8; 32],
-) -> Result<Vec<u8>, SealError> {
-    let secret = StaticSecret::from(*ephemeral);
-    let ephemeral_public = PublicKey::from(&secret).to_bytes();
-    let shared = secret.diffie_hellman(&PublicKey::from(*node_public));
-    let key =
-        blob_key(&ephemeral_public, node_public, &shared, ctx).ok_or(SealError::NonContributory)?;
-    // E || plaintext, encrypted in place after E, then the tag: one copy of the plaintext,
-    // in a buffer wiped if the encryption fails (ring refuses only lengths above 64 GiB).
-    let mut out = WipedBytes::with_capacity(SEAL_OVERHEAD + plaintext.len());
-    out.extend_from_slice(&ephemeral_public);
-    out.extend_from_slice(plaintext);
-    let tag = blob_cipher(&key)
-        .seal_in_place_separate_tag(nonce(), Aad::from(ctx.to_bytes()), &mut out[32..])
-        .map_err(|_| SealError::Authentication)?;
-    out.extend_from_slice(tag.as_ref());
-    // Ciphertext now: handed out without the wipe.
-    Ok(out.into_unwiped())
+    SealChannel::new(node_public, rng)?.seal(ctx, plaintext, rng)
 }
 
 /// The blob's one-time AES-256-GCM key.
@@ -292,18 +406,18 @@ fn nonce() -> Nonce {
 /// [`SealError::Authentication`] for a wrong key, a wrong context or any changed byte
 /// (AES-GCM forgery probability <= 2^-100 per attempt for blobs under 2^32 blocks). Never
 /// panics. The plaintext is returned in a buffer wiped on drop ([`WipedBytes`]). Cost: one
-/// X25519 scalar multiplication, one HKDF, AES-256-GCM over the blob.
+/// HKDF and AES-256-GCM over the blob, plus one X25519 scalar multiplication the first
+/// time `key` sees the blob's channel.
 pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBytes, SealError> {
     if sealed.len() < SEAL_OVERHEAD {
         return Err(SealError::TooShort { len: sealed.len() });
     }
-    let (ephemeral_public, body) = sealed.split_at(32);
-    let ephemeral_public: [u8; 32] = ephemeral_public.try_into().expect("split at 32");
-    let shared = key
-        .secret
-        .diffie_hellman(&PublicKey::from(ephemeral_public));
-    let aes_key =
-        blob_key(&ephemeral_public, &key.public, &shared, ctx).ok_or(SealError::NonContributory)?;
+    let (header, body) = sealed.split_at(HEADER_BYTES);
+    let (channel, salt) = header.split_at(32);
+    let channel: [u8; 32] = channel.try_into().expect("split at 32");
+    let salt: [u8; SALT_BYTES] = salt.try_into().expect("split at 16");
+    let shared = key.channel_secret(&channel)?;
+    let aes_key = blob_key(&channel, &key.public, &shared, ctx, &salt);
     // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
     // never reallocates), so no heap copy of the plaintext is left behind (ring, like
     // RustCrypto before it, passes a last partial block through stack temporaries); on a
@@ -333,8 +447,8 @@ mod tests {
     }
 
     /// Replays protocols/vectors/net-sealing.json, generated independently (Python
-    /// `cryptography`): the fixed ephemeral secret must give the recorded blob, and the
-    /// blob must open to the recorded plaintext.
+    /// `cryptography`): the fixed channel secret and salt must give the recorded blob, and
+    /// the blob must open to the recorded plaintext.
     #[test]
     fn vectors_replay() {
         let path = concat!(
@@ -354,7 +468,8 @@ mod tests {
         assert!(cases.len() >= 3);
         for case in cases {
             let node_secret: [u8; 32] = h(&case["node_secret"]).try_into().unwrap();
-            let ephemeral: [u8; 32] = h(&case["ephemeral_secret"]).try_into().unwrap();
+            let channel_secret: [u8; 32] = h(&case["channel_secret"]).try_into().unwrap();
+            let salt: [u8; SALT_BYTES] = h(&case["salt"]).try_into().unwrap();
             let key = SealKey::from_bytes(node_secret);
             assert_eq!(key.public().to_vec(), h(&case["node_public"]));
             let c = &case["context"];
@@ -366,7 +481,10 @@ mod tests {
             };
             assert_eq!(ctx.to_bytes().to_vec(), h(&case["aad"]));
             let plaintext = h(&case["plaintext"]);
-            let sealed = seal_with_ephemeral(&key.public(), &ctx, &plaintext, &ephemeral).unwrap();
+            let channel = SealChannel::with_secret(&key.public(), &channel_secret).unwrap();
+            assert_eq!(channel.public().to_vec(), h(&case["channel_public"]));
+            assert_eq!(channel.shared.to_vec(), h(&case["shared_secret"]));
+            let sealed = channel.seal_with_salt(&ctx, &plaintext, &salt).unwrap();
             assert_eq!(sealed, h(&case["sealed"]), "{}", case["name"]);
             assert_eq!(*unseal(&key, &ctx, &sealed).unwrap(), plaintext);
         }
@@ -383,13 +501,17 @@ mod tests {
         lengths.extend([4095, 4096, 4097, 65_536 + 3, 1 << 20]);
         for n in lengths {
             let pt: Vec<u8> = (0..n).map(|i| (i * 31 + n) as u8).collect();
-            let ephemeral = [(n % 251) as u8 + 1; 32];
-            let sealed = seal_with_ephemeral(&key.public(), &ctx(), &pt, &ephemeral).unwrap();
-            let (e, _) = sealed.split_at(32);
-            let e: [u8; 32] = e.try_into().unwrap();
-            let shared =
-                StaticSecret::from(ephemeral).diffie_hellman(&PublicKey::from(key.public()));
-            let k = blob_key(&e, &key.public(), &shared, &ctx()).unwrap();
+            let channel =
+                SealChannel::with_secret(&key.public(), &[(n % 251) as u8 + 1; 32]).unwrap();
+            let salt = [(n % 13) as u8; SALT_BYTES];
+            let sealed = channel.seal_with_salt(&ctx(), &pt, &salt).unwrap();
+            let k = blob_key(
+                &channel.public(),
+                &key.public(),
+                &channel.shared,
+                &ctx(),
+                &salt,
+            );
             let other = aes_gcm::Aes256Gcm::new_from_slice(k.as_ref()).unwrap();
             let aad = ctx().to_bytes();
             let body = other
@@ -401,12 +523,12 @@ mod tests {
                     },
                 )
                 .unwrap();
-            assert_eq!(&sealed[32..], &body[..], "length {n}");
+            assert_eq!(&sealed[HEADER_BYTES..], &body[..], "length {n}");
             let opened = other
                 .decrypt(
                     &[0u8; 12].into(),
                     Payload {
-                        msg: &sealed[32..],
+                        msg: &sealed[HEADER_BYTES..],
                         aad: &aad,
                     },
                 )
@@ -468,10 +590,63 @@ mod tests {
             unseal(&key, &ctx(), &sealed[..sealed.len() - 1]),
             Err(SealError::Authentication)
         );
+        let short = SEAL_OVERHEAD - 1;
         assert_eq!(
-            unseal(&key, &ctx(), &sealed[..47]),
-            Err(SealError::TooShort { len: 47 })
+            unseal(&key, &ctx(), &sealed[..short]),
+            Err(SealError::TooShort { len: short })
         );
+    }
+
+    /// One channel seals many blobs: each with its own salt (so the same plaintext and
+    /// context give different blobs, under different keys), each opening at the node, which
+    /// computes the channel's shared secret once and keeps it per channel.
+    #[test]
+    fn a_channel_seals_many_blobs_and_the_node_keeps_its_secret() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let key = SealKey::generate(&mut rng);
+        let a = SealChannel::new(&key.public(), &mut rng).unwrap();
+        let b = SealChannel::new(&key.public(), &mut rng).unwrap();
+        assert_ne!(a.public(), b.public());
+        let mut blobs = Vec::new();
+        for (i, channel) in [&a, &a, &a, &b, &b].into_iter().enumerate() {
+            let c = SealContext {
+                iteration: i as u64 / 2,
+                ..ctx()
+            };
+            let blob = channel.seal(&c, b"the same shares", &mut rng).unwrap();
+            assert_eq!(blob[..32], channel.public());
+            blobs.push((c, blob));
+        }
+        // Blobs 0 and 1: one channel, one context, one plaintext, different salts.
+        assert_eq!(blobs[0].0, blobs[1].0);
+        assert_ne!(blobs[0].1, blobs[1].1);
+        assert_ne!(blobs[0].1[32..HEADER_BYTES], blobs[1].1[32..HEADER_BYTES]);
+        for (c, blob) in &blobs {
+            assert_eq!(&*unseal(&key, c, blob).unwrap(), b"the same shares");
+        }
+        let opened = key.opened.lock().unwrap();
+        assert_eq!(opened.len(), 2);
+        assert_eq!(**opened.get(&a.public()).unwrap(), *a.shared);
+        assert_eq!(**opened.get(&b.public()).unwrap(), *b.shared);
+        drop(opened);
+        // Another node's key does not open them.
+        let other = SealKey::generate(&mut rng);
+        assert_eq!(
+            unseal(&other, &blobs[0].0, &blobs[0].1),
+            Err(SealError::Authentication)
+        );
+        // A full table is emptied; its channels open again (one multiplication each).
+        for i in 0..OPENED_CAPACITY {
+            let mut secret = [1u8; 32];
+            secret[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            let channel = SealChannel::with_secret(&key.public(), &secret).unwrap();
+            let blob = channel.seal(&ctx(), b"x", &mut rng).unwrap();
+            unseal(&key, &ctx(), &blob).unwrap();
+        }
+        assert!(key.opened.lock().unwrap().len() < OPENED_CAPACITY);
+        for (c, blob) in &blobs {
+            assert_eq!(&*unseal(&key, c, blob).unwrap(), b"the same shares");
+        }
     }
 
     #[test]
@@ -487,6 +662,12 @@ mod tests {
             seal(&[0u8; 32], &ctx(), b"x", &mut rng),
             Err(SealError::NonContributory)
         );
+        assert!(matches!(
+            SealChannel::new(&[0u8; 32], &mut rng),
+            Err(SealError::NonContributory)
+        ));
+        // A refused channel is not remembered.
+        assert!(key.opened.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-SALT = b"vtwin-net/v1 seal salt"
-INFO = b"vtwin-net/v1 seal"
+SALT = b"vtwin-net/v2 seal salt"
+INFO = b"vtwin-net/v2 seal"
 
 
 def raw_public(private):
@@ -36,29 +36,34 @@ def det(label, n):
 
 def case(name, session, iteration, party, node, plaintext):
     node_secret = det(name + "/node", 32)
-    ephemeral = det(name + "/ephemeral", 32)
+    channel_secret = det(name + "/channel", 32)
+    salt = det(name + "/salt", 16)
     node_key = X25519PrivateKey.from_private_bytes(node_secret)
-    eph_key = X25519PrivateKey.from_private_bytes(ephemeral)
+    channel_key = X25519PrivateKey.from_private_bytes(channel_secret)
     node_public = raw_public(node_key)
-    eph_public = raw_public(eph_key)
-    shared = eph_key.exchange(node_key.public_key())
+    channel_public = raw_public(channel_key)
+    shared = channel_key.exchange(node_key.public_key())
     ctx = session + struct.pack("<QHB", iteration, party, node)
     key = HKDF(
-        algorithm=hashes.SHA256(), length=32, salt=SALT, info=INFO + ctx + eph_public + node_public
+        algorithm=hashes.SHA256(),
+        length=32,
+        salt=SALT,
+        info=INFO + ctx + channel_public + node_public + salt,
     ).derive(shared)
     body = AESGCM(key).encrypt(b"\x00" * 12, plaintext, ctx)
     return {
         "name": name,
         "node_secret": node_secret.hex(),
         "node_public": node_public.hex(),
-        "ephemeral_secret": ephemeral.hex(),
-        "ephemeral_public": eph_public.hex(),
+        "channel_secret": channel_secret.hex(),
+        "channel_public": channel_public.hex(),
+        "salt": salt.hex(),
         "context": {"session": session.hex(), "iteration": iteration, "party": party, "node": node},
         "aad": ctx.hex(),
         "shared_secret": shared.hex(),
         "aes_key": key.hex(),
         "plaintext": plaintext.hex(),
-        "sealed": (eph_public + body).hex(),
+        "sealed": (channel_public + salt + body).hex(),
     }
 
 
@@ -71,9 +76,11 @@ cases = [
 print(
     json.dumps(
         {
-            "description": "vtwin-net input-share sealing (protocols/sealing.md): ephemeral-static X25519, "
-            "HKDF-SHA256 (salt 'vtwin-net/v1 seal salt', info 'vtwin-net/v1 seal' || ctx || E || S), "
-            "AES-256-GCM with nonce 0^96 and AAD ctx = session || iteration u64 LE || party u16 LE || node u8. "
+            "description": "vtwin-net input-share sealing (protocols/sealing.md, wire version 17): a channel's "
+            "X25519 key E and the node's static key S, a 16-byte salt n per blob, "
+            "HKDF-SHA256 (salt 'vtwin-net/v2 seal salt', info 'vtwin-net/v2 seal' || ctx || E || S || n), "
+            "AES-256-GCM with nonce 0^96 and AAD ctx = session || iteration u64 LE || party u16 LE || node u8; "
+            "blob = E || n || ciphertext || tag. "
             "Generated independently of the Rust code with Python 'cryptography' by "
             "crates/vtwin-net/tests/vectors/gen_sealing_vectors.py. Replayed by crates/vtwin-net/src/seal.rs tests.",
             "cases": cases,
