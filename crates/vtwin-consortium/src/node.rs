@@ -336,6 +336,9 @@ struct Active {
     uploaded: Vec<[bool; 2]>,
     /// The batch statement of the first party's upload (every other party's must equal it).
     batch: Option<[u8; 32]>,
+    /// Per party, the [`map_statement`] of its map in `public`, once computed (both parts
+    /// of its upload are checked against it).
+    maps: Vec<Option<[u8; 32]>>,
 }
 
 /// The compute-node state machine (module docs).
@@ -626,6 +629,7 @@ impl NodeSession {
             pending: Vec::new(),
             uploaded: vec![[false; 2]; parties],
             batch: None,
+            maps: vec![None; parties],
         });
         tracing::debug!(node = %self.id, iteration = t, "session started");
         for other in NodeId::ALL.into_iter().filter(|n| *n != self.id) {
@@ -788,7 +792,8 @@ impl NodeSession {
                 }
                 // The party's score roots bound the norm under its own map: it must be the
                 // map this circuit applies, or the clip does not hold.
-                if inputs.maps != map_statement(&a.public.parties[p]) {
+                let maps = *a.maps[p].get_or_insert_with(|| map_statement(&a.public.parties[p]));
+                if inputs.maps != maps {
                     return Err(bad(UploadFault::Maps));
                 }
                 let allowed = [Peer::Client(party), Peer::Client((parties + p) as u16)];
