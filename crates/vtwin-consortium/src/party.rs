@@ -790,17 +790,21 @@ impl PartyResponder {
             iteration: t,
             fault,
         };
-        if self.seal_channels.is_none() {
-            let mut channels = Vec::with_capacity(3);
-            for (i, node) in self.setup.node_seal_publics.iter().enumerate() {
-                channels.push(
-                    SealChannel::new(node, &mut self.seal_rng)
-                        .map_err(|source| bad(RequestFault::Seal { node: i, source }))?,
-                );
+        let channels = match self.seal_channels {
+            Some(ref channels) => channels,
+            None => {
+                let nodes = &self.setup.node_seal_publics;
+                let rng = &mut self.seal_rng;
+                let mut channel = |i: usize| {
+                    SealChannel::new(&nodes[i], rng)
+                        .map_err(|source| bad(RequestFault::Seal { node: i, source }))
+                };
+                // Built in place (each channel's secret is boxed: moves copy pointers).
+                &*self
+                    .seal_channels
+                    .insert([channel(0)?, channel(1)?, channel(2)?])
             }
-            self.seal_channels = channels.try_into().ok();
-        }
-        let channels = self.seal_channels.as_ref().expect("made above");
+        };
         let mut uploads = Vec::with_capacity(inputs.len());
         for (i, inputs) in inputs.iter().enumerate() {
             // Encoded in place into a wiped buffer of an upper bound of the encoding (two

@@ -2058,3 +2058,68 @@ fn a_request_during_an_alignment_is_refused_and_ends_it() {
         e.public()
     );
 }
+
+/// The uploads' sealed blobs: every blob of a party to a node in a job on one channel (the
+/// same public key), one channel per (party, node), a fresh salt in every blob; after a
+/// `Hello` (a new job) the party's next upload is on new channels.
+#[test]
+fn uploads_share_a_channel_per_node_and_job_with_a_fresh_salt_each() {
+    use std::cell::RefCell;
+    use std::collections::{HashMap, HashSet};
+    use std::rc::Rc;
+    use vtwin_net::seal::SALT_BYTES;
+    type Seen = Vec<((u16, u8), [u8; 32], [u8; SALT_BYTES])>;
+    let seen: Rc<RefCell<Seen>> = Rc::default();
+    let requests: Rc<RefCell<Vec<Frame>>> = Rc::default();
+    let (s, r) = (seen.clone(), requests.clone());
+    let (now, mut c) = running(2);
+    c.intercept(Box::new(move |from, to, f| {
+        match (from, to, &f.body) {
+            (Role::Party(p), Role::Node(n), Body::Upload { sealed, .. }) => {
+                let channel: [u8; 32] = sealed[..32].try_into().unwrap();
+                let salt = sealed[32..32 + SALT_BYTES].try_into().unwrap();
+                s.borrow_mut().push(((p, n), channel, salt));
+            }
+            (Role::Coordinator, Role::Party(0), Body::Request { .. }) => {
+                r.borrow_mut().push(f.clone())
+            }
+            _ => {}
+        }
+        true
+    }));
+    c.run(now);
+    assert!(c.job.is_done(), "{:?}", c.events);
+    let seen = seen.borrow();
+    // Two parties, three nodes, two iterations, two parts.
+    assert_eq!(seen.len(), 2 * 3 * 2 * 2);
+    let mut channels: HashMap<(u16, u8), HashSet<[u8; 32]>> = HashMap::new();
+    for (link, channel, _) in seen.iter() {
+        channels.entry(*link).or_default().insert(*channel);
+    }
+    assert_eq!(channels.len(), 6);
+    assert!(channels.values().all(|c| c.len() == 1), "{channels:?}");
+    let distinct: HashSet<_> = channels.values().flatten().collect();
+    assert_eq!(distinct.len(), 6, "one channel per (party, node)");
+    let salts: HashSet<_> = seen.iter().map(|(_, _, salt)| *salt).collect();
+    assert_eq!(salts.len(), seen.len(), "a fresh salt in every blob");
+    // A new job at party 0: its next upload (the last request again, with the plan
+    // accepted anew) is on new channels.
+    let hello = frame(Role::Coordinator, Attempt::NONE, 0, 0, Body::Hello);
+    c.parties[0].handle(Role::Coordinator, &hello).unwrap();
+    let request = requests.borrow().last().unwrap().clone();
+    let out = c.parties[0].handle(Role::Coordinator, &request).unwrap();
+    let mut fresh = 0;
+    for o in &out {
+        if let (Role::Node(n), Body::Upload { sealed, .. }) = (o.to, &o.frame.body) {
+            let channel: [u8; 32] = sealed[..32].try_into().unwrap();
+            assert!(!channels[&(0, n)].contains(&channel), "node {n}");
+            fresh += 1;
+        }
+    }
+    assert_eq!(
+        fresh,
+        3,
+        "{:?}",
+        out.iter().map(|o| o.to).collect::<Vec<_>>()
+    );
+}

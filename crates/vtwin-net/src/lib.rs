@@ -23,8 +23,9 @@
 //!
 //! Normative descriptions: protocols/wire-format.md and protocols/sealing.md.
 //!
-//! Costs: encoding and decoding are linear in the frame; sealing is two X25519 scalar
-//! multiplications plus AES-256-GCM over the plaintext. Measured figures (and fuzzing
+//! Costs: encoding and decoding are linear in the frame; sealing a blob is one HKDF plus
+//! AES-256-GCM over the plaintext, and each (party, node) channel two X25519 scalar
+//! multiplications at the party and one at the node. Measured figures (and fuzzing
 //! counts) are in docs/component-costs.md.
 
 pub mod frame;

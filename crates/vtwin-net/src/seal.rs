@@ -92,13 +92,17 @@ impl SealContext {
     }
 }
 
+/// A channel's shared secret, on the heap so that moving its owner (a table that grows, an
+/// array built from parts) copies a pointer, never the secret; zeroized on drop.
+type ChannelSecret = Box<Zeroizing<[u8; 32]>>;
+
 /// A node's static X25519 seal key (zeroized on drop; `Debug` prints no secret), with the
 /// shared secrets of the channels it has opened (by the channel's public key, zeroized on
 /// drop), so that each channel costs it one scalar multiplication, not one per blob.
 pub struct SealKey {
     secret: StaticSecret,
     public: [u8; 32],
-    opened: Mutex<HashMap<[u8; 32], Zeroizing<[u8; 32]>>>,
+    opened: Mutex<HashMap<[u8; 32], ChannelSecret>>,
 }
 
 impl std::fmt::Debug for SealKey {
@@ -117,8 +121,9 @@ pub enum SealError {
         /// Its length.
         len: usize,
     },
-    /// The ephemeral public key is of low order (the shared secret would be known).
-    #[error("sealed blob has a non-contributory ephemeral key")]
+    /// A channel's public key (at the node) or the node's seal key (at the party) is of low
+    /// order: the shared secret would be known.
+    #[error("non-contributory X25519 key: a low-order channel or node key")]
     NonContributory,
     /// Authentication failed: wrong key, wrong context, or a changed byte.
     #[error(
@@ -178,17 +183,18 @@ impl SealKey {
     }
 
     /// The shared secret of the channel whose public key is `channel`: remembered, or one
-    /// scalar multiplication (and remembered if contributory).
-    fn channel_secret(&self, channel: &[u8; 32]) -> Result<Zeroizing<[u8; 32]>, SealError> {
-        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(shared) = opened.get(channel) {
+    /// scalar multiplication (outside the table's lock; remembered if contributory).
+    fn channel_secret(&self, channel: &[u8; 32]) -> Result<ChannelSecret, SealError> {
+        let opened = || self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = opened().get(channel) {
             return Ok(shared.clone());
         }
         let shared = self.secret.diffie_hellman(&PublicKey::from(*channel));
         if !shared.was_contributory() {
             return Err(SealError::NonContributory);
         }
-        let shared = Zeroizing::new(shared.to_bytes());
+        let shared: ChannelSecret = Box::new(Zeroizing::new(shared.to_bytes()));
+        let mut opened = opened();
         if opened.len() >= OPENED_CAPACITY {
             opened.clear();
         }
@@ -287,7 +293,7 @@ fn blob_key(
 pub struct SealChannel {
     public: [u8; 32],
     node_public: [u8; 32],
-    shared: Zeroizing<[u8; 32]>,
+    shared: ChannelSecret,
 }
 
 impl std::fmt::Debug for SealChannel {
@@ -325,7 +331,7 @@ impl SealChannel {
         Ok(SealChannel {
             public,
             node_public: *node_public,
-            shared: Zeroizing::new(shared.to_bytes()),
+            shared: Box::new(Zeroizing::new(shared.to_bytes())),
         })
     }
 
@@ -466,6 +472,18 @@ mod tests {
         };
         let cases = json["cases"].as_array().expect("cases");
         assert!(cases.len() >= 3);
+        // One case is a second blob on another case's channel: the same E, another salt and
+        // another blob for the same context and plaintext.
+        assert!(cases
+            .iter()
+            .enumerate()
+            .any(|(i, a)| cases[..i].iter().any(|b| {
+                a["channel_public"] == b["channel_public"]
+                    && a["aad"] == b["aad"]
+                    && a["plaintext"] == b["plaintext"]
+                    && a["salt"] != b["salt"]
+                    && a["sealed"] != b["sealed"]
+            })));
         for case in cases {
             let node_secret: [u8; 32] = h(&case["node_secret"]).try_into().unwrap();
             let channel_secret: [u8; 32] = h(&case["channel_secret"]).try_into().unwrap();
@@ -484,6 +502,9 @@ mod tests {
             let channel = SealChannel::with_secret(&key.public(), &channel_secret).unwrap();
             assert_eq!(channel.public().to_vec(), h(&case["channel_public"]));
             assert_eq!(channel.shared.to_vec(), h(&case["shared_secret"]));
+            let c = &ctx;
+            let aes_key = blob_key(&channel.public(), &key.public(), &channel.shared, c, &salt);
+            assert_eq!(aes_key.to_vec(), h(&case["aes_key"]));
             let sealed = channel.seal_with_salt(&ctx, &plaintext, &salt).unwrap();
             assert_eq!(sealed, h(&case["sealed"]), "{}", case["name"]);
             assert_eq!(*unseal(&key, &ctx, &sealed).unwrap(), plaintext);
@@ -626,8 +647,8 @@ mod tests {
         }
         let opened = key.opened.lock().unwrap();
         assert_eq!(opened.len(), 2);
-        assert_eq!(**opened.get(&a.public()).unwrap(), *a.shared);
-        assert_eq!(**opened.get(&b.public()).unwrap(), *b.shared);
+        assert_eq!(***opened.get(&a.public()).unwrap(), **a.shared);
+        assert_eq!(***opened.get(&b.public()).unwrap(), **b.shared);
         drop(opened);
         // Another node's key does not open them.
         let other = SealKey::generate(&mut rng);

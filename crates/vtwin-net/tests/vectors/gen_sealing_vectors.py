@@ -34,9 +34,12 @@ def det(label, n):
     return out[:n]
 
 
-def case(name, session, iteration, party, node, plaintext):
-    node_secret = det(name + "/node", 32)
-    channel_secret = det(name + "/channel", 32)
+def case(name, session, iteration, party, node, plaintext, channel=None):
+    """One blob; `channel` names the case whose node key and channel it reuses (a second
+    blob on the same channel: the same E and shared secret, another salt)."""
+    keys = channel or name
+    node_secret = det(keys + "/node", 32)
+    channel_secret = det(keys + "/channel", 32)
     salt = det(name + "/salt", 16)
     node_key = X25519PrivateKey.from_private_bytes(node_secret)
     channel_key = X25519PrivateKey.from_private_bytes(channel_secret)
@@ -72,6 +75,7 @@ cases = [
     case("short", bytes(range(16)), 7, 1, 2, b"shares of party 1 for node 2"),
     case("block-boundary", det("session", 16), 2**40 + 3, 65535, 1, det("pt32", 32)),
     case("long", det("session2", 16), 19999, 3, 0, det("pt1000", 1000)),
+    case("short, second blob", bytes(range(16)), 7, 1, 2, b"shares of party 1 for node 2", "short"),
 ]
 print(
     json.dumps(
