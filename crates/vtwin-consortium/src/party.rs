@@ -55,8 +55,8 @@
 //! frames before they reach the responder, so that no node can make a party report.
 //!
 //! Cost per request: the local kernels (O(B K |T_p|)), three input shares of 2 B K, B |T_p|
-//! and d ring elements, six seals (one X25519, one HKDF and AES-256-GCM over the blob each)
-//! and six ECDSA signatures, one ledger append with `fdatasync`; the epsilon checks about a
+//! and d ring elements, six seals (one HKDF and AES-256-GCM over the blob each; once per job
+//! three channels, two X25519 multiplications each) and six ECDSA signatures, one ledger append with `fdatasync`; the epsilon checks about a
 //! millisecond each (the plan's is cached).
 
 use rand::{SeedableRng, TryRngCore};

@@ -279,6 +279,9 @@ mod tests {
         }
         let want: [u8; 32] = Sha256::digest(&bytes).into();
         assert_eq!(map_statement(&map), want);
+        // The same digest computed outside Rust (Python hashlib over the bytes above).
+        let independent = "1196b0f0cfe9b9bc2f8556e93bc1f6c37c2cee2d2d3eccd0baa30971de115501";
+        assert_eq!(vtwin_net::seal::hex(&want), independent);
         let mut other = map.clone();
         other.offset[5] = Fx::from_raw(1);
         assert_ne!(map_statement(&other), want);

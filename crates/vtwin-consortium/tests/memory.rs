@@ -2108,16 +2108,17 @@ fn uploads_share_a_channel_per_node_and_job_with_a_fresh_salt_each() {
     c.parties[0].handle(Role::Coordinator, &hello).unwrap();
     let request = requests.borrow().last().unwrap().clone();
     let out = c.parties[0].handle(Role::Coordinator, &request).unwrap();
-    let mut fresh = 0;
+    let mut fresh = HashSet::new();
     for o in &out {
         if let (Role::Node(n), Body::Upload { sealed, .. }) = (o.to, &o.frame.body) {
             let channel: [u8; 32] = sealed[..32].try_into().unwrap();
-            assert!(!channels[&(0, n)].contains(&channel), "node {n}");
-            fresh += 1;
+            assert!(!distinct.contains(&channel), "node {n}");
+            fresh.insert(channel);
         }
     }
+    // Three uploads (part 0 to each node), on three new, distinct channels.
     assert_eq!(
-        fresh,
+        fresh.len(),
         3,
         "{:?}",
         out.iter().map(|o| o.to).collect::<Vec<_>>()

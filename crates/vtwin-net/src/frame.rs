@@ -354,29 +354,88 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// Words written at a fixed width, little endian, as one byte string (postcard: a varint
+/// length, then the bytes): the encoding's length depends only on the number of words, and
+/// it is one copy instead of one varint per word.
+trait LeWord: Sized {
+    /// Bytes per word.
+    const BYTES: usize;
+    /// Appends the word's little-endian bytes.
+    fn put(&self, out: &mut Vec<u8>);
+    /// The word of exactly [`LeWord::BYTES`] little-endian bytes.
+    fn get(bytes: &[u8]) -> Self;
+}
+
+impl LeWord for u32 {
+    const BYTES: usize = 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
+    }
+}
+
+impl LeWord for u128 {
+    const BYTES: usize = 16;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(bytes: &[u8]) -> Self {
+        u128::from_le_bytes(bytes.try_into().expect("16 bytes"))
+    }
+}
+
+fn serialize_words<S: serde::Serializer, W: LeWord>(words: &[W], s: S) -> Result<S::Ok, S::Error> {
+    let mut bytes = Vec::with_capacity(W::BYTES * words.len());
+    for w in words {
+        w.put(&mut bytes);
+    }
+    s.serialize_bytes(&bytes)
+}
+
+fn deserialize_words<'de, D: serde::Deserializer<'de>, W: LeWord>(
+    d: D,
+    what: &str,
+) -> Result<Vec<W>, D::Error> {
+    use serde::de::Error;
+    let bytes = serde_bytes::ByteBuf::deserialize(d)?;
+    if bytes.len() % W::BYTES != 0 {
+        return Err(D::Error::custom(format!(
+            "{what}: {} bytes, not a whole number of {}-byte words",
+            bytes.len(),
+            W::BYTES
+        )));
+    }
+    Ok(bytes.chunks_exact(W::BYTES).map(W::get).collect())
+}
+
 /// `Vec<u32>` as one byte string of 4-byte little-endian words: its length depends only on
 /// the number of indices, never on their values.
 mod fixed_width_indices {
-    use serde::de::Error;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserializer, Serializer};
 
     pub(super) fn serialize<S: Serializer>(indices: &[u32], s: S) -> Result<S::Ok, S::Error> {
-        let bytes: Vec<u8> = indices.iter().flat_map(|i| i.to_le_bytes()).collect();
-        s.serialize_bytes(&bytes)
+        super::serialize_words(indices, s)
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
-        let bytes = serde_bytes::ByteBuf::deserialize(d)?;
-        if bytes.len() % 4 != 0 {
-            return Err(D::Error::custom(format!(
-                "batch indices: {} bytes, not a whole number of 4-byte words",
-                bytes.len()
-            )));
-        }
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect())
+        super::deserialize_words(d, "batch indices")
+    }
+}
+
+/// `Vec<u128>` ring elements as one byte string of 16-byte little-endian words (since wire
+/// version 17; varints before, which took 19 bytes for a negative value and one loop per
+/// element to write, read and check).
+mod fixed_width_elements {
+    use serde::{Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(elements: &[u128], s: S) -> Result<S::Ok, S::Error> {
+        super::serialize_words(elements, s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
+        super::deserialize_words(d, "ring elements")
     }
 }
 
@@ -388,6 +447,7 @@ pub struct WirePublic {
     /// Components K.
     pub components: u32,
     /// Mixture weights pi (K), raw fixed point.
+    #[serde(with = "fixed_width_elements")]
     pub pi: Vec<u128>,
     /// Clip bound as used by the circuit, raw fixed point.
     pub clip: u128,
@@ -403,8 +463,10 @@ pub struct WirePartyMap {
     /// w_p = |T_p|.
     pub width: u32,
     /// A, K x w_p row-major, raw fixed point.
+    #[serde(with = "fixed_width_elements")]
     pub scale: Vec<u128>,
     /// b, K x w_p row-major, raw fixed point.
+    #[serde(with = "fixed_width_elements")]
     pub offset: Vec<u128>,
     /// [`PartyMap::integer_stats`]: the party inputs T_p as raw integers.
     pub integer_stats: bool,

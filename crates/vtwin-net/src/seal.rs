@@ -182,24 +182,31 @@ impl SealKey {
         }
     }
 
-    /// The shared secret of the channel whose public key is `channel`: remembered, or one
-    /// scalar multiplication (outside the table's lock; remembered if contributory).
-    fn channel_secret(&self, channel: &[u8; 32]) -> Result<ChannelSecret, SealError> {
-        let opened = || self.opened.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(shared) = opened().get(channel) {
-            return Ok(shared.clone());
+    /// The shared secret of the channel whose public key is `channel`, and whether it was
+    /// remembered: if not, one scalar multiplication (outside the table's lock), refused if
+    /// non-contributory; [`SealKey::remember`] keeps it once a blob has opened with it.
+    fn channel_secret(&self, channel: &[u8; 32]) -> Result<(ChannelSecret, bool), SealError> {
+        if let Some(shared) = self.opened().get(channel) {
+            return Ok((shared.clone(), true));
         }
         let shared = self.secret.diffie_hellman(&PublicKey::from(*channel));
         if !shared.was_contributory() {
             return Err(SealError::NonContributory);
         }
-        let shared: ChannelSecret = Box::new(Zeroizing::new(shared.to_bytes()));
-        let mut opened = opened();
+        Ok((Box::new(Zeroizing::new(shared.to_bytes())), false))
+    }
+
+    /// Keeps `shared` as the secret of `channel` (a blob opened with it).
+    fn remember(&self, channel: &[u8; 32], shared: ChannelSecret) {
+        let mut opened = self.opened();
         if opened.len() >= OPENED_CAPACITY {
             opened.clear();
         }
-        opened.insert(*channel, shared.clone());
-        Ok(shared)
+        opened.insert(*channel, shared);
+    }
+
+    fn opened(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], ChannelSecret>> {
+        self.opened.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The 32 secret bytes, zeroized when dropped.
@@ -412,8 +419,8 @@ fn nonce() -> Nonce {
 /// [`SealError::Authentication`] for a wrong key, a wrong context or any changed byte
 /// (AES-GCM forgery probability <= 2^-100 per attempt for blobs under 2^32 blocks). Never
 /// panics. The plaintext is returned in a buffer wiped on drop ([`WipedBytes`]). Cost: one
-/// HKDF and AES-256-GCM over the blob, plus one X25519 scalar multiplication the first
-/// time `key` sees the blob's channel.
+/// HKDF and AES-256-GCM over the blob, plus one X25519 scalar multiplication until a blob
+/// of its channel has opened under `key`.
 pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBytes, SealError> {
     if sealed.len() < SEAL_OVERHEAD {
         return Err(SealError::TooShort { len: sealed.len() });
@@ -422,7 +429,7 @@ pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBy
     let (channel, salt) = header.split_at(32);
     let channel: [u8; 32] = channel.try_into().expect("split at 32");
     let salt: [u8; SALT_BYTES] = salt.try_into().expect("split at 16");
-    let shared = key.channel_secret(&channel)?;
+    let (shared, remembered) = key.channel_secret(&channel)?;
     let aes_key = blob_key(&channel, &key.public, &shared, ctx, &salt);
     // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
     // never reallocates), so no heap copy of the plaintext is left behind (ring, like
@@ -434,6 +441,11 @@ pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBy
         .map_err(|_| SealError::Authentication)?
         .len();
     plain.truncate(n);
+    // Kept only for a channel whose blob authenticated: no one without the channel's key
+    // can fill the table.
+    if !remembered {
+        key.remember(&channel, shared);
+    }
     Ok(plain)
 }
 
@@ -471,7 +483,7 @@ mod tests {
                 .collect()
         };
         let cases = json["cases"].as_array().expect("cases");
-        assert!(cases.len() >= 3);
+        assert_eq!(cases.len(), 5);
         // One case is a second blob on another case's channel: the same E, another salt and
         // another blob for the same context and plaintext.
         assert!(cases
@@ -482,13 +494,20 @@ mod tests {
                     && a["aad"] == b["aad"]
                     && a["plaintext"] == b["plaintext"]
                     && a["salt"] != b["salt"]
-                    && a["sealed"] != b["sealed"]
+                    && a["aes_key"] != b["aes_key"]
+                    && a["sealed"].as_str().unwrap()[2 * HEADER_BYTES..]
+                        != b["sealed"].as_str().unwrap()[2 * HEADER_BYTES..]
             })));
+        // One node key per node secret, so that the second blob on a channel opens through
+        // the secret its node remembered from the first.
+        let mut keys: HashMap<[u8; 32], SealKey> = HashMap::new();
         for case in cases {
             let node_secret: [u8; 32] = h(&case["node_secret"]).try_into().unwrap();
             let channel_secret: [u8; 32] = h(&case["channel_secret"]).try_into().unwrap();
             let salt: [u8; SALT_BYTES] = h(&case["salt"]).try_into().unwrap();
-            let key = SealKey::from_bytes(node_secret);
+            let key = keys
+                .entry(node_secret)
+                .or_insert_with(|| SealKey::from_bytes(node_secret));
             assert_eq!(key.public().to_vec(), h(&case["node_public"]));
             let c = &case["context"];
             let ctx = SealContext {
@@ -507,8 +526,10 @@ mod tests {
             assert_eq!(aes_key.to_vec(), h(&case["aes_key"]));
             let sealed = channel.seal_with_salt(&ctx, &plaintext, &salt).unwrap();
             assert_eq!(sealed, h(&case["sealed"]), "{}", case["name"]);
-            assert_eq!(*unseal(&key, &ctx, &sealed).unwrap(), plaintext);
+            assert_eq!(*unseal(key, &ctx, &sealed).unwrap(), plaintext);
+            assert!(key.opened.lock().unwrap().contains_key(&channel.public()));
         }
+        assert_eq!(keys.len(), cases.len() - 1);
     }
 
     /// ring's AES-256-GCM against RustCrypto's `aes-gcm` (the sealing's cipher before
@@ -638,10 +659,15 @@ mod tests {
             assert_eq!(blob[..32], channel.public());
             blobs.push((c, blob));
         }
-        // Blobs 0 and 1: one channel, one context, one plaintext, different salts.
+        // Blobs 0 and 1 (a retried attempt looks like this): one channel, one context, one
+        // plaintext, different salts, so different keys and different ciphertexts.
         assert_eq!(blobs[0].0, blobs[1].0);
-        assert_ne!(blobs[0].1, blobs[1].1);
-        assert_ne!(blobs[0].1[32..HEADER_BYTES], blobs[1].1[32..HEADER_BYTES]);
+        let salt = |b: &[u8]| -> [u8; SALT_BYTES] { b[32..HEADER_BYTES].try_into().unwrap() };
+        let (s0, s1) = (salt(&blobs[0].1), salt(&blobs[1].1));
+        assert_ne!(s0, s1);
+        let k = |s: &[u8; SALT_BYTES]| blob_key(&a.public(), &key.public(), &a.shared, &ctx(), s);
+        assert_ne!(*k(&s0), *k(&s1));
+        assert_ne!(blobs[0].1[HEADER_BYTES..], blobs[1].1[HEADER_BYTES..]);
         for (c, blob) in &blobs {
             assert_eq!(&*unseal(&key, c, blob).unwrap(), b"the same shares");
         }
@@ -650,12 +676,22 @@ mod tests {
         assert_eq!(***opened.get(&a.public()).unwrap(), **a.shared);
         assert_eq!(***opened.get(&b.public()).unwrap(), **b.shared);
         drop(opened);
-        // Another node's key does not open them.
+        // Another node's key does not open them, and keeps nothing of a channel whose blob
+        // did not authenticate.
         let other = SealKey::generate(&mut rng);
         assert_eq!(
             unseal(&other, &blobs[0].0, &blobs[0].1),
             Err(SealError::Authentication)
         );
+        assert!(other.opened.lock().unwrap().is_empty());
+        let mut forged = blobs[3].1.clone();
+        *forged.last_mut().unwrap() ^= 1;
+        let fresh = SealKey::from_bytes(*key.to_bytes());
+        assert_eq!(
+            unseal(&fresh, &blobs[3].0, &forged),
+            Err(SealError::Authentication)
+        );
+        assert!(fresh.opened.lock().unwrap().is_empty());
         // A full table is emptied; its channels open again (one multiplication each).
         for i in 0..OPENED_CAPACITY {
             let mut secret = [1u8; 32];

@@ -564,3 +564,83 @@ proptest! {
         prop_assert_eq!(size(a), size(padding));
     }
 }
+
+proptest! {
+    /// A `Start`'s ring elements are written at 16 bytes each whatever their values (a
+    /// negative entry as a varint took 19): the frame's size is a function of the counts.
+    #[test]
+    fn start_size_does_not_depend_on_the_elements(
+        public in wire_public(),
+        seed in any::<u128>(),
+        terms in terms(),
+    ) {
+        let size = |public: WirePublic| {
+            let body = Body::Start { public, terms };
+            encode(&Frame::new([1; 16], 2, 0, Role::Coordinator, body)).unwrap().len()
+        };
+        let mut other = public.clone();
+        for v in other.pi.iter_mut() {
+            *v ^= seed;
+        }
+        for p in other.parties.iter_mut() {
+            for v in p.scale.iter_mut().chain(p.offset.iter_mut()) {
+                *v = v.wrapping_neg() ^ seed;
+            }
+        }
+        prop_assert_eq!(size(public.clone()), size(other.clone()));
+        // And it round-trips.
+        let f = Frame::new([1; 16], 2, 0, Role::Coordinator, Body::Start { public: other, terms });
+        let wire = encode(&f).unwrap();
+        prop_assert_eq!(decode(&wire[LENGTH_PREFIX_BYTES..]).unwrap(), f);
+    }
+}
+
+/// A ring-element byte string that is not a whole number of 16-byte words is refused.
+#[test]
+fn a_ring_element_string_of_a_partial_word_is_refused() {
+    let public = WirePublic {
+        batch: 1,
+        components: 1,
+        pi: vec![u128::MAX],
+        clip: 1,
+        parties: vec![],
+        noise_contributors: 1,
+    };
+    let f = Frame::new(
+        [1; 16],
+        2,
+        0,
+        Role::Coordinator,
+        Body::Start {
+            public,
+            terms: JobTerms {
+                sigma: 1.0,
+                clip: 1.0,
+                components: 1,
+                sample_rate: 0.01,
+                iterations: 10,
+                delta: 1e-5,
+                rows: [0; 32],
+                tempering_start: 1.0,
+                tempering_iterations: 0,
+            },
+        },
+    );
+    let wire = encode(&f).unwrap();
+    let body = &wire[LENGTH_PREFIX_BYTES..];
+    // pi's byte string: its length byte 16, then sixteen 0xff; drop one 0xff and say 15.
+    let at = body
+        .windows(17)
+        .position(|w| w[0] == 16 && w[1..].iter().all(|b| *b == 0xff))
+        .expect("pi's bytes");
+    let mut bad = body[..at].to_vec();
+    bad.push(15);
+    bad.extend_from_slice(&body[at + 2..]);
+    assert!(
+        matches!(decode(&bad), Err(FrameError::Malformed(_))),
+        "{:?}",
+        decode(&bad)
+    );
+    // The untouched frame decodes.
+    assert_eq!(decode(body).unwrap(), f);
+}
