@@ -441,8 +441,8 @@ pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBy
         .map_err(|_| SealError::Authentication)?
         .len();
     plain.truncate(n);
-    // Kept only for a channel whose blob authenticated: no one without the channel's key
-    // can fill the table.
+    // Kept only for a channel whose blob authenticated (and the node unseals only blobs
+    // whose party's signature verified), so forged or garbled blobs never fill the table.
     if !remembered {
         key.remember(&channel, shared);
     }
