@@ -56,8 +56,9 @@
 //!
 //! Cost per request: the local kernels (O(B K |T_p|)), three input shares of 2 B K, B |T_p|
 //! and d ring elements, six seals (one HKDF and AES-256-GCM over the blob each; once per job
-//! three channels, two X25519 multiplications each) and six ECDSA signatures, one ledger append with `fdatasync`; the epsilon checks about a
-//! millisecond each (the plan's is cached).
+//! three channels, two X25519 multiplications each) and six ECDSA signatures, one ledger
+//! append with `fdatasync`; the epsilon checks about a millisecond each (the plan's is
+//! cached).
 
 use rand::{SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
