@@ -366,25 +366,21 @@ trait LeWord: Sized {
     fn get(bytes: &[u8]) -> Self;
 }
 
-impl LeWord for u32 {
-    const BYTES: usize = 4;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn get(bytes: &[u8]) -> Self {
-        u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
-    }
+macro_rules! le_word {
+    ($($t:ty),*) => {$(
+        impl LeWord for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            fn put(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("one word"))
+            }
+        }
+    )*};
 }
 
-impl LeWord for u128 {
-    const BYTES: usize = 16;
-    fn put(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn get(bytes: &[u8]) -> Self {
-        u128::from_le_bytes(bytes.try_into().expect("16 bytes"))
-    }
-}
+le_word!(u32, u128);
 
 fn serialize_words<S: serde::Serializer, W: LeWord>(words: &[W], s: S) -> Result<S::Ok, S::Error> {
     let mut bytes = Vec::with_capacity(W::BYTES * words.len());

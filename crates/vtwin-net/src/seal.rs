@@ -182,18 +182,28 @@ impl SealKey {
         }
     }
 
-    /// The shared secret of the channel whose public key is `channel`, and whether it was
-    /// remembered: if not, one scalar multiplication (outside the table's lock), refused if
-    /// non-contributory; [`SealKey::remember`] keeps it once a blob has opened with it.
-    fn channel_secret(&self, channel: &[u8; 32]) -> Result<(ChannelSecret, bool), SealError> {
+    /// The AES key of a blob of the channel whose public key is `channel`: from the
+    /// remembered secret (derived under the table's lock, no copy of the secret), or from
+    /// one scalar multiplication (outside the lock; refused if non-contributory), whose
+    /// secret is returned too, for [`SealKey::remember`] once the blob has opened.
+    fn open_key(
+        &self,
+        channel: &[u8; 32],
+        ctx: &SealContext,
+        salt: &[u8; SALT_BYTES],
+    ) -> Result<(Zeroizing<[u8; 32]>, Option<ChannelSecret>), SealError> {
         if let Some(shared) = self.opened().get(channel) {
-            return Ok((shared.clone(), true));
+            return Ok((blob_key(channel, &self.public, shared, ctx, salt), None));
         }
         let shared = self.secret.diffie_hellman(&PublicKey::from(*channel));
         if !shared.was_contributory() {
             return Err(SealError::NonContributory);
         }
-        Ok((Box::new(Zeroizing::new(shared.to_bytes())), false))
+        let shared: ChannelSecret = Box::new(Zeroizing::new(shared.to_bytes()));
+        Ok((
+            blob_key(channel, &self.public, &shared, ctx, salt),
+            Some(shared),
+        ))
     }
 
     /// Keeps `shared` as the secret of `channel` (a blob opened with it).
@@ -429,8 +439,7 @@ pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBy
     let (channel, salt) = header.split_at(32);
     let channel: [u8; 32] = channel.try_into().expect("split at 32");
     let salt: [u8; SALT_BYTES] = salt.try_into().expect("split at 16");
-    let (shared, remembered) = key.channel_secret(&channel)?;
-    let aes_key = blob_key(&channel, &key.public, &shared, ctx, &salt);
+    let (aes_key, new_channel) = key.open_key(&channel, ctx, &salt)?;
     // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
     // never reallocates), so no heap copy of the plaintext is left behind (ring, like
     // RustCrypto before it, passes a last partial block through stack temporaries); on a
@@ -443,7 +452,7 @@ pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBy
     plain.truncate(n);
     // Kept only for a channel whose blob authenticated (and the node unseals only blobs
     // whose party's signature verified), so forged or garbled blobs never fill the table.
-    if !remembered {
+    if let Some(shared) = new_channel {
         key.remember(&channel, shared);
     }
     Ok(plain)
