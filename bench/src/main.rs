@@ -223,12 +223,14 @@ fn plans(
             TimingPlan {
                 iters: 10,
                 warmup: 2,
+                rounds: 2,
             },
             ScalingPlan {
                 base: ScalingConfig { rows: 2000, ..base },
                 timing: TimingPlan {
                     iters: 3,
                     warmup: 1,
+                    rounds: 1,
                 },
                 batch: vec![50, 100],
                 components: vec![10, 20],
@@ -245,15 +247,19 @@ fn plans(
                 jobs,
                 budget: Duration::from_secs(60 * utility_minutes),
             },
+            // Four rounds of the backends in turn: a slow minute of a shared machine then
+            // moves one round's ratios, not the median of four.
             TimingPlan {
-                iters: 300,
-                warmup: 30,
+                iters: 150,
+                warmup: 20,
+                rounds: 4,
             },
             ScalingPlan {
                 base,
                 timing: TimingPlan {
                     iters: 40,
                     warmup: 5,
+                    rounds: 1,
                 },
                 batch: vec![25, 50, 100, 200, 400],
                 components: vec![5, 10, 20, 40],

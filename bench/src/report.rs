@@ -82,7 +82,7 @@ fn bench_table(out: &mut String, j: &BenchReport) {
     let _ = writeln!(
         out,
         "Workload `{}`: {} records, parties {:?}, statistics widths {:?}, K = {}, expected B = {}, \
-         d = {}; {} timed iterations after {} warm-up per backend, sigma {}, started {}.\n",
+         d = {}; {} timed iterations after {} warm-up per backend{}, sigma {}, started {}.\n",
         w.name,
         w.rows,
         w.parties,
@@ -92,6 +92,15 @@ fn bench_table(out: &mut String, j: &BenchReport) {
         w.dimension,
         s.iters,
         s.warmup,
+        if s.rounds > 1 {
+            format!(
+                " in each of {} rounds of the backends in turn (the ms columns pool the rounds; \
+                 the ratios are the medians of the ratios within a round)",
+                s.rounds
+            )
+        } else {
+            String::new()
+        },
         s.sigma,
         j.date_utc,
     );
@@ -124,6 +133,23 @@ fn bench_table(out: &mut String, j: &BenchReport) {
             thousands(t.map(|t| t.bytes_between_nodes_per_iteration)),
             thousands(t.map(|t| t.bytes_to_coordinator_per_iteration)),
             per_party,
+        );
+    }
+    let per_round: Vec<String> = j
+        .backends
+        .iter()
+        .filter(|e| e.backend != "fixed")
+        .filter_map(|e| {
+            let r = e.ratio_vs_fixed_per_round.as_ref()?;
+            let list: Vec<String> = r.iter().map(|x| f(Some(*x), 2)).collect();
+            Some(format!("{} {}", e.backend, list.join(", ")))
+        })
+        .collect();
+    if !per_round.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nRatio to fixed in each round: {}.",
+            per_round.join("; ")
         );
     }
     let phases: Vec<String> = j

@@ -16,6 +16,8 @@ pub(crate) struct TimingPlan {
     pub(crate) iters: u64,
     /// Warm-up iterations.
     pub(crate) warmup: u64,
+    /// Runs of the whole list of backends, in turn (`vtwin bench --rounds`).
+    pub(crate) rounds: u32,
 }
 
 /// Runs `vtwin bench --workload W` and returns its report.
@@ -31,6 +33,8 @@ pub(crate) fn bench(
         plan.iters.to_string(),
         "--warmup".into(),
         plan.warmup.to_string(),
+        "--rounds".into(),
+        plan.rounds.to_string(),
         "--out".into(),
         out.display().to_string(),
     ];

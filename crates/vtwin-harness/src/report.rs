@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use vtwin_host::machine::Machine;
 
-use crate::spread::Spread;
+use crate::spread::{median, Spread};
 
 /// One `vtwin bench` run: where and when it ran, on what, and each backend's figures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,6 +97,13 @@ pub struct SettingsReport {
     pub secret_randomness: String,
     /// What a timed iteration spans.
     pub timed: String,
+    /// How many times the list of backends ran, in turn (1 in reports before the option).
+    #[serde(default = "one_round")]
+    pub rounds: u32,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 /// One backend's figures.
@@ -129,12 +136,21 @@ pub struct BackendEntry {
     /// Median traffic per iteration as the in-memory nodes count it (mpc only).
     #[serde(flatten, default)]
     pub traffic: Option<Traffic>,
-    /// Median over the fixed backend's median (null where fixed was not measured).
+    /// Each round's median milliseconds per iteration, in round order (more than one round
+    /// only; `ms_per_iteration` pools every round's timed iterations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_medians_ms: Option<Vec<f64>>,
+    /// Median over the fixed backend's median (null where fixed was not measured); with
+    /// several rounds, the median of the ratios taken within each round.
     #[serde(default)]
     pub ratio_vs_fixed: Option<f64>,
-    /// Median over the float backend's median (null where float was not measured).
+    /// Median over the float backend's median (null where float was not measured); with
+    /// several rounds, the median of the ratios taken within each round.
     #[serde(default)]
     pub ratio_vs_float: Option<f64>,
+    /// The ratio to fixed within each round, in round order (more than one round only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_vs_fixed_per_round: Option<Vec<f64>>,
 }
 
 /// Median milliseconds per phase of an in-process iteration.
@@ -184,22 +200,42 @@ pub struct NotMeasured {
     pub reason: String,
 }
 
-/// Sets every entry's `ratio_vs_fixed` and `ratio_vs_float` (median over median; None
-/// where the reference was not measured or is not positive). Cost O(backends).
+/// An entry's medians per round: its `round_medians_ms`, or its one median.
+fn medians(e: &BackendEntry) -> Vec<f64> {
+    e.round_medians_ms
+        .clone()
+        .unwrap_or_else(|| vec![e.ms_per_iteration.median])
+}
+
+/// Sets every entry's `ratio_vs_fixed` and `ratio_vs_float`: the median over the rounds of
+/// the entry's median over the reference's median in the same round (with one round,
+/// median over median), so that a slow minute of the machine, which slows every backend
+/// run in it, does not enter a ratio as a difference between backends. None where the
+/// reference was not measured, not in as many rounds, or not positive; the per-round
+/// ratios to fixed are kept where there is more than one round. Cost O(backends rounds).
 pub fn add_ratios(entries: &mut [BackendEntry]) {
-    let median = |name: &str, entries: &[BackendEntry]| {
+    let reference = |name: &str, entries: &[BackendEntry]| {
         entries
             .iter()
             .find(|e| e.backend == name)
-            .map(|e| e.ms_per_iteration.median)
-            .filter(|m| *m > 0.0)
+            .map(medians)
+            .filter(|m| m.iter().all(|&x| x > 0.0))
     };
-    let fixed = median("fixed", entries);
-    let float = median("float", entries);
+    let fixed = reference("fixed", entries);
+    let float = reference("float", entries);
+    let per_round = |own: &[f64], reference: &Option<Vec<f64>>| {
+        reference
+            .as_ref()
+            .filter(|r| r.len() == own.len())
+            .map(|r| own.iter().zip(r).map(|(m, r)| m / r).collect::<Vec<f64>>())
+    };
     for e in entries.iter_mut() {
-        let m = e.ms_per_iteration.median;
-        e.ratio_vs_fixed = fixed.map(|r| m / r);
-        e.ratio_vs_float = float.map(|r| m / r);
+        let own = medians(e);
+        let to_fixed = per_round(&own, &fixed);
+        let to_float = per_round(&own, &float);
+        e.ratio_vs_fixed = to_fixed.as_ref().map(|r| median(r.iter().copied()));
+        e.ratio_vs_float = to_float.map(median);
+        e.ratio_vs_fixed_per_round = to_fixed.filter(|r| r.len() > 1);
     }
 }
 
@@ -219,8 +255,10 @@ mod tests {
             note: None,
             rounds_per_iteration: traffic.as_ref().map(|_| 68.0),
             traffic,
+            round_medians_ms: None,
             ratio_vs_fixed: None,
             ratio_vs_float: None,
+            ratio_vs_fixed_per_round: None,
         }
     }
 
@@ -250,6 +288,9 @@ mod tests {
         assert_eq!(mpc["rounds_per_iteration"], 68.0);
         let fixed = serde_json::to_value(&entries[1]).unwrap();
         assert!(fixed["bytes_between_nodes_per_iteration"].is_null());
+        // One round: no per-round keys.
+        assert!(fixed.get("round_medians_ms").is_none());
+        assert!(fixed.get("ratio_vs_fixed_per_round").is_none());
         // Both read back as they were.
         let back: BackendEntry = serde_json::from_value(mpc).unwrap();
         assert_eq!(back, entries[2]);
@@ -259,5 +300,39 @@ mod tests {
         let mut alone = vec![entry("mpc", 12.0, None)];
         add_ratios(&mut alone);
         assert_eq!(alone[0].ratio_vs_fixed, None);
+        assert_eq!(alone[0].ratio_vs_fixed_per_round, None);
+    }
+
+    #[test]
+    fn ratios_over_rounds_are_paired_within_each_round() {
+        // Ratios within the rounds 3, 2 and 4: their median is 3, where the median over the
+        // median of the rounds' medians would be 16 / 5 = 3.2.
+        let rounds = |b: &str, m: [f64; 3]| {
+            let mut e = entry(b, m[1], None);
+            e.round_medians_ms = Some(m.to_vec());
+            e
+        };
+        let mut entries = vec![
+            rounds("fixed", [4.0, 8.0, 5.0]),
+            rounds("mpc", [12.0, 16.0, 20.0]),
+            rounds("float", [2.0, 2.0, 2.0]),
+        ];
+        add_ratios(&mut entries);
+        assert_eq!(entries[1].ratio_vs_fixed, Some(3.0));
+        assert_eq!(
+            entries[1].ratio_vs_fixed_per_round,
+            Some(vec![3.0, 2.0, 4.0])
+        );
+        assert_eq!(entries[1].ratio_vs_float, Some(8.0));
+        assert_eq!(entries[0].ratio_vs_float, Some(2.5));
+        let json = serde_json::to_value(&entries[1]).unwrap();
+        assert_eq!(json["round_medians_ms"][1], 16.0);
+        assert_eq!(json["ratio_vs_fixed_per_round"][0], 3.0);
+        let back: BackendEntry = serde_json::from_value(json).unwrap();
+        assert_eq!(back, entries[1]);
+        // A reference measured in fewer rounds (its later runs failed) gives no ratio.
+        let mut short = vec![rounds("fixed", [4.0, 8.0, 5.0]), entry("mpc", 12.0, None)];
+        add_ratios(&mut short);
+        assert_eq!(short[1].ratio_vs_fixed, None);
     }
 }

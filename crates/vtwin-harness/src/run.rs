@@ -8,6 +8,12 @@
 //! `vtwin train` reports as `median_ms.iteration`; the first `warmup` iterations run but are
 //! not counted (caches, the allocator, the noise distribution's set-up).
 //!
+//! With `rounds` R > 1 the whole list of backends runs R times in turn (fixed, mpc, mpc-quic,
+//! fixed, mpc, mpc-quic, ...), each time with its warm-up, so that a slow or fast minute of a
+//! shared machine falls on every backend alike; each entry pools its R runs' timed
+//! iterations, and its ratios are the medians of the R ratios taken within a round
+//! ([`crate::report::add_ratios`]).
+//!
 //! `mpc-quic` is the whole consortium over loopback QUIC in this process
 //! ([`vtwin_consortium::loopback::run`]: a fresh CA, mutual TLS, three node services, one
 //! party service per party and the coordinator, as tasks of one tokio runtime), on the same
@@ -88,6 +94,8 @@ pub struct BenchSettings {
     pub sigma: f64,
     /// Public seed (initialisation, eta).
     pub seed: u64,
+    /// How many times the whole list of backends runs, in turn (at least 1).
+    pub rounds: u32,
 }
 
 impl BenchSettings {
@@ -96,6 +104,9 @@ impl BenchSettings {
     pub fn check(&self, workload: &Workload) -> Result<(), BenchError> {
         if self.iters == 0 {
             return Err(BenchError::NoIterations);
+        }
+        if self.rounds == 0 {
+            return Err(BenchError::NoRounds);
         }
         if self.components == 0 {
             return Err(BenchError::NoComponents);
@@ -125,6 +136,9 @@ pub enum BenchError {
     /// No timed iterations.
     #[error("at least one timed iteration is needed")]
     NoIterations,
+    /// No rounds.
+    #[error("at least one round of the backends is needed")]
+    NoRounds,
     /// No components.
     #[error("at least one mixture component is needed")]
     NoComponents,
@@ -182,7 +196,7 @@ pub enum BenchError {
 }
 
 /// Runs every backend of `settings` on `workload` and returns the report (not written
-/// anywhere: the caller decides). Cost: (warmup + iters) iterations per backend.
+/// anywhere: the caller decides). Cost: rounds (warmup + iters) iterations per backend.
 pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport, BenchError> {
     settings.check(workload)?;
     let mut backends = settings.backends.clone();
@@ -212,27 +226,54 @@ pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport,
         layout: &layout,
         workload,
     };
-    let mut entries: Vec<BackendEntry> = Vec::new();
+    // measured[i]: backend i's runs, one per round, until one fails (mpc-quic only).
+    let mut measured: Vec<Vec<Measured>> = backends.iter().map(|_| Vec::new()).collect();
     let mut not_measured = Vec::new();
-    for &b in &backends {
-        match b {
-            BenchBackend::MpcQuic => match run.loopback() {
-                Ok(mut e) => {
-                    // Same protocol as the in-memory mpc backend: same rounds.
-                    e.rounds_per_iteration = entries
+    for round in 0..settings.rounds {
+        for (i, &b) in backends.iter().enumerate() {
+            match b {
+                BenchBackend::MpcQuic => {
+                    if not_measured
                         .iter()
-                        .find(|m| m.backend == BenchBackend::Mpc.name())
-                        .and_then(|m| m.rounds_per_iteration);
-                    entries.push(e);
+                        .any(|n: &NotMeasured| n.backend == b.name())
+                    {
+                        continue;
+                    }
+                    match run.loopback() {
+                        Ok(m) => measured[i].push(m),
+                        // Reported, not hidden: the other backends' figures still stand.
+                        Err(e) => {
+                            measured[i].clear();
+                            not_measured.push(NotMeasured {
+                                backend: b.name().into(),
+                                reason: format!(
+                                    "round {}: {}",
+                                    round + 1,
+                                    vtwin_host::error_chain::chain(&e)
+                                ),
+                            });
+                        }
+                    }
                 }
-                // Reported, not hidden: the other backends' figures still stand.
-                Err(e) => not_measured.push(NotMeasured {
-                    backend: b.name().into(),
-                    reason: vtwin_host::error_chain::chain(&e),
-                }),
-            },
-            _ => entries.push(run.in_process(b)?),
+                _ => measured[i].push(run.in_process(b)?),
+            }
         }
+    }
+    let mut entries: Vec<BackendEntry> = measured
+        .into_iter()
+        .filter(|runs| !runs.is_empty())
+        .map(pool)
+        .collect();
+    // mpc-quic runs the in-memory mpc backend's protocol: the same rounds.
+    let mpc_rounds = entries
+        .iter()
+        .find(|m| m.backend == BenchBackend::Mpc.name())
+        .and_then(|m| m.rounds_per_iteration);
+    if let Some(e) = entries
+        .iter_mut()
+        .find(|e| e.backend == BenchBackend::MpcQuic.name())
+    {
+        e.rounds_per_iteration = mpc_rounds;
     }
     add_ratios(&mut entries);
     Ok(BenchReport {
@@ -265,6 +306,7 @@ pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport,
             renormalise: "closed-form".into(),
             secret_randomness: "os".into(),
             timed: "float, fixed, mpc: Dpvi::step wall clock (sample, gather, backend, update); mpc-quic: the coordinator's Start to the applied update".into(),
+            rounds: settings.rounds,
         },
         backends: entries,
         not_measured,
@@ -309,6 +351,45 @@ pub fn phases(reports: &[StepReport]) -> Phases {
     }
 }
 
+/// One run of one backend: its entry, and the samples [`pool`] merges across rounds.
+struct Measured {
+    entry: BackendEntry,
+    ms: Vec<f64>,
+    reports: Vec<StepReport>,
+}
+
+/// One entry from a backend's runs (one per round, at least one): the pooled timed
+/// iterations' spread and phases, each round's median, the first run's protocol costs
+/// (the same in every run), the median setup and the summed whole-run time. Cost O(n log n)
+/// in the timed iterations.
+fn pool(runs: Vec<Measured>) -> BackendEntry {
+    let round_medians: Vec<f64> = runs
+        .iter()
+        .map(|m| m.entry.ms_per_iteration.median)
+        .collect();
+    let setups: Vec<f64> = runs.iter().filter_map(|m| m.entry.setup_ms).collect();
+    let totals: Vec<f64> = runs.iter().filter_map(|m| m.entry.total_ms).collect();
+    let ms: Vec<f64> = runs.iter().flat_map(|m| m.ms.iter().copied()).collect();
+    let reports: Vec<StepReport> = runs
+        .iter()
+        .flat_map(|m| m.reports.iter().cloned())
+        .collect();
+    let mut runs = runs;
+    let first = runs.swap_remove(0);
+    let mut entry = first.entry;
+    entry.iterations_timed = ms.len();
+    entry.ms_per_iteration = Spread::of(&ms);
+    if !reports.is_empty() {
+        entry.phases_median_ms = Some(phases(&reports));
+        entry.batch_records_median =
+            Some(median(reports.iter().map(|r| r.diagnostics.records as f64)));
+    }
+    entry.setup_ms = (!setups.is_empty()).then(|| median(setups));
+    entry.total_ms = (!totals.is_empty()).then(|| totals.iter().sum());
+    entry.round_medians_ms = (round_medians.len() > 1).then_some(round_medians);
+    entry
+}
+
 /// One benchmark's shared inputs.
 struct Run<'a> {
     settings: &'a BenchSettings,
@@ -319,7 +400,7 @@ struct Run<'a> {
 
 impl Run<'_> {
     /// `warmup + iters` iterations of one in-process backend.
-    fn in_process(&self, kind: BenchBackend) -> Result<BackendEntry, BenchError> {
+    fn in_process(&self, kind: BenchBackend) -> Result<Measured, BenchError> {
         let name = kind.name();
         let kernel = |source| BenchError::Kernel {
             backend: name,
@@ -380,7 +461,7 @@ impl Run<'_> {
             }
             None => (None, None),
         };
-        Ok(BackendEntry {
+        let entry = BackendEntry {
             backend: name.into(),
             iterations_timed: ms.len(),
             ms_per_iteration: Spread::of(&ms),
@@ -393,14 +474,17 @@ impl Run<'_> {
             note: None,
             rounds_per_iteration,
             traffic,
+            round_medians_ms: None,
             ratio_vs_fixed: None,
             ratio_vs_float: None,
-        })
+            ratio_vs_fixed_per_round: None,
+        };
+        Ok(Measured { entry, ms, reports })
     }
 
     /// `warmup + iters` iterations of the consortium over loopback QUIC; the error is why
     /// it was not measured.
-    fn loopback(&self) -> Result<BackendEntry, NotMeasuredError> {
+    fn loopback(&self) -> Result<Measured, NotMeasuredError> {
         use vtwin_consortium::loopback::{run, LoopbackSettings};
         let settings = self.settings;
         let table = &self.workload.table;
@@ -454,7 +538,7 @@ impl Run<'_> {
                 iterations: iters,
             });
         }
-        Ok(BackendEntry {
+        let entry = BackendEntry {
             backend: BenchBackend::MpcQuic.name().into(),
             iterations_timed: ms.len(),
             ms_per_iteration: Spread::of(&ms),
@@ -465,8 +549,15 @@ impl Run<'_> {
             note: Some("wire bytes (TLS, QUIC, framing) are not counted by the loopback run; rounds are the protocol's, as mpc".into()),
             rounds_per_iteration: None,
             traffic: None,
+            round_medians_ms: None,
             ratio_vs_fixed: None,
             ratio_vs_float: None,
+            ratio_vs_fixed_per_round: None,
+        };
+        Ok(Measured {
+            entry,
+            ms,
+            reports: Vec::new(),
         })
     }
 }

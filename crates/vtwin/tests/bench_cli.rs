@@ -170,6 +170,8 @@ fn synthetic_workload_parties_and_width() {
             "20",
             "--components",
             "3",
+            "--rounds",
+            "3",
         ],
     );
     let w = &j["workload"];
@@ -190,6 +192,40 @@ fn synthetic_workload_parties_and_width() {
     // No float entry: ratio_vs_float is null, ratio_vs_fixed is not.
     assert!(mpc["ratio_vs_float"].is_null());
     assert!(mpc["ratio_vs_fixed"].as_f64().unwrap() > 0.0);
+    // Three rounds: every entry pools 3 x 4 timed iterations and keeps each round's
+    // median; the ratio is the median of the three ratios within a round.
+    assert_eq!(j["settings"]["rounds"], 3);
+    let floats = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap_or_else(|| panic!("{v}"))
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let fixed = entry(&j, "fixed");
+    let (fixed_rounds, mpc_rounds) = (
+        floats(&fixed["round_medians_ms"]),
+        floats(&mpc["round_medians_ms"]),
+    );
+    assert_eq!((fixed_rounds.len(), mpc_rounds.len()), (3, 3));
+    for e in [fixed, mpc] {
+        assert_eq!(e["iterations_timed"], 12);
+        let ms = &e["ms_per_iteration"];
+        for m in floats(&e["round_medians_ms"]) {
+            assert!(ms["min"].as_f64().unwrap() <= m && m <= ms["max"].as_f64().unwrap());
+        }
+    }
+    let mut within: Vec<f64> = mpc_rounds
+        .iter()
+        .zip(&fixed_rounds)
+        .map(|(m, f)| m / f)
+        .collect();
+    assert_eq!(floats(&mpc["ratio_vs_fixed_per_round"]), within);
+    within.sort_by(f64::total_cmp);
+    assert_eq!(mpc["ratio_vs_fixed"].as_f64(), Some(within[1]));
+    assert_eq!(floats(&fixed["ratio_vs_fixed_per_round"]), [1.0; 3]);
+    // Rounds are the protocol's, whatever the number of runs.
+    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(3.0 + 42.0));
 }
 
 #[test]
@@ -199,6 +235,8 @@ fn bad_flags_fail_with_one_line() {
     let out = out.to_str().unwrap();
     let o = vtwin(&["bench", "--workload", "demo", "--iters", "0", "--out", out]);
     assert_one_line_error(&o, "--iters");
+    let o = vtwin(&["bench", "--workload", "demo", "--rounds", "0", "--out", out]);
+    assert_one_line_error(&o, "--rounds");
     let o = vtwin(&[
         "bench",
         "--workload",

@@ -57,6 +57,11 @@ pub(crate) struct Args {
     /// Untimed warm-up iterations per backend.
     #[arg(long, default_value_t = 20)]
     warmup: u64,
+    /// How many times to run the list of backends, in turn (each run with its warm-up):
+    /// with more than one, each ratio is the median of the ratios within a round, which a
+    /// slow minute of a shared machine moves less.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
     /// Backends, comma-separated.
     #[arg(
         long,
@@ -112,6 +117,7 @@ fn workload_error(e: WorkloadError) -> anyhow::Error {
 fn bench_error(e: BenchError) -> anyhow::Error {
     let flag = match &e {
         BenchError::NoIterations => "--iters",
+        BenchError::NoRounds => "--rounds",
         BenchError::NoComponents => "--components",
         BenchError::Sigma { .. } => "--sigma",
         BenchError::NoBackends => "--backends",
@@ -148,11 +154,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
         components: super::training_data::components(a.components, &workload.schema)?,
         sigma: a.sigma,
         seed: a.seed,
+        rounds: a.rounds,
     };
     settings.check(&workload).map_err(bench_error)?;
     eprintln!(
-        "bench {}: {} timed + {} warm-up iterations per backend",
-        workload.name, a.iters, a.warmup
+        "bench {}: {} timed + {} warm-up iterations per backend, {} round(s)",
+        workload.name, a.iters, a.warmup, a.rounds
     );
     let report = vtwin_harness::run(&workload, &settings).map_err(bench_error)?;
     atomic::write(
@@ -173,6 +180,10 @@ pub(crate) fn run(a: Args) -> anyhow::Result<()> {
             ratio(e.ratio_vs_fixed),
             ratio(e.ratio_vs_float),
         );
+        if let Some(r) = &e.ratio_vs_fixed_per_round {
+            let list: Vec<String> = r.iter().map(|x| format!("{x:.2}")).collect();
+            println!("{:<9} x fixed per round: {}", "", list.join(", "));
+        }
     }
     for m in &report.not_measured {
         println!("not measured: {} ({})", m.backend, m.reason);
