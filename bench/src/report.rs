@@ -303,7 +303,10 @@ pub(crate) fn markdown(r: &Results, figures: &[(&str, &str, bool)]) -> String {
          consortium over loopback QUIC with mutual TLS: three node services, the party \
          services and the coordinator as tasks of one tokio runtime on this machine, no \
          added network delay) it is the coordinator's time from `Start` to the applied \
-         update. Ratios are medians over medians. mpc-quic runs the same protocol as mpc \
+         update. Ratios are medians over medians within a round of the backends (with \
+         several rounds, the median of the rounds' ratios); the VM's speed varies from \
+         minute to minute, and a slow spell slows the fixed backend more than the QUIC \
+         path, so read a ratio with its rounds. mpc-quic runs the same protocol as mpc \
          (equal bit for bit), so its rounds are mpc's; its bytes on the wire are not counted \
          by the loopback run.\n\n",
     );

@@ -1,6 +1,7 @@
 #![allow(missing_docs)] // criterion_group! generates an undocumented function.
 //! Throughput of the wire format and of sealing for a 1 MB payload (the order of a party's
-//! upload to one node): frame encode/decode of a `Body::Mpc`, seal/unseal.
+//! upload to one node): frame encode/decode of a `Body::Mpc` (also at 20 KiB, a message
+//! between nodes), seal/unseal.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand_chacha::rand_core::SeedableRng;
@@ -16,23 +17,22 @@ fn payload() -> Vec<u8> {
 }
 
 fn frame_bench(c: &mut Criterion) {
-    let frame = Frame::new(
-        [5; 16],
-        42,
-        3,
-        Role::Node(1),
-        Body::Mpc { message: payload() },
-    );
-    let wire = encode(&frame).unwrap();
-    let mut g = c.benchmark_group("frame_1MiB");
-    g.throughput(Throughput::Bytes(PAYLOAD as u64));
-    g.bench_function("encode", |b| {
-        b.iter(|| encode(std::hint::black_box(&frame)).unwrap())
-    });
-    g.bench_function("decode", |b| {
-        b.iter(|| decode(std::hint::black_box(&wire[4..])).unwrap())
-    });
-    g.finish();
+    // 1 MiB: a party's upload to a node; 20 KiB: a typical message between nodes (Adult).
+    for (name, len) in [("frame_1MiB", PAYLOAD), ("frame_20KiB", 20 << 10)] {
+        let mut message = payload();
+        message.truncate(len);
+        let frame = Frame::new([5; 16], 42, 3, Role::Node(1), Body::Mpc { message });
+        let wire = encode(&frame).unwrap();
+        let mut g = c.benchmark_group(name);
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_function("encode", |b| {
+            b.iter(|| encode(std::hint::black_box(&frame)).unwrap())
+        });
+        g.bench_function("decode", |b| {
+            b.iter(|| decode(std::hint::black_box(&wire[4..])).unwrap())
+        });
+        g.finish();
+    }
 }
 
 fn seal_bench(c: &mut Criterion) {

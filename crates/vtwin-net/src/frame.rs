@@ -193,6 +193,28 @@ pub enum Body {
     },
 }
 
+impl Body {
+    /// Bytes in the body's byte strings, which make up nearly all of an `Mpc`, `Upload` or
+    /// `Align` frame (0 for the other bodies). Cost O(1).
+    fn byte_strings_len(&self) -> usize {
+        match self {
+            Body::Mpc { message } => message.len(),
+            Body::Upload {
+                sealed,
+                certificate,
+                signature,
+                ..
+            } => sealed.len() + certificate.len() + signature.len(),
+            Body::Align {
+                message,
+                certificate,
+                signature,
+            } => message.len() + certificate.len() + signature.len(),
+            _ => 0,
+        }
+    }
+}
+
 /// The public terms of a training job, sent with every `Request` (to the parties) and every
 /// `Start` (to the nodes), so that each checks them against its own policy: a party against
 /// its privacy budget, a node against its noise floor and clip cap. All are public (they are
@@ -695,13 +717,21 @@ pub enum FrameError {
     },
 }
 
+/// Bytes an encoded frame takes beyond its body's byte strings: the prefix, the header's
+/// fields (at most 70 bytes with every varint at its longest) and the byte strings' length
+/// varints.
+const ENCODE_SLACK: usize = 96;
+
 /// Encodes `frame` as `len (u32 LE) || postcard(frame)`.
 ///
 /// Errors: [`FrameError::TooLarge`] if the body exceeds [`MAX_FRAME_BYTES`]. Cost: one pass
-/// over the frame, one allocation of the output (grown geometrically).
+/// over the frame; the output is allocated once for a frame whose size is its byte strings
+/// (`Mpc`, `Upload`, `Align`: the bulk of the traffic), and grown geometrically for the
+/// others.
 pub fn encode(frame: &Frame) -> Result<Vec<u8>, FrameError> {
-    let out =
-        postcard::to_extend(frame, vec![0u8; LENGTH_PREFIX_BYTES]).map_err(FrameError::Encode)?;
+    let mut out = Vec::with_capacity(ENCODE_SLACK + frame.body.byte_strings_len());
+    out.extend_from_slice(&[0u8; LENGTH_PREFIX_BYTES]);
+    let out = postcard::to_extend(frame, out).map_err(FrameError::Encode)?;
     let len = out.len() - LENGTH_PREFIX_BYTES;
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge {

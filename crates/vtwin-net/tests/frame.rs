@@ -644,3 +644,39 @@ fn a_ring_element_string_of_a_partial_word_is_refused() {
     // The untouched frame decodes.
     assert_eq!(decode(body).unwrap(), f);
 }
+
+/// The bulk frames (`Mpc`, `Upload`, `Align`) are encoded into one allocation of their size:
+/// no geometric growth (which would copy the bytes again and leave up to half the buffer
+/// unused), even with every header varint at its longest.
+#[test]
+fn bulk_frames_are_encoded_without_regrowing() {
+    for n in [0usize, 1, 20_000, 1 << 20] {
+        let bytes = |k: usize| vec![0xA5u8; k];
+        for body in [
+            Body::Mpc { message: bytes(n) },
+            Body::Upload {
+                part: 1,
+                sealed: bytes(n),
+                certificate: bytes(600),
+                signature: bytes(72),
+            },
+            Body::Align {
+                message: bytes(n),
+                certificate: bytes(600),
+                signature: bytes(72),
+            },
+        ] {
+            let mut f = Frame::new([0xFF; 16], u64::MAX, u64::MAX, Role::Party(u16::MAX), body);
+            f.seq = u64::MAX;
+            f.attempt = [0xFF; 8];
+            let wire = encode(&f).unwrap();
+            assert!(
+                wire.capacity() - wire.len() < 96,
+                "{n} bytes: capacity {} for {} encoded",
+                wire.capacity(),
+                wire.len()
+            );
+            assert_eq!(decode(&wire[4..]).unwrap(), f);
+        }
+    }
+}
