@@ -97,13 +97,18 @@ pub struct SettingsReport {
     pub secret_randomness: String,
     /// What a timed iteration spans.
     pub timed: String,
-    /// How many times the list of backends ran, in turn (1 in reports before the option).
-    #[serde(default = "one_round")]
+    /// How many times the list of backends ran, in turn (absent for one round, so a
+    /// one-round report is what it was before the option).
+    #[serde(default = "one_round", skip_serializing_if = "is_one_round")]
     pub rounds: u32,
 }
 
 fn one_round() -> u32 {
     1
+}
+
+fn is_one_round(rounds: &u32) -> bool {
+    *rounds == 1
 }
 
 /// One backend's figures.
@@ -330,9 +335,21 @@ mod tests {
         assert_eq!(json["ratio_vs_fixed_per_round"][0], 3.0);
         let back: BackendEntry = serde_json::from_value(json).unwrap();
         assert_eq!(back, entries[1]);
-        // A reference measured in fewer rounds (its later runs failed) gives no ratio.
+        // Rounds that do not pair up (a reference or an entry measured in fewer rounds)
+        // give no ratio.
         let mut short = vec![rounds("fixed", [4.0, 8.0, 5.0]), entry("mpc", 12.0, None)];
         add_ratios(&mut short);
         assert_eq!(short[1].ratio_vs_fixed, None);
+        let mut short = vec![entry("fixed", 4.0, None), rounds("mpc", [12.0, 16.0, 20.0])];
+        add_ratios(&mut short);
+        assert_eq!(short[1].ratio_vs_fixed, None);
+        assert_eq!(short[1].ratio_vs_fixed_per_round, None);
+        // A round whose reference median is not positive gives no ratio either.
+        let mut zero = vec![
+            rounds("fixed", [4.0, 0.0, 5.0]),
+            rounds("mpc", [1.0, 2.0, 3.0]),
+        ];
+        add_ratios(&mut zero);
+        assert_eq!(zero[1].ratio_vs_fixed, None);
     }
 }

@@ -244,13 +244,14 @@ pub fn run(workload: &Workload, settings: &BenchSettings) -> Result<BenchReport,
                         // Reported, not hidden: the other backends' figures still stand.
                         Err(e) => {
                             measured[i].clear();
+                            let why = vtwin_host::error_chain::chain(&e);
                             not_measured.push(NotMeasured {
                                 backend: b.name().into(),
-                                reason: format!(
-                                    "round {}: {}",
-                                    round + 1,
-                                    vtwin_host::error_chain::chain(&e)
-                                ),
+                                reason: if settings.rounds > 1 {
+                                    format!("round {}: {why}", round + 1)
+                                } else {
+                                    why
+                                },
                             });
                         }
                     }

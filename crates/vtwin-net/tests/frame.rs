@@ -647,12 +647,14 @@ fn a_ring_element_string_of_a_partial_word_is_refused() {
 
 /// The bulk frames (`Mpc`, `Upload`, `Align`) are encoded into one allocation of their size:
 /// no geometric growth (which would copy the bytes again and leave up to half the buffer
-/// unused), even with every header varint at its longest.
+/// unused), even with every header varint at its longest. The buffer is exactly what
+/// `encode` reserves: its 96 bytes of slack (`ENCODE_SLACK`) plus the byte strings.
 #[test]
 fn bulk_frames_are_encoded_without_regrowing() {
     for n in [0usize, 1, 20_000, 1 << 20] {
         let bytes = |k: usize| vec![0xA5u8; k];
-        for body in [
+        let lens = [n, n + 600 + 72, n + 600 + 72];
+        for (body, strings) in [
             Body::Mpc { message: bytes(n) },
             Body::Upload {
                 part: 1,
@@ -665,15 +667,18 @@ fn bulk_frames_are_encoded_without_regrowing() {
                 certificate: bytes(600),
                 signature: bytes(72),
             },
-        ] {
+        ]
+        .into_iter()
+        .zip(lens)
+        {
             let mut f = Frame::new([0xFF; 16], u64::MAX, u64::MAX, Role::Party(u16::MAX), body);
             f.seq = u64::MAX;
             f.attempt = [0xFF; 8];
             let wire = encode(&f).unwrap();
-            assert!(
-                wire.capacity() - wire.len() < 96,
-                "{n} bytes: capacity {} for {} encoded",
+            assert_eq!(
                 wire.capacity(),
+                96 + strings,
+                "{n} bytes: {} encoded",
                 wire.len()
             );
             assert_eq!(decode(&wire[4..]).unwrap(), f);

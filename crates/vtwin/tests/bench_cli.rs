@@ -87,6 +87,13 @@ fn demo_workload_keys_and_ratios() {
         .collect();
     assert_eq!(names, ["float", "fixed", "mpc", "mpc-quic"]);
     assert_eq!(j["not_measured"], serde_json::json!([]));
+    // One round (the default): the report has none of the rounds' keys.
+    assert!(j["settings"].get("rounds").is_none(), "{}", j["settings"]);
+    for name in &names {
+        for k in ["round_medians_ms", "ratio_vs_fixed_per_round"] {
+            assert!(entry(&j, name).get(k).is_none(), "{name}: {k}");
+        }
+    }
 
     let (float, fixed) = (median(&j, "float"), median(&j, "fixed"));
     for name in names {
