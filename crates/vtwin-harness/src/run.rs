@@ -360,24 +360,22 @@ struct Measured {
 }
 
 /// One entry from a backend's runs (one per round, at least one): the pooled timed
-/// iterations' spread and phases, each round's median, the first run's protocol costs
-/// (the same in every run), the median setup and the summed whole-run time. Cost O(n log n)
-/// in the timed iterations.
+/// iterations' spread, phases and batch sizes, each round's median, the first run's protocol
+/// costs (the same in every run), the median setup and the summed whole-run time. Cost
+/// O(n log n) in the timed iterations.
 fn pool(runs: Vec<Measured>) -> BackendEntry {
-    let round_medians: Vec<f64> = runs
-        .iter()
-        .map(|m| m.entry.ms_per_iteration.median)
-        .collect();
-    let setups: Vec<f64> = runs.iter().filter_map(|m| m.entry.setup_ms).collect();
-    let totals: Vec<f64> = runs.iter().filter_map(|m| m.entry.total_ms).collect();
-    let ms: Vec<f64> = runs.iter().flat_map(|m| m.ms.iter().copied()).collect();
-    let reports: Vec<StepReport> = runs
-        .iter()
-        .flat_map(|m| m.reports.iter().cloned())
-        .collect();
-    let mut runs = runs;
-    let first = runs.swap_remove(0);
-    let mut entry = first.entry;
+    let mut first: Option<BackendEntry> = None;
+    let (mut ms, mut reports) = (Vec::new(), Vec::new());
+    let (mut round_medians, mut setups, mut totals) = (Vec::new(), Vec::new(), Vec::new());
+    for m in runs {
+        round_medians.push(m.entry.ms_per_iteration.median);
+        setups.extend(m.entry.setup_ms);
+        totals.extend(m.entry.total_ms);
+        ms.extend(m.ms);
+        reports.extend(m.reports);
+        first.get_or_insert(m.entry);
+    }
+    let mut entry = first.expect("a backend is pooled from at least one run");
     entry.iterations_timed = ms.len();
     entry.ms_per_iteration = Spread::of(&ms);
     if !reports.is_empty() {
@@ -466,10 +464,9 @@ impl Run<'_> {
             backend: name.into(),
             iterations_timed: ms.len(),
             ms_per_iteration: Spread::of(&ms),
-            phases_median_ms: Some(phases(&reports)),
-            batch_records_median: Some(median(
-                reports.iter().map(|r| r.diagnostics.records as f64),
-            )),
+            // From the pooled reports of every round ([`pool`]).
+            phases_median_ms: None,
+            batch_records_median: None,
             setup_ms: None,
             total_ms: None,
             note: None,
