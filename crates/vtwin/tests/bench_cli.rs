@@ -87,6 +87,14 @@ fn demo_workload_keys_and_ratios() {
         .collect();
     assert_eq!(names, ["float", "fixed", "mpc", "mpc-quic"]);
     assert_eq!(j["not_measured"], serde_json::json!([]));
+    for name in ["float", "fixed", "mpc"] {
+        assert!(
+            entry(&j, name)["phases_median_ms"]["backend"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
     // One round (the default): the report has none of the rounds' keys.
     assert!(j["settings"].get("rounds").is_none(), "{}", j["settings"]);
     for name in &names {
@@ -217,6 +225,9 @@ fn synthetic_workload_parties_and_width() {
     assert_eq!((fixed_rounds.len(), mpc_rounds.len()), (3, 3));
     for e in [fixed, mpc] {
         assert_eq!(e["iterations_timed"], 12);
+        // Phases and batch sizes come from the pooled rounds' reports.
+        assert!(e["phases_median_ms"]["backend"].as_f64().unwrap() > 0.0);
+        assert!(e["batch_records_median"].as_f64().unwrap() > 0.0);
         let ms = &e["ms_per_iteration"];
         for m in floats(&e["round_medians_ms"]) {
             assert!(ms["min"].as_f64().unwrap() <= m && m <= ms["max"].as_f64().unwrap());
