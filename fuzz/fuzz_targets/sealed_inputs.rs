@@ -12,6 +12,8 @@ use vtwin_consortium::upload::{SealedInputs, SealedInputsView};
 fuzz_target!(|data: &[u8]| {
     if let Ok(view) = postcard::from_bytes::<SealedInputsView<'_>>(data) {
         let owned = SealedInputs {
+            attempt: view.attempt,
+            part: view.part,
             sigma: view.sigma,
             clip: view.clip,
             rows: view.rows,
@@ -26,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
             (again.sigma.to_bits(), again.clip.to_bits()),
             (view.sigma.to_bits(), view.clip.to_bits())
         );
+        assert_eq!((again.attempt, again.part), (view.attempt, view.part));
         assert_eq!(
             (again.rows, again.batch, again.maps),
             (view.rows, view.batch, view.maps)

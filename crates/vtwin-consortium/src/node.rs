@@ -20,10 +20,13 @@
 //!    link (the TLS-authenticated role says which party it is), twice per session: part 0
 //!    (what the circuit's first layers need) and part 1 (T_p and the noise, which the circuit
 //!    takes only at its `M_p` layer, so the circuit starts on part 0 while part 1 travels;
-//!    [`UploadPart`]). The party's signature of the blob ([`crate::upload::upload_payload`]:
-//!    session, attempt, t, p, i, the part and the blob's digest) must verify under a certificate of the consortium CA naming party p; then the blob is
-//!    unsealed with the node's long-term seal key (AAD (s_t, t, p, i)) and decoded
-//!    ([`crate::upload::SealedInputs`], read in place); the sigma and clip the
+//!    [`UploadPart`]). The party's signature of the blob's sealing channel
+//!    ([`crate::upload::channel_statement`]: p, i, the channel's key and this node's seal
+//!    key) must verify under a certificate of the consortium CA naming party p, once per
+//!    channel (the node keeps the channels it verified); then the blob is unsealed with the
+//!    node's long-term seal key (AAD (s_t, t, p, i)), which authenticates it, and decoded
+//!    ([`crate::upload::SealedInputs`], read in place); it must name this attempt and the
+//!    part it came as; the sigma and clip the
 //!    party says it noised with must equal the session's terms (so a coordinator cannot tell
 //!    a party a smaller noise than it tells the nodes), and every inner message is checked:
 //!    session s_t, addressed to this node, from client p (data) or P + p (noise) only.
@@ -53,7 +56,7 @@
 //! Any error in a session drops it and sends `Failed { reason }` to the coordinator (which
 //! aborts the iteration); the error is returned in [`NodeOutput::error`] for the log.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::config::NodePolicy;
 use sha2::{Digest, Sha256};
@@ -66,7 +69,7 @@ use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WireP
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
-use crate::upload::{map_statement, upload_payload, SealedInputsView, UploadPart};
+use crate::upload::{channel_statement, map_statement, SealedInputsView, UploadPart};
 use vtwin_host::error_chain::Chain;
 
 /// Most frames of fellow nodes buffered for sessions not started yet.
@@ -219,12 +222,25 @@ pub enum UploadFault {
     /// An upload part other than 0 and 1.
     #[error("part {0}: no such part")]
     Part(u8),
-    /// The blob's signature does not verify (forged or changed on the way).
-    #[error("its signature does not verify")]
+    /// The signature of the blob's sealing channel does not verify (forged, changed on the
+    /// way, or the blob sealed on another channel).
+    #[error("its channel's signature does not verify")]
     Signature(#[source] vtwin_net::relay_signature::RelaySignatureError),
-    /// The blob is signed by another role than the party whose link it came on.
-    #[error("it is signed by {0}, not by the party that sent it")]
+    /// The blob's channel is signed by another role than the party whose link it came on.
+    #[error("its channel is signed by {0}, not by the party that sent it")]
     Signer(Role),
+    /// The blob was sealed in answer to another attempt, or as the other part.
+    #[error(
+        "it was sealed for attempt {attempt} as part {part}, not for this attempt as part {want}"
+    )]
+    Answers {
+        /// The attempt it names (hex).
+        attempt: String,
+        /// The part it names.
+        part: u8,
+        /// The part it came as.
+        want: u8,
+    },
     /// The blob did not unseal.
     #[error("does not unseal")]
     Unseal(#[source] vtwin_net::SealError),
@@ -341,6 +357,10 @@ struct Active {
     maps: Vec<Option<[u8; 32]>>,
 }
 
+/// Most verified sealing channels a node keeps (two parties make three per job, one per
+/// node: this bounds what a party's many jobs can make it hold).
+const CHANNELS_KEPT: usize = 256;
+
 /// The compute-node state machine (module docs).
 pub struct NodeSession {
     id: NodeId,
@@ -355,6 +375,11 @@ pub struct NodeSession {
     /// per party: their bytes are summed when one arrives).
     early_uploads: BTreeMap<(Role, u8), Frame>,
     closed: VecDeque<Attempt>,
+    /// The sealing channels whose party signature this node has verified, by channel key,
+    /// with their party (at most [`CHANNELS_KEPT`]; a full table is emptied): a later blob
+    /// on a known channel from the same party's link skips the signature check, and its
+    /// unsealing authenticates it (only the party and this node hold the channel's secret).
+    channels: HashMap<[u8; 32], u16>,
     /// Every session attempt this node has started (after its checks passed), for the
     /// process's lifetime, one entry per started session: a second `Start` of one is refused,
     /// so the parties' uploads, which are bound to their attempt, are never computed on twice
@@ -387,7 +412,7 @@ fn body_bytes(b: &Body) -> usize {
 }
 
 impl NodeSession {
-    /// Node `id` with its long-term seal key, the verifier of the parties' upload signatures
+    /// Node `id` with its long-term seal key, the verifier of the parties' channel signatures
     /// (trusting the consortium CA), its policy and the source of its ephemeral keys.
     pub fn new(
         id: NodeId,
@@ -407,6 +432,7 @@ impl NodeSession {
             early_bytes: 0,
             early_uploads: BTreeMap::new(),
             closed: VecDeque::new(),
+            channels: HashMap::new(),
             started: HashSet::new(),
         }
     }
@@ -744,25 +770,29 @@ impl NodeSession {
                 if std::mem::replace(&mut a.uploaded[p][part as usize], true) {
                     return Err(bad(UploadFault::Twice(part)));
                 }
-                // The party's own blob for this node, attempt and part: the link names the
-                // party, and its signature binds the blob to this attempt, node and part.
-                let payload = upload_payload(
-                    &a.session.0,
-                    &a.at.attempt,
-                    a.iteration,
-                    party,
-                    id.index() as u8,
-                    part,
-                    &sealed,
-                );
-                let signed = RelaySignature {
-                    certificate,
-                    signature,
-                };
-                match self.verifier.verify(Purpose::Upload, &payload, &signed) {
-                    Ok(signer) if signer == Role::Party(party) => {}
-                    Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
-                    Err(e) => return Err(bad(UploadFault::Signature(e))),
+                // The blob's channel must be signed by the party whose link it came on
+                // (sealing alone is anonymous), verified once per channel; the unsealing then
+                // authenticates the blob, and what it answers is inside it.
+                let channel = vtwin_net::seal::channel_of(&sealed).ok_or(bad(
+                    UploadFault::Unseal(vtwin_net::SealError::TooShort { len: sealed.len() }),
+                ))?;
+                let known = self.channels.get(&channel) == Some(&party);
+                if !known {
+                    let statement = channel_statement(
+                        party,
+                        id.index() as u8,
+                        &channel,
+                        &self.seal_key.public(),
+                    );
+                    let signed = RelaySignature {
+                        certificate,
+                        signature,
+                    };
+                    match self.verifier.verify(Purpose::Channel, &statement, &signed) {
+                        Ok(signer) if signer == Role::Party(party) => {}
+                        Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
+                        Err(e) => return Err(bad(UploadFault::Signature(e))),
+                    }
                 }
                 let ctx = SealContext {
                     session: a.session.0,
@@ -772,11 +802,24 @@ impl NodeSession {
                 };
                 let plain = unseal(&self.seal_key, &ctx, &sealed)
                     .map_err(|e| bad(UploadFault::Unseal(e)))?;
+                if !known {
+                    if self.channels.len() >= CHANNELS_KEPT {
+                        self.channels.clear();
+                    }
+                    self.channels.insert(channel, party);
+                }
                 // Borrowed from `plain`, which is zeroized on drop (after the messages are
                 // decoded below).
                 let inputs: SealedInputsView<'_> =
                     postcard::from_bytes(&plain).map_err(|e| bad(UploadFault::Decode(e)))?;
                 tracing::debug!(node = %id, party, ?part, "inputs unsealed");
+                if inputs.attempt != a.at.attempt || inputs.part != part as u8 {
+                    return Err(bad(UploadFault::Answers {
+                        attempt: vtwin_net::seal::hex(&inputs.attempt),
+                        part: inputs.part,
+                        want: part as u8,
+                    }));
+                }
                 if inputs.sigma.to_bits() != a.terms.sigma.to_bits()
                     || inputs.clip.to_bits() != a.terms.clip.to_bits()
                 {

@@ -27,11 +27,13 @@
 //!   generator `randomness.party(p, t)`), encodes node i's messages with the noise terms it
 //!   used ([`SealedInputs`]), in two parts per node ([`UploadPart`]: the circuit's first
 //!   inputs, then T_p and the noise, which the nodes take only at the circuit's `M_p`
-//!   layer); it seals part 0 to node i's long-term seal key with AAD (s_t, t, p, i) and
-//!   signs the blob ([`crate::upload::upload_payload`]), records the upload in its ledger
+//!   layer; each part names the attempt it answers and its part); it seals part 0 to node
+//!   i's long-term seal key with AAD (s_t, t, p, i) on its sealing channel to node i, which
+//!   it signed once for the job ([`crate::upload::channel_statement`]; every upload on the
+//!   channel carries that signature), records the upload in its ledger
 //!   (synced to disk), and only then returns `Upload { part: 0, .. }` for each node i, to go
 //!   over its own link to that node. The driver sends those, then calls
-//!   [`PartyResponder::upload_rest`], which seals and signs part 1 the same way and returns
+//!   [`PartyResponder::upload_rest`], which seals part 1 the same way and returns
 //!   its uploads and `Uploaded` to the coordinator (which never carries a party's blobs).
 //!   The circuit thus starts on part 0 while part 1 is sealed and travels. A term outside
 //!   the policy, a spent budget or a value of its rows outside the public fixed-point ranges
@@ -421,16 +423,23 @@ struct Prepared {
     z: Zeroizing<Vec<u128>>,
 }
 
+/// A sealing channel to one node with the party's signature of it (the certificate and
+/// signature every `Upload` on the channel carries).
+struct SignedChannel {
+    channel: SealChannel,
+    signed: RelaySignature,
+}
+
 /// The party state machine (module docs).
 pub struct PartyResponder {
     setup: PartySetup,
     layout: Layout,
     device: Device,
     seal_rng: ChaCha20Rng,
-    /// The sealing channels to the three nodes for the current job (made at its first
-    /// upload, dropped when a new job starts): one X25519 exchange per node and job instead
-    /// of one per blob.
-    seal_channels: Option<[SealChannel; 3]>,
+    /// The sealing channels to the three nodes for the current job, each with the party's
+    /// signature of it (made at the job's first upload, dropped when a new job starts): one
+    /// X25519 exchange and one ECDSA signature per node and job instead of per blob.
+    seal_channels: Option<[SignedChannel; 3]>,
     /// The noise share for the next request, sampled ahead of it.
     prepared: Option<Prepared>,
     /// The terms (and iteration) the next request is expected to have.
@@ -757,7 +766,7 @@ impl PartyResponder {
     }
 
     /// The second part of the last request's upload, once the driver sent the first: T_p and
-    /// the noise share, sealed and signed for each node, then `Uploaded` to the coordinator.
+    /// the noise share, sealed for each node, then `Uploaded` to the coordinator.
     /// The nodes take them only at the circuit's `M_p` layer, about 40 rounds in, so sealing
     /// and sending them overlaps the circuit's first rounds. Nothing when no request's first
     /// part is outstanding (any frame handled since voids it). Errors: as the first part's
@@ -767,19 +776,20 @@ impl PartyResponder {
             return Ok(Vec::new());
         };
         let head = rest.request;
-        let uploads = self.seal_and_sign(head, UploadPart::Late, &rest.inputs)?;
+        let uploads = self.seal_parts(head, UploadPart::Late, &rest.inputs)?;
         let mut out = to_nodes(self.role(), head, uploads);
         out.push(Outgoing {
             to: Role::Coordinator,
             frame: head.reply(self.role(), Body::Uploaded),
         });
-        tracing::debug!(party = self.setup.index, "late upload sealed and signed");
+        tracing::debug!(party = self.setup.index, "late upload sealed");
         Ok(out)
     }
 
-    /// Seals each node's inputs to it and signs the blob over the request's session attempt,
-    /// the node and the part: one `Upload` body per node, in node order.
-    fn seal_and_sign(
+    /// Seals each node's inputs to it as upload `part`, on the party's signed channel to that
+    /// node (made at the job's first upload, [`PartyResponder::signed_channels`]): one
+    /// `Upload` body per node, in node order.
+    fn seal_parts(
         &mut self,
         head: RequestHead,
         part: UploadPart,
@@ -794,24 +804,17 @@ impl PartyResponder {
         let channels = match self.seal_channels {
             Some(ref channels) => channels,
             None => {
-                let nodes = &self.setup.node_seal_publics;
-                let rng = &mut self.seal_rng;
-                let mut channel = |i: usize| {
-                    SealChannel::new(&nodes[i], rng)
-                        .map_err(|source| bad(RequestFault::Seal { node: i, source }))
-                };
-                // Built in place (each channel's secret is boxed: moves copy pointers).
-                &*self
-                    .seal_channels
-                    .insert([channel(0)?, channel(1)?, channel(2)?])
+                let made = self.signed_channels().map_err(bad)?;
+                &*self.seal_channels.insert(made)
             }
         };
         let mut uploads = Vec::with_capacity(inputs.len());
         for (i, inputs) in inputs.iter().enumerate() {
-            // Encoded in place into a wiped buffer of an upper bound of the encoding (two
-            // f64, three digests, then varint lengths of at most 10 bytes): the bytes holding
-            // seeds never leave it, on an error either, and it never reallocates.
-            let bound = 122 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
+            // Encoded in place into a wiped buffer of an upper bound of the encoding (the
+            // attempt, the part, two f64, three digests, then varint lengths of at most 10
+            // bytes): the bytes holding seeds never leave it, on an error either, and it
+            // never reallocates.
+            let bound = 131 + inputs.messages.iter().map(|m| 10 + m.len()).sum::<usize>();
             let mut plain = WipedBytes::from(vec![0u8; bound]);
             let n = postcard::to_slice(inputs, &mut plain[..])
                 .map_err(|e| bad(RequestFault::Encoding(e)))?
@@ -824,25 +827,41 @@ impl PartyResponder {
                 node: i as u8,
             };
             let sealed = channels[i]
+                .channel
                 .seal(&ctx, &plain, &mut self.seal_rng)
                 .map_err(|source| bad(RequestFault::Seal { node: i, source }))?;
-            // Signed over the session attempt, the node and the part (sealing is anonymous,
-            // and the AAD has no attempt): the nodes verify before they unseal.
-            let (session, attempt) = (&head.at.session, &head.at.attempt);
-            let payload =
-                crate::upload::upload_payload(session, attempt, t, p, i as u8, part, &sealed);
-            let s = self
-                .signer
-                .sign(Purpose::Upload, &payload)
-                .map_err(|source| bad(RequestFault::Sign { node: i, source }))?;
+            // The channel's signature (sealing is anonymous): the nodes verify it before
+            // they unseal; the attempt and the part are inside the blob.
+            let signed = &channels[i].signed;
             uploads.push(Body::Upload {
                 part: part as u8,
                 sealed,
-                certificate: s.certificate,
-                signature: s.signature,
+                certificate: signed.certificate.clone(),
+                signature: signed.signature.clone(),
             });
         }
         Ok(uploads)
+    }
+
+    /// A sealing channel to each node, each signed over
+    /// [`crate::upload::channel_statement`]. Errors: [`RequestFault::Seal`] (a low-order
+    /// node key), [`RequestFault::Sign`]. Cost: two X25519 scalar multiplications and one
+    /// ECDSA signature per node.
+    fn signed_channels(&mut self) -> Result<[SignedChannel; 3], RequestFault> {
+        let p = self.setup.index;
+        let mut one = |i: usize| -> Result<SignedChannel, RequestFault> {
+            let node_public = &self.setup.node_seal_publics[i];
+            let channel = SealChannel::new(node_public, &mut self.seal_rng)
+                .map_err(|source| RequestFault::Seal { node: i, source })?;
+            let statement =
+                crate::upload::channel_statement(p, i as u8, &channel.public(), node_public);
+            let signed = self
+                .signer
+                .sign(Purpose::Channel, &statement)
+                .map_err(|source| RequestFault::Sign { node: i, source })?;
+            Ok(SignedChannel { channel, signed })
+        };
+        Ok([one(0)?, one(1)?, one(2)?])
     }
 
     /// A new job (`Hello` or `AlignStart`): all of the party's own rows again, no alignment
@@ -1004,7 +1023,7 @@ impl PartyResponder {
         Ok(())
     }
 
-    /// The `Upload` of each node in node order (its sealed and signed blob), or the
+    /// The `Upload` of each node in node order (its sealed blob and its channel signature), or the
     /// refusal; `Err` for a request that does not fit.
     fn upload(
         &mut self,
@@ -1105,8 +1124,10 @@ impl PartyResponder {
         let statement = crate::upload::batch_statement(&f.session, t, batch);
         // The map the roots were computed with, as the nodes must hold it.
         let maps = crate::upload::map_statement(&uploaded.map);
-        let inputs = |pick: fn(&NodeMessages) -> &Vec<vtwin_mpc::Message>| {
+        let inputs = |pick: fn(&NodeMessages) -> &Vec<vtwin_mpc::Message>, part: UploadPart| {
             uploaded.messages.each_ref().map(|msgs| SealedInputs {
+                attempt: f.attempt,
+                part: part as u8,
                 sigma: terms.sigma,
                 clip: terms.clip,
                 rows: terms.rows,
@@ -1115,11 +1136,14 @@ impl PartyResponder {
                 messages: pick(msgs).iter().map(|m| m.encode()).collect(),
             })
         };
-        let (first, late) = (inputs(|m| &m.first), inputs(|m| &m.late));
+        let (first, late) = (
+            inputs(|m| &m.first, UploadPart::First),
+            inputs(|m| &m.late, UploadPart::Late),
+        );
         drop(uploaded);
         check_upload_sizes(&first, &late).map_err(bad)?;
-        let uploads = self.seal_and_sign(RequestHead::of(f), UploadPart::First, &first)?;
-        tracing::debug!(party = p, "inputs sealed and signed");
+        let uploads = self.seal_parts(RequestHead::of(f), UploadPart::First, &first)?;
+        tracing::debug!(party = p, "inputs sealed");
         // Durable before it leaves: every upload may be opened.
         self.setup
             .ledger
@@ -1230,6 +1254,8 @@ mod tests {
 
     fn inputs(sizes: [usize; 3]) -> [SealedInputs; 3] {
         sizes.map(|n| SealedInputs {
+            attempt: [0; 8],
+            part: 0,
             sigma: 1.0,
             clip: 1.0,
             rows: [0; 32],

@@ -77,39 +77,30 @@ impl UploadPart {
     }
 }
 
-/// What a party signs for the sealed blob `sealed` it made for `node` in answer to
-/// attempt `attempt` at session `session`, iteration `t`, as upload `part`: the session, the
-/// attempt, t, the party, the node, the part and the BLAKE3 hash of the blob (signed under
-/// `vtwin_net::relay_signature::UPLOAD_DOMAIN`). Why: sealing is anonymous
-/// (anyone can seal to a node's public key) and its context has no attempt, so the signature
-/// is what ties a blob to its party, attempt and node whatever link carries it: before wire
-/// version 15 the coordinator relayed the blobs and could otherwise have forged a whole
-/// upload in a party's name (no noise share, roots out of range, any statement) or moved one
-/// into another attempt; since then the party's own TLS link carries them, and the signature
-/// stays as a check that does not rest on the link. The node verifies the party's signature,
-/// from a certificate under the consortium CA naming the party whose link it came on,
-/// before it unseals. Why BLAKE3: a party's blobs to
-/// nodes 1 and 2 carry its share corrections (about 0.5 MB each per iteration on Adult),
-/// hashed once by the party and once by the node, and BLAKE3 takes about a quarter of
-/// SHA-256's time on this project's VM (`protocols/sealing.md`); the binding rests on its
-/// collision resistance as it did on SHA-256's. Cost: one BLAKE3 over the blob.
-pub fn upload_payload(
-    session: &[u8; 16],
-    attempt: &[u8; 8],
-    t: u64,
+/// What a party signs, once per job and node, for its sealing channel to `node`: the party
+/// (u16 LE), the node, the channel's public key `channel` (`E`, the first 32 bytes of each
+/// of its blobs) and the node's seal public key `node_public` (signed under
+/// `vtwin_net::relay_signature::CHANNEL_DOMAIN`; 67 bytes). Why: sealing is anonymous
+/// (anyone can seal to a node's public key), so the signature is what ties a channel to its
+/// party whatever link carries its blobs; a blob opens only under the channel's shared
+/// secret, which only the party that made `E` and the node hold, so a blob that opens on a
+/// signed channel is the party's. What a blob answers (the attempt, the part) is inside it
+/// ([`SealedInputs`]), and its session, iteration, party and node are in its sealing
+/// context. Before wire version 18 the party signed every blob (its digest, the session,
+/// attempt, iteration, party, node and part): one ECDSA signature per blob at the party and
+/// one verification per blob at the node, with BLAKE3 over each blob at both
+/// (`protocols/sealing.md`, "Origin"). Cost: none beyond the bytes.
+pub fn channel_statement(
     party: u16,
     node: u8,
-    part: UploadPart,
-    sealed: &[u8],
+    channel: &[u8; 32],
+    node_public: &[u8; 32],
 ) -> Vec<u8> {
-    let mut m = Vec::with_capacity(16 + 8 + 8 + 2 + 1 + 1 + 32);
-    m.extend_from_slice(session);
-    m.extend_from_slice(attempt);
-    m.extend_from_slice(&t.to_le_bytes());
+    let mut m = Vec::with_capacity(2 + 1 + 32 + 32);
     m.extend_from_slice(&party.to_le_bytes());
     m.push(node);
-    m.push(part as u8);
-    m.extend_from_slice(blake3::hash(sealed).as_bytes());
+    m.extend_from_slice(channel);
+    m.extend_from_slice(node_public);
     m
 }
 
@@ -118,6 +109,12 @@ pub fn upload_payload(
 /// drop.
 #[derive(Serialize)]
 pub struct SealedInputs {
+    /// The session attempt the party answered (the request's; a node refuses the blob in
+    /// any other attempt).
+    pub attempt: [u8; 8],
+    /// Which part of the upload this is ([`UploadPart`] as its wire byte; a node refuses it
+    /// as the other part).
+    pub part: u8,
     /// The noise multiplier the party's noise share was drawn with.
     pub sigma: f64,
     /// The nominal clip C its noise share was scaled with.
@@ -156,6 +153,10 @@ mod byte_strings {
 /// secret byte.
 #[derive(Deserialize)]
 pub struct SealedInputsView<'a> {
+    /// [`SealedInputs::attempt`].
+    pub attempt: [u8; 8],
+    /// [`SealedInputs::part`].
+    pub part: u8,
     /// [`SealedInputs::sigma`].
     pub sigma: f64,
     /// [`SealedInputs::clip`].
@@ -226,6 +227,8 @@ mod tests {
     fn sealed_inputs_keep_their_wire_format_and_round_trip() {
         let messages = vec![vec![], vec![7u8], (0..=255u8).cycle().take(1000).collect()];
         let s = SealedInputs {
+            attempt: [9; 8],
+            part: 1,
             sigma: 1.25,
             clip: 0.5,
             rows: [1; 32],
@@ -236,13 +239,20 @@ mod tests {
         let bytes = postcard::to_allocvec(&s).unwrap();
         // postcard writes a struct as the tuple of its fields: these are the same fields with
         // serde's default `Vec<Vec<u8>>`, the wire format before the bulk byte strings.
-        let plain = (1.25f64, 0.5f64, [1u8; 32], [2u8; 32], [3u8; 32], &messages);
+        let plain = (
+            [9u8; 8], 1u8, 1.25f64, 0.5f64, [1u8; 32], [2u8; 32], [3u8; 32], &messages,
+        );
         assert_eq!(bytes, postcard::to_allocvec(&plain).unwrap());
         // The node's in-place view reads the same fields back.
         let view: SealedInputsView<'_> = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(
             view.messages,
             messages.iter().map(Vec::as_slice).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            (view.attempt, view.part),
+            ([9; 8], 1),
+            "what the blob answers"
         );
         assert_eq!(
             (view.sigma, view.clip, view.rows, view.batch, view.maps),
@@ -294,26 +304,23 @@ mod tests {
         assert_ne!(map_statement(&width), want);
     }
 
-    /// The signed payload byte for byte: session, attempt, t (LE), party (LE), node, part,
-    /// then BLAKE3 of the blob (its published test vector for the empty input); another part
-    /// or a changed blob changes the payload.
+    /// The signed statement byte for byte: party (LE), node, the channel key, the node's
+    /// key; each field changes it.
     #[test]
-    fn the_upload_payload_is_its_fields_then_blake3_of_the_blob() {
-        let p = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, UploadPart::Late, b"");
-        let mut want = vec![1u8; 16];
-        want.extend([2u8; 8]);
-        want.extend(0x0304u64.to_le_bytes());
-        want.extend(0x0506u16.to_le_bytes());
-        want.extend([7, 1]);
-        let empty = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262";
-        want.extend(*vtwin_net::seal::parse_hex32(empty).unwrap());
+    fn the_channel_statement_is_its_fields() {
+        let p = channel_statement(0x0506, 7, &[1; 32], &[2; 32]);
+        let mut want = vec![0x06, 0x05, 7];
+        want.extend([1u8; 32]);
+        want.extend([2u8; 32]);
         assert_eq!(p, want);
-        let q = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, UploadPart::Late, b"x");
-        assert_eq!(q[..36], p[..36]);
-        assert_ne!(q[36..], p[36..]);
-        let first = upload_payload(&[1; 16], &[2; 8], 0x0304, 0x0506, 7, UploadPart::First, b"");
-        assert_eq!(first[35], 0);
-        assert_eq!((&first[..35], &first[36..]), (&p[..35], &p[36..]));
+        for other in [
+            channel_statement(0x0507, 7, &[1; 32], &[2; 32]),
+            channel_statement(0x0506, 6, &[1; 32], &[2; 32]),
+            channel_statement(0x0506, 7, &[3; 32], &[2; 32]),
+            channel_statement(0x0506, 7, &[1; 32], &[3; 32]),
+        ] {
+            assert_ne!(other, p);
+        }
     }
 
     #[test]

@@ -414,7 +414,7 @@ fn test_ca() -> &'static vtwin_net::pki::Ca {
     CA.get_or_init(|| vtwin_net::pki::Ca::generate().unwrap())
 }
 
-/// The nodes' verifier of the parties' upload signatures, trusting [`test_ca`].
+/// The nodes' verifier of the parties' channel signatures, trusting [`test_ca`].
 fn verifier() -> vtwin_net::relay_signature::RelayVerifier {
     vtwin_net::relay_signature::RelayVerifier::new(&test_ca().identity(Role::Node(0)).unwrap())
 }
@@ -912,7 +912,7 @@ fn a_blob_sent_on_another_partys_link_is_refused_by_the_node() {
                 ..
             }
         ) && text.contains("upload of party 1")
-            && text.contains("signature does not verify under party 0's certificate"),
+            && text.contains("does not verify under party 0's certificate"),
         "{text}"
     );
 }
@@ -1011,47 +1011,37 @@ fn a_lost_party_link_drops_a_session_while_the_late_part_of_its_upload_is_missin
     assert_aborted_with(&c, "lost the link to party 1: node 2 lost its link to it");
 }
 
-/// Re-signs the upload in `f` (from `party` to `node`) with `signer`'s genuine key over its
-/// payload with the part byte `part` (any byte, as a party that made it up would), and sets
-/// the frame's part to it.
-fn resign_upload(f: &mut Frame, signer: u16, party: u16, node: u8, part: u8) {
-    let (session, attempt, t) = (f.session, f.attempt, f.iteration);
+/// Re-signs the sealing channel of the upload in `f` (from `party` to `node`, whose seal
+/// public key is `node_public`) with `signer`'s genuine key: what a party that signed
+/// another's channel key would send.
+fn resign_channel(f: &mut Frame, signer: u16, party: u16, node: u8, node_public: &[u8; 32]) {
     let Body::Upload {
-        part: p,
         sealed,
         certificate,
         signature,
+        ..
     } = &mut f.body
     else {
         panic!("an upload");
     };
-    *p = part;
+    let channel = vtwin_net::seal::channel_of(sealed).expect("a sealed blob");
     let key = vtwin_net::relay_signature::RelaySigner::new(&party_identity(signer)).unwrap();
-    let mut payload = vtwin_consortium::upload::upload_payload(
-        &session,
-        &attempt,
-        t,
-        party,
-        node,
-        vtwin_consortium::upload::UploadPart::First,
-        sealed,
-    );
-    payload[35] = part;
+    let statement = vtwin_consortium::upload::channel_statement(party, node, &channel, node_public);
     let s = key
-        .sign(vtwin_net::relay_signature::Purpose::Upload, &payload)
+        .sign(vtwin_net::relay_signature::Purpose::Channel, &statement)
         .unwrap();
     *certificate = s.certificate;
     *signature = s.signature;
 }
 
-/// Party 1's late upload to node 1 with its part byte set to `part` and signed again by
-/// party 1 itself, so that only the node's part checks stand in the way.
+/// Party 1's late upload to node 1 with its part byte set to `part` (the channel signature
+/// does not cover it), so that only the node's part checks stand in the way.
 fn relabelled_late_part(part: u8) -> impl FnMut(Role, Role, &mut Frame) -> bool {
     move |from, to, f| {
-        if (from, to) == (Role::Party(1), Role::Node(1))
-            && matches!(f.body, Body::Upload { part: 1, .. })
-        {
-            resign_upload(f, 1, 1, 1, part);
+        if (from, to) == (Role::Party(1), Role::Node(1)) {
+            if let Body::Upload { part: p @ 1, .. } = &mut f.body {
+                *p = part;
+            }
         }
         true
     }
@@ -1064,9 +1054,9 @@ fn an_upload_part_sent_twice_or_of_no_such_number_is_refused() {
 }
 
 #[test]
-fn an_upload_moved_to_the_other_part_fails_its_signature() {
-    // The part is signed: the late blob relabelled as the first (and the first as the late,
-    // which then comes second) does not verify.
+fn an_upload_moved_to_the_other_part_is_refused() {
+    // The part is sealed inside the blob: the late blob relabelled as the first (and the
+    // first as the late, which then comes second) names the other part.
     assert_aborts_with(
         |from, to, f| {
             if let (Role::Party(0), Role::Node(2), Body::Upload { part, .. }) =
@@ -1076,7 +1066,7 @@ fn an_upload_moved_to_the_other_part_fails_its_signature() {
             }
             true
         },
-        "signature does not verify",
+        "not for this attempt as part",
     );
 }
 
@@ -1771,13 +1761,13 @@ fn nodes_started_with_different_weights_refuse_each_other() {
 }
 
 #[test]
-fn a_blob_changed_under_its_signature_is_refused_by_the_nodes() {
-    // Other inputs sealed to node 1 under party 1's genuine context, with party 1's
-    // certificate and signature kept (the link would not let anyone but party 1 send this;
-    // the check does not rely on it). The signature covers the blob's digest, so node 1
-    // refuses it before it unseals (without the check this blob would fail later, as inputs
-    // that do not decode; the re-signed case below is the one a node would otherwise compute
-    // on).
+fn a_blob_sealed_on_another_channel_is_refused_by_the_nodes() {
+    // Other inputs sealed to node 1 under party 1's genuine context, on a channel of their
+    // own (sealing is anonymous), with party 1's certificate and channel signature kept (the
+    // link would not let anyone but party 1 send this; the check does not rely on it). The
+    // signature covers party 1's channel key, not this one, so node 1 refuses the blob
+    // before it unseals (without the check this blob would fail later, as inputs that do not
+    // decode; the re-signed case below is the one a node would otherwise compute on).
     let keys = node_keys();
     assert_aborts_with(
         move |from, to, f| {
@@ -1802,27 +1792,85 @@ fn a_blob_changed_under_its_signature_is_refused_by_the_nodes() {
 }
 
 #[test]
-fn an_upload_signed_by_another_party_is_refused_by_the_nodes() {
-    // Party 1's blob re-signed with party 0's genuine key: the signature verifies, but
-    // under a certificate naming party 0, not the party whose link it came on.
+fn a_channel_is_verified_once_and_its_later_blobs_need_no_signature() {
+    // Party 1's late parts (and every part of the second iteration) carry no signature:
+    // each node verified the channel at its first part, and unsealing authenticates the
+    // rest, so the job runs.
+    let c = run_tampered(|from, _, f| {
+        if let (
+            Role::Party(1),
+            Body::Upload {
+                part, signature, ..
+            },
+        ) = (from, &mut f.body)
+        {
+            if *part == 1 || f.iteration > 0 {
+                signature.clear();
+            }
+        }
+        true
+    });
+    assert!(c.job.is_done(), "{:?}", c.events);
+    // The channel's first blob without it is refused.
     assert_aborts_with(
-        move |from, to, f| {
-            if let (Role::Party(1), Role::Node(2), Body::Upload { part, .. }) = (from, to, &f.body)
-            {
-                let part = *part;
-                resign_upload(f, 0, 1, 2, part);
+        |from, _, f| {
+            if let (Role::Party(1), Body::Upload { signature, .. }) = (from, &mut f.body) {
+                signature.clear();
             }
             true
         },
-        "signed by party 0",
+        "channel's signature does not verify",
     );
+}
+
+#[test]
+fn an_upload_whose_channel_another_party_signed_is_refused_by_the_nodes() {
+    // Party 1's channel to node 2 re-signed with party 0's genuine key: the signature
+    // verifies, but under a certificate naming party 0, not the party whose link it came on.
+    let node_public = node_keys()[2].public();
+    assert_aborts_with(
+        move |from, to, f| {
+            if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
+                resign_channel(f, 0, 1, 2, &node_public);
+            }
+            true
+        },
+        "channel is signed by party 0",
+    );
+}
+
+#[test]
+fn a_channel_signed_for_another_node_or_party_is_refused_by_the_nodes() {
+    // Party 1 signs its channel to node 2 naming node 1's key, or naming party 0 as the
+    // party: neither statement is the one node 2 checks.
+    let keys = node_keys();
+    let (node1, node2) = (keys[1].public(), keys[2].public());
+    for (party, node, key) in [(1u16, 2u8, node1), (0, 2, node2), (1, 1, node2)] {
+        assert_aborts_with(
+            move |from, to, f| {
+                if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
+                    resign_channel(f, 1, party, node, &key);
+                }
+                true
+            },
+            "channel's signature does not verify",
+        );
+    }
+    // The statement it should have signed passes (the hook has power only through it).
+    let c = run_tampered(move |from, to, f| {
+        if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
+            resign_channel(f, 1, 1, 2, &node2);
+        }
+        true
+    });
+    assert!(c.job.is_done(), "{:?}", c.events);
 }
 
 #[test]
 fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
     // A party's sealed uploads of an attempt that ran to its opening, sent again into a new
     // attempt of the same session (with another public side the two openings could be
-    // subtracted: the same inputs and noise): every node refuses them (the party signed
+    // subtracted: the same inputs and noise): every node refuses them (the party sealed
     // each blob for the attempt it answered), and none starts the old attempt again. The
     // coordinator never holds an upload, and one it sends as its own is refused outright.
     let (now, mut c) = running(1);
@@ -1871,8 +1919,11 @@ fn uploads_replayed_into_another_attempt_are_refused_by_the_nodes() {
         replayed.attempt = fresh.attempt;
         let out = n.handle(*party, replayed);
         let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();
-        // The party signed its blob for the attempt it answered.
-        assert!(e.contains("signature does not verify"), "node {node}: {e}");
+        // The party sealed, inside its blob, the attempt it answered.
+        assert!(
+            e.contains("it was sealed for attempt") && e.contains("not for this attempt"),
+            "node {node}: {e}"
+        );
         // And the original attempt cannot be started again to take them either.
         let out = n.handle(Role::Coordinator, start.clone());
         let e = vtwin_host::error_chain::Chain(&out.error.expect("refused")).to_string();

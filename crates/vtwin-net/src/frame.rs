@@ -22,7 +22,7 @@ use vtwin_mpc::gradient::{CircuitPublic, PartyMap};
 pub use crate::role::Role;
 
 /// The wire version this build speaks; a frame with another version is refused.
-pub const WIRE_VERSION: u8 = 17;
+pub const WIRE_VERSION: u8 = 18;
 
 /// Hard limit on one frame's body (the bytes after the length prefix): 64 MiB.
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
@@ -120,9 +120,9 @@ pub enum Body {
         terms: JobTerms,
     },
     /// Party -> node i, on the party's own link to the node: one part of the party's inputs
-    /// sealed to node i (see [`mod@crate::seal`]), signed by the party
-    /// ([`crate::relay_signature`]) over the session attempt, the iteration, the party, the
-    /// node, the part and the blob's digest. Two per request: part 0, what the circuit's
+    /// sealed to node i (see [`mod@crate::seal`]) on the party's sealing channel to the node,
+    /// with the party's signature of that channel ([`crate::relay_signature`], the same for
+    /// every blob of the channel). Two per request: part 0, what the circuit's
     /// first layers need, then part 1, what it takes only later (`vtwin-consortium`
     /// `upload::UploadPart`).
     Upload {
@@ -134,8 +134,8 @@ pub enum Body {
         /// The party's leaf certificate, DER.
         #[serde(with = "serde_bytes")]
         certificate: Vec<u8>,
-        /// The party's signature of the blob's upload statement
-        /// (`vtwin-consortium` `upload::upload_payload`).
+        /// The party's signature of its channel's statement
+        /// (`vtwin-consortium` `upload::channel_statement`).
         #[serde(with = "serde_bytes")]
         signature: Vec<u8>,
     },

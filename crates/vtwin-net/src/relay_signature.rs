@@ -12,9 +12,9 @@
 //!   certificate beside it ([`RelaySignature`]). The domain tag keeps these signatures apart
 //!   from TLS handshake signatures made with the same key (TLS 1.3 signs 64 spaces and its
 //!   own context string first, so neither can be taken for the other) and from each other:
-//!   alignment messages ([`DOMAIN`]) and sealed uploads to the nodes ([`UPLOAD_DOMAIN`],
-//!   verified by the nodes, so that the relay cannot forge an upload: sealing alone is
-//!   anonymous).
+//!   alignment messages ([`DOMAIN`]) and a party's sealing channels to the nodes
+//!   ([`CHANNEL_DOMAIN`], verified by the nodes: sealing alone is anonymous, and the signed
+//!   channel key is what ties a sealed upload to its party).
 //! - [`RelayVerifier::verify`]: the certificate must chain to the consortium CA now, for
 //!   client authentication (as [`crate::pki::Identity`] checks a loaded certificate), name
 //!   exactly one role ([`role_of_certificate`]) and carry the key that made the signature.
@@ -29,7 +29,7 @@
 //! signature (two ECDSA verifications, about 0.2 ms) plus SHA-256 over the payload. A
 //! verifier remembers the certificates whose chain it has checked (exact DER bytes, with
 //! their role and validity window): the same certificate again costs the message signature
-//! and a time check (about 0.1 ms), since a party signs every upload with one certificate.
+//! and a time check (about 0.1 ms).
 //! The signature adds the certificate (~0.5 KB) and at most 72 bytes to the message.
 
 use std::collections::HashMap;
@@ -44,9 +44,9 @@ use crate::role::Role;
 /// Prefixed to every signed alignment message (ASCII, NUL-terminated).
 pub const DOMAIN: &[u8] = b"vtwin relayed psi message v1\0";
 
-/// Prefixed to every signed sealed upload (ASCII, NUL-terminated). v3 since wire version 16,
-/// whose payload names the upload's part.
-pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v3\0";
+/// Prefixed to every signed sealing channel (ASCII, NUL-terminated; since wire version 18).
+/// Before it each sealed upload was signed, under the tags `vtwin sealed upload v1` to `v3`.
+pub const CHANNEL_DOMAIN: &[u8] = b"vtwin sealing channel v1\0";
 
 /// What a relayed payload is, so that a signature made for one purpose is never accepted for
 /// another (the same party key signs both): each purpose has its own domain tag.
@@ -55,9 +55,9 @@ pub const UPLOAD_DOMAIN: &[u8] = b"vtwin sealed upload v3\0";
 pub enum Purpose {
     /// A record alignment message ([`DOMAIN`]).
     Alignment,
-    /// A party's sealed upload to a node ([`UPLOAD_DOMAIN`]; the payload is
-    /// `vtwin-consortium` `upload::upload_payload`).
-    Upload,
+    /// A party's sealing channel to a node ([`CHANNEL_DOMAIN`]; the payload is
+    /// `vtwin-consortium` `upload::channel_statement`).
+    Channel,
 }
 
 impl Purpose {
@@ -65,7 +65,7 @@ impl Purpose {
     pub fn domain(self) -> &'static [u8] {
         match self {
             Purpose::Alignment => DOMAIN,
-            Purpose::Upload => UPLOAD_DOMAIN,
+            Purpose::Channel => CHANNEL_DOMAIN,
         }
     }
 }
@@ -375,26 +375,26 @@ mod tests {
             .is_err());
         // A signature for one purpose is not accepted for another.
         assert!(matches!(
-            verifier.verify(Purpose::Upload, b"blinded set", &s),
+            verifier.verify(Purpose::Channel, b"blinded set", &s),
             Err(RelaySignatureError::BadSignature { .. })
         ));
     }
 
-    /// A party's signature over an upload payload under the tags of earlier wire versions
-    /// (v1 before 14, when the payload held SHA-256 of the blob; v2 before 16, when it named
-    /// no part) is not accepted as an upload signature.
+    /// A party's signature under the per-upload tags of earlier wire versions (v1 to v3,
+    /// before 18) is not accepted as a channel signature.
     #[test]
-    fn an_upload_signed_under_an_old_tag_is_refused() {
-        assert_eq!(UPLOAD_DOMAIN, b"vtwin sealed upload v3\0");
+    fn a_channel_signed_under_an_old_tag_is_refused() {
+        assert_eq!(CHANNEL_DOMAIN, b"vtwin sealing channel v1\0");
         let ca = Ca::generate().unwrap();
         let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
         let verifier = RelayVerifier::new(&party(&ca, 0));
-        let payload = b"session, attempt, t, party, node, digest";
-        let good = signer.sign(Purpose::Upload, payload).unwrap();
-        verifier.verify(Purpose::Upload, payload, &good).unwrap();
+        let payload = b"party, node, channel key, node key";
+        let good = signer.sign(Purpose::Channel, payload).unwrap();
+        verifier.verify(Purpose::Channel, payload, &good).unwrap();
         for tag in [
             &b"vtwin sealed upload v1\0"[..],
             b"vtwin sealed upload v2\0",
+            b"vtwin sealed upload v3\0",
         ] {
             let old = [tag, payload].concat();
             let old = RelaySignature {
@@ -402,7 +402,7 @@ mod tests {
                 signature: signer.signer.sign(&old).unwrap(),
             };
             assert!(matches!(
-                verifier.verify(Purpose::Upload, payload, &old),
+                verifier.verify(Purpose::Channel, payload, &old),
                 Err(RelaySignatureError::BadSignature { .. })
             ));
         }
@@ -416,12 +416,12 @@ mod tests {
         let ca = Ca::generate().unwrap();
         let signer = RelaySigner::new(&party(&ca, 1)).unwrap();
         let verifier = RelayVerifier::new(&party(&ca, 0));
-        let s = signer.sign(Purpose::Upload, b"blob").unwrap();
+        let s = signer.sign(Purpose::Channel, b"blob").unwrap();
         let now = UnixTime::now();
         assert_eq!(verifier.checked_role(&s.certificate, now), None);
         assert_eq!(
             verifier
-                .verify_at(Purpose::Upload, b"blob", &s, now)
+                .verify_at(Purpose::Channel, b"blob", &s, now)
                 .unwrap(),
             Role::Party(1)
         );
@@ -436,7 +436,7 @@ mod tests {
         );
         // Remembered: a changed payload or signature still fails.
         assert!(matches!(
-            verifier.verify_at(Purpose::Upload, b"blub", &s, now),
+            verifier.verify_at(Purpose::Channel, b"blub", &s, now),
             Err(RelaySignatureError::BadSignature { .. })
         ));
         let window = ValidityWindow::of(&s.certificate).unwrap();
@@ -456,7 +456,7 @@ mod tests {
                 inside,
                 "{secs}"
             );
-            let got = verifier.verify_at(Purpose::Upload, b"blob", &s, at(secs));
+            let got = verifier.verify_at(Purpose::Channel, b"blob", &s, at(secs));
             if inside {
                 assert_eq!(got.unwrap(), Role::Party(1));
             } else {
@@ -470,10 +470,10 @@ mod tests {
         let other = Ca::generate().unwrap();
         let forged = RelaySigner::new(&party(&other, 1))
             .unwrap()
-            .sign(Purpose::Upload, b"blob")
+            .sign(Purpose::Channel, b"blob")
             .unwrap();
         assert!(matches!(
-            verifier.verify_at(Purpose::Upload, b"blob", &forged, now),
+            verifier.verify_at(Purpose::Channel, b"blob", &forged, now),
             Err(RelaySignatureError::NotUnderCa(_))
         ));
         assert_eq!(verifier.checked_role(&forged.certificate, now), None);
@@ -486,7 +486,7 @@ mod tests {
         let verifier = RelayVerifier::new(&party(&ca, 0));
         let cert = RelaySigner::new(&party(&ca, 1))
             .unwrap()
-            .sign(Purpose::Upload, b"x")
+            .sign(Purpose::Channel, b"x")
             .unwrap()
             .certificate;
         for i in 0..CHECKED_CAPACITY {

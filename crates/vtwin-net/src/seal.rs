@@ -401,6 +401,16 @@ impl SealChannel {
     }
 }
 
+/// The public key `E` of the channel a blob was sealed on (its first 32 bytes), or `None` for
+/// a blob too short to be sealed. Says nothing of the blob's authenticity: a node checks the
+/// party's signature of `E` before it unseals, and the unsealing authenticates the rest.
+pub fn channel_of(sealed: &[u8]) -> Option<[u8; 32]> {
+    if sealed.len() < SEAL_OVERHEAD {
+        return None;
+    }
+    sealed[..32].try_into().ok()
+}
+
 /// Seals one blob on a channel of its own ([`SealChannel::new`] then
 /// [`SealChannel::seal`]): for a one-off message; a party sealing every iteration keeps its
 /// channels. Cost: two X25519 scalar multiplications, one HKDF, AES-256-GCM.
@@ -451,7 +461,7 @@ pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBy
         .len();
     plain.truncate(n);
     // Kept only for a channel whose blob authenticated (and the node unseals only blobs
-    // whose party's signature verified), so forged or garbled blobs never fill the table.
+    // whose channel's party signature verified), so forged or garbled blobs never fill the table.
     if let Some(shared) = new_channel {
         key.remember(&channel, shared);
     }

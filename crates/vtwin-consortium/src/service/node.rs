@@ -47,7 +47,7 @@ impl std::fmt::Debug for NodeRun {
 pub struct NodeServer {
     id: NodeId,
     endpoint: Arc<Endpoint>,
-    /// Verifies the parties' upload signatures against the consortium CA of the node's
+    /// Verifies the parties' channel signatures against the consortium CA of the node's
     /// identity.
     verifier: vtwin_net::relay_signature::RelayVerifier,
 }
