@@ -35,6 +35,7 @@ pub mod party;
 pub mod party_ledger;
 pub mod service;
 pub mod upload;
+mod verified_channels;
 
 #[cfg(feature = "model")]
 pub use coordinator::{CoordinatorJob, JobError, JobEvent, JobOutput, Timeouts};

@@ -56,7 +56,7 @@
 //! Any error in a session drops it and sends `Failed { reason }` to the coordinator (which
 //! aborts the iteration); the error is returned in [`NodeOutput::error`] for the log.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use crate::config::NodePolicy;
 use sha2::{Digest, Sha256};
@@ -69,7 +69,11 @@ use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WireP
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
-use crate::upload::{channel_statement, map_statement, SealedInputsView, UploadPart};
+use crate::upload::{
+    channel_statement, map_statement, unix_now, SealedInputsView, UploadPart,
+    CHANNEL_MAX_AHEAD_SECS,
+};
+use crate::verified_channels::VerifiedChannels;
 use vtwin_host::error_chain::Chain;
 
 /// Most frames of fellow nodes buffered for sessions not started yet.
@@ -229,6 +233,17 @@ pub enum UploadFault {
     /// The blob's channel is signed by another role than the party whose link it came on.
     #[error("its channel is signed by {0}, not by the party that sent it")]
     Signer(Role),
+    /// The channel's signature lapses outside what this node accepts: before its clock, or
+    /// more than `upload::CHANNEL_MAX_AHEAD_SECS` after it.
+    #[error("its channel's signature expires at {expires} (Unix seconds), outside {now} to {now} + {ahead} by this node's clock")]
+    ChannelExpiry {
+        /// The channel's expiry.
+        expires: u64,
+        /// The node's clock.
+        now: u64,
+        /// The latest expiry accepted past it.
+        ahead: u64,
+    },
     /// The blob was sealed in answer to another attempt, or as the other part.
     #[error(
         "it was sealed for attempt {attempt} as part {part}, not for this attempt as part {want}"
@@ -357,10 +372,6 @@ struct Active {
     maps: Vec<Option<[u8; 32]>>,
 }
 
-/// Most verified sealing channels a node keeps (two parties make three per job, one per
-/// node: this bounds what a party's many jobs can make it hold).
-const CHANNELS_KEPT: usize = 256;
-
 /// The compute-node state machine (module docs).
 pub struct NodeSession {
     id: NodeId,
@@ -375,11 +386,11 @@ pub struct NodeSession {
     /// per party: their bytes are summed when one arrives).
     early_uploads: BTreeMap<(Role, u8), Frame>,
     closed: VecDeque<Attempt>,
-    /// The sealing channels whose party signature this node has verified, by channel key,
-    /// with their party (at most [`CHANNELS_KEPT`]; a full table is emptied): a later blob
-    /// on a known channel from the same party's link skips the signature check, and its
-    /// unsealing authenticates it (only the party and this node hold the channel's secret).
-    channels: HashMap<[u8; 32], u16>,
+    /// The sealing channels whose party signature this node has verified, with their party
+    /// and until when they hold: a later blob on a kept channel from the same party's link
+    /// skips the signature check, and its unsealing authenticates it (only the party and
+    /// this node hold the channel's secret).
+    channels: VerifiedChannels,
     /// Every session attempt this node has started (after its checks passed), for the
     /// process's lifetime, one entry per started session: a second `Start` of one is refused,
     /// so the parties' uploads, which are bound to their attempt, are never computed on twice
@@ -432,7 +443,7 @@ impl NodeSession {
             early_bytes: 0,
             early_uploads: BTreeMap::new(),
             closed: VecDeque::new(),
-            channels: HashMap::new(),
+            channels: VerifiedChannels::default(),
             started: HashSet::new(),
         }
     }
@@ -708,7 +719,7 @@ impl NodeSession {
             fault,
         };
         // Any certified party may connect: a party outside the session, or an upload of
-        // another iteration (which its signature could not cover), is dropped, not the
+        // another iteration (which its sealing context would not open for), is dropped, not the
         // session.
         if let Role::Party(p) = from {
             if usize::from(p) >= a.uploaded.len() || f.iteration != a.iteration {
@@ -756,6 +767,7 @@ impl NodeSession {
                     sealed,
                     certificate,
                     signature,
+                    expires,
                 },
                 Role::Party(party),
             ) => {
@@ -776,13 +788,23 @@ impl NodeSession {
                 let channel = vtwin_net::seal::channel_of(&sealed).ok_or(bad(
                     UploadFault::Unseal(vtwin_net::SealError::TooShort { len: sealed.len() }),
                 ))?;
-                let known = self.channels.get(&channel) == Some(&party);
-                if !known {
+                let now = unix_now();
+                let mut keep_until = None;
+                if !self.channels.holds(&channel, party, now) {
+                    let ahead = CHANNEL_MAX_AHEAD_SECS;
+                    if !(now <= expires && expires <= now.saturating_add(ahead)) {
+                        return Err(bad(UploadFault::ChannelExpiry {
+                            expires,
+                            now,
+                            ahead,
+                        }));
+                    }
                     let statement = channel_statement(
                         party,
                         id.index() as u8,
                         &channel,
                         &self.seal_key.public(),
+                        expires,
                     );
                     let signed = RelaySignature {
                         certificate,
@@ -793,6 +815,9 @@ impl NodeSession {
                         Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
                         Err(e) => return Err(bad(UploadFault::Signature(e))),
                     }
+                    // Kept while both the statement and the party's certificate hold.
+                    let certificate = RelayVerifier::certificate_expiry(&signed.certificate);
+                    keep_until = Some(expires.min(certificate.unwrap_or(0)));
                 }
                 let ctx = SealContext {
                     session: a.session.0,
@@ -802,11 +827,8 @@ impl NodeSession {
                 };
                 let plain = unseal(&self.seal_key, &ctx, &sealed)
                     .map_err(|e| bad(UploadFault::Unseal(e)))?;
-                if !known {
-                    if self.channels.len() >= CHANNELS_KEPT {
-                        self.channels.clear();
-                    }
-                    self.channels.insert(channel, party);
+                if let Some(until) = keep_until {
+                    self.channels.keep(channel, party, until);
                 }
                 // Borrowed from `plain`, which is zeroized on drop (after the messages are
                 // decoded below).

@@ -58,9 +58,10 @@
 //!
 //! Cost per request: the local kernels (O(B K |T_p|)), three input shares of 2 B K, B |T_p|
 //! and d ring elements, six seals (one HKDF and AES-256-GCM over the blob each; once per job
-//! three channels, two X25519 multiplications each) and six ECDSA signatures, one ledger
-//! append with `fdatasync`; the epsilon checks about a millisecond each (the plan's is
-//! cached).
+//! three channels, two X25519 multiplications and one ECDSA signature each, made again
+//! before their signatures lapse, `crate::upload::CHANNEL_LIFETIME_SECS`), one ledger append
+//! with `fdatasync`; the budget check O(distinct noise levels x RDP orders) (the ledger keeps
+//! each level's curve; the plan's epsilon is cached).
 
 use rand::{SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
@@ -424,10 +425,12 @@ struct Prepared {
 }
 
 /// A sealing channel to one node with the party's signature of it (the certificate and
-/// signature every `Upload` on the channel carries).
+/// signature every `Upload` on the channel carries) and the signature's expiry (Unix
+/// seconds).
 struct SignedChannel {
     channel: SealChannel,
     signed: RelaySignature,
+    expires: u64,
 }
 
 /// The party state machine (module docs).
@@ -801,10 +804,14 @@ impl PartyResponder {
             iteration: t,
             fault,
         };
+        // New channels at a job's first upload, and before the signatures lapse.
+        let now = crate::upload::unix_now();
         let channels = match self.seal_channels {
-            Some(ref channels) => channels,
-            None => {
-                let made = self.signed_channels().map_err(bad)?;
+            Some(ref channels) if crate::upload::channel_lasts(channels[0].expires, now) => {
+                channels
+            }
+            _ => {
+                let made = self.signed_channels(now).map_err(bad)?;
                 &*self.seal_channels.insert(made)
             }
         };
@@ -838,28 +845,40 @@ impl PartyResponder {
                 sealed,
                 certificate: signed.certificate.clone(),
                 signature: signed.signature.clone(),
+                expires: channels[i].expires,
             });
         }
         Ok(uploads)
     }
 
     /// A sealing channel to each node, each signed over
-    /// [`crate::upload::channel_statement`]. Errors: [`RequestFault::Seal`] (a low-order
-    /// node key), [`RequestFault::Sign`]. Cost: two X25519 scalar multiplications and one
-    /// ECDSA signature per node.
-    fn signed_channels(&mut self) -> Result<[SignedChannel; 3], RequestFault> {
+    /// [`crate::upload::channel_statement`] until [`crate::upload::CHANNEL_LIFETIME_SECS`]
+    /// after `now` (Unix seconds). Errors: [`RequestFault::Seal`] (a low-order node key),
+    /// [`RequestFault::Sign`]. Cost: two X25519 scalar multiplications and one ECDSA
+    /// signature per node.
+    fn signed_channels(&mut self, now: u64) -> Result<[SignedChannel; 3], RequestFault> {
         let p = self.setup.index;
+        let expires = now.saturating_add(crate::upload::CHANNEL_LIFETIME_SECS);
         let mut one = |i: usize| -> Result<SignedChannel, RequestFault> {
             let node_public = &self.setup.node_seal_publics[i];
             let channel = SealChannel::new(node_public, &mut self.seal_rng)
                 .map_err(|source| RequestFault::Seal { node: i, source })?;
-            let statement =
-                crate::upload::channel_statement(p, i as u8, &channel.public(), node_public);
+            let statement = crate::upload::channel_statement(
+                p,
+                i as u8,
+                &channel.public(),
+                node_public,
+                expires,
+            );
             let signed = self
                 .signer
                 .sign(Purpose::Channel, &statement)
                 .map_err(|source| RequestFault::Sign { node: i, source })?;
-            Ok(SignedChannel { channel, signed })
+            Ok(SignedChannel {
+                channel,
+                signed,
+                expires,
+            })
         };
         Ok([one(0)?, one(1)?, one(2)?])
     }

@@ -77,10 +77,45 @@ impl UploadPart {
     }
 }
 
-/// What a party signs, once per job and node, for its sealing channel to `node`: the party
-/// (u16 LE), the node, the channel's public key `channel` (`E`, the first 32 bytes of each
-/// of its blobs) and the node's seal public key `node_public` (signed under
-/// `vtwin_net::relay_signature::CHANNEL_DOMAIN`; 67 bytes). Why: sealing is anonymous
+/// How long a party's channel signature lasts ([`channel_statement`]'s `expires`, set by the
+/// party to its clock plus this): one hour. A party makes new channels once less than
+/// [`CHANNEL_RENEW_SECS`] remain, so a leaked channel secret forges blobs in the party's
+/// name for at most this long (`protocols/sealing.md`, "Origin").
+pub const CHANNEL_LIFETIME_SECS: u64 = 3600;
+
+/// A party renews its channels when less than this remains of their lifetime: 30 minutes,
+/// which is also how far its clock may lag a node's.
+pub const CHANNEL_RENEW_SECS: u64 = 1800;
+
+/// The latest expiry a node accepts, past its own clock: the lifetime plus 30 minutes for a
+/// party clock that runs ahead. A signature for longer is refused, so a party cannot make
+/// one channel outlive the bound.
+pub const CHANNEL_MAX_AHEAD_SECS: u64 = CHANNEL_LIFETIME_SECS + 1800;
+
+// A party renews before its channel lapses, and a node accepts any channel a party makes,
+// with room for the clocks to differ.
+const _: () = assert!(CHANNEL_RENEW_SECS < CHANNEL_LIFETIME_SECS);
+const _: () = assert!(CHANNEL_LIFETIME_SECS + CHANNEL_RENEW_SECS <= CHANNEL_MAX_AHEAD_SECS);
+
+/// Whether a party keeps sealing on a channel whose signature expires at `expires`, at its
+/// clock `now`: while more than [`CHANNEL_RENEW_SECS`] remain.
+pub fn channel_lasts(expires: u64, now: u64) -> bool {
+    now.saturating_add(CHANNEL_RENEW_SECS) < expires
+}
+
+/// The wall clock in Unix seconds (0 before 1970), what channel expiries are set and checked
+/// against.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// What a party signs, once per node and [`CHANNEL_LIFETIME_SECS`] (and at least once per
+/// job), for its sealing channel to `node`: the party (u16 LE), the node, the channel's
+/// public key `channel` (`E`, the first 32 bytes of each of its blobs), the node's seal
+/// public key `node_public` and the Unix second `expires` after which the signature is void
+/// (u64 LE; signed under `vtwin_net::relay_signature::CHANNEL_DOMAIN`; 75 bytes). Why: sealing is anonymous
 /// (anyone can seal to a node's public key), so the signature is what ties a channel to its
 /// party whatever link carries its blobs; a blob opens only under the channel's shared
 /// secret, which only the party that made `E` and the node hold, so a blob that opens on a
@@ -95,12 +130,14 @@ pub fn channel_statement(
     node: u8,
     channel: &[u8; 32],
     node_public: &[u8; 32],
+    expires: u64,
 ) -> Vec<u8> {
-    let mut m = Vec::with_capacity(2 + 1 + 32 + 32);
+    let mut m = Vec::with_capacity(2 + 1 + 32 + 32 + 8);
     m.extend_from_slice(&party.to_le_bytes());
     m.push(node);
     m.extend_from_slice(channel);
     m.extend_from_slice(node_public);
+    m.extend_from_slice(&expires.to_le_bytes());
     m
 }
 
@@ -305,22 +342,38 @@ mod tests {
     }
 
     /// The signed statement byte for byte: party (LE), node, the channel key, the node's
-    /// key; each field changes it.
+    /// key, the expiry (LE); each field changes it.
     #[test]
     fn the_channel_statement_is_its_fields() {
-        let p = channel_statement(0x0506, 7, &[1; 32], &[2; 32]);
+        let p = channel_statement(0x0506, 7, &[1; 32], &[2; 32], 0x0102_0304);
         let mut want = vec![0x06, 0x05, 7];
         want.extend([1u8; 32]);
         want.extend([2u8; 32]);
+        want.extend([4, 3, 2, 1, 0, 0, 0, 0]);
         assert_eq!(p, want);
         for other in [
-            channel_statement(0x0507, 7, &[1; 32], &[2; 32]),
-            channel_statement(0x0506, 6, &[1; 32], &[2; 32]),
-            channel_statement(0x0506, 7, &[3; 32], &[2; 32]),
-            channel_statement(0x0506, 7, &[1; 32], &[3; 32]),
+            channel_statement(0x0507, 7, &[1; 32], &[2; 32], 0x0102_0304),
+            channel_statement(0x0506, 6, &[1; 32], &[2; 32], 0x0102_0304),
+            channel_statement(0x0506, 7, &[3; 32], &[2; 32], 0x0102_0304),
+            channel_statement(0x0506, 7, &[1; 32], &[3; 32], 0x0102_0304),
+            channel_statement(0x0506, 7, &[1; 32], &[2; 32], 0x0102_0305),
         ] {
             assert_ne!(other, p);
         }
+    }
+
+    /// A party seals on a channel until less than the renewal margin remains, then makes new
+    /// ones: a fresh channel lasts, one at the margin does not.
+    #[test]
+    fn a_channel_is_renewed_before_its_signature_lapses() {
+        let made = 1_800_000_000;
+        let expires = made + CHANNEL_LIFETIME_SECS;
+        assert!(channel_lasts(expires, made));
+        let renew_at = expires - CHANNEL_RENEW_SECS;
+        assert!(channel_lasts(expires, renew_at - 1));
+        assert!(!channel_lasts(expires, renew_at));
+        assert!(!channel_lasts(expires, expires + 1));
+        assert!(!channel_lasts(0, u64::MAX), "no overflow");
     }
 
     #[test]

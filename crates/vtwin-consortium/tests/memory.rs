@@ -1012,21 +1012,32 @@ fn a_lost_party_link_drops_a_session_while_the_late_part_of_its_upload_is_missin
 }
 
 /// Re-signs the sealing channel of the upload in `f` (from `party` to `node`, whose seal
-/// public key is `node_public`) with `signer`'s genuine key: what a party that signed
-/// another's channel key would send.
-fn resign_channel(f: &mut Frame, signer: u16, party: u16, node: u8, node_public: &[u8; 32]) {
+/// public key is `node_public`) with `signer`'s genuine key, with the expiry `expires` (the
+/// upload's own if `None`): what a party that signed another's channel key, or signed for
+/// another lifetime, would send.
+fn resign_channel(
+    f: &mut Frame,
+    signer: u16,
+    party: u16,
+    node: u8,
+    node_public: &[u8; 32],
+    expires: Option<u64>,
+) {
     let Body::Upload {
         sealed,
         certificate,
         signature,
+        expires: e,
         ..
     } = &mut f.body
     else {
         panic!("an upload");
     };
+    *e = expires.unwrap_or(*e);
     let channel = vtwin_net::seal::channel_of(sealed).expect("a sealed blob");
     let key = vtwin_net::relay_signature::RelaySigner::new(&party_identity(signer)).unwrap();
-    let statement = vtwin_consortium::upload::channel_statement(party, node, &channel, node_public);
+    let statement =
+        vtwin_consortium::upload::channel_statement(party, node, &channel, node_public, *e);
     let s = key
         .sign(vtwin_net::relay_signature::Purpose::Channel, &statement)
         .unwrap();
@@ -1274,6 +1285,7 @@ fn parties_early_uploads_wait_apart_one_each_and_never_push_out_a_nodes_frames()
                 sealed: Vec::new(),
                 certificate,
                 signature: Vec::new(),
+                expires: 0,
             },
         )
     };
@@ -1767,7 +1779,8 @@ fn a_blob_sealed_on_another_channel_is_refused_by_the_nodes() {
     // link would not let anyone but party 1 send this; the check does not rely on it). The
     // signature covers party 1's channel key, not this one, so node 1 refuses the blob
     // before it unseals (without the check this blob would fail later, as inputs that do not
-    // decode; the re-signed case below is the one a node would otherwise compute on).
+    // decode; `the_partys_own_plaintext_resealed_on_an_unsigned_channel_is_refused` is the
+    // case a node would otherwise compute on).
     let keys = node_keys();
     assert_aborts_with(
         move |from, to, f| {
@@ -1831,7 +1844,7 @@ fn an_upload_whose_channel_another_party_signed_is_refused_by_the_nodes() {
     assert_aborts_with(
         move |from, to, f| {
             if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
-                resign_channel(f, 0, 1, 2, &node_public);
+                resign_channel(f, 0, 1, 2, &node_public, None);
             }
             true
         },
@@ -1849,7 +1862,7 @@ fn a_channel_signed_for_another_node_or_party_is_refused_by_the_nodes() {
         assert_aborts_with(
             move |from, to, f| {
                 if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
-                    resign_channel(f, 1, party, node, &key);
+                    resign_channel(f, 1, party, node, &key, None);
                 }
                 true
             },
@@ -1859,11 +1872,64 @@ fn a_channel_signed_for_another_node_or_party_is_refused_by_the_nodes() {
     // The statement it should have signed passes (the hook has power only through it).
     let c = run_tampered(move |from, to, f| {
         if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
-            resign_channel(f, 1, 1, 2, &node2);
+            resign_channel(f, 1, 1, 2, &node2, None);
         }
         true
     });
     assert!(c.job.is_done(), "{:?}", c.events);
+}
+
+#[test]
+fn a_channel_signed_past_its_time_or_for_too_long_is_refused_by_the_nodes() {
+    // Party 1's channel to node 2 signed by party 1 itself, expiring a minute ago, or later
+    // than a node accepts; within the bound it passes.
+    use vtwin_consortium::upload::{unix_now, CHANNEL_MAX_AHEAD_SECS};
+    let node2 = node_keys()[2].public();
+    let signed_until = move |expires: u64| {
+        move |from: Role, to: Role, f: &mut Frame| {
+            if let (Role::Party(1), Role::Node(2), Body::Upload { .. }) = (from, to, &f.body) {
+                resign_channel(f, 1, 1, 2, &node2, Some(expires));
+            }
+            true
+        }
+    };
+    let now = unix_now();
+    assert_aborts_with(signed_until(now - 60), "its channel's signature expires at");
+    assert_aborts_with(
+        signed_until(now + CHANNEL_MAX_AHEAD_SECS + 600),
+        "its channel's signature expires at",
+    );
+    let c = run_tampered(signed_until(now + CHANNEL_MAX_AHEAD_SECS - 600));
+    assert!(c.job.is_done(), "{:?}", c.events);
+}
+
+#[test]
+fn the_partys_own_plaintext_resealed_on_an_unsigned_channel_is_refused() {
+    // Every upload of party 1 to node 1 unsealed with node 1's key (what only a forger who
+    // knows the plaintext could do) and sealed again on a channel of the forger's own, with
+    // party 1's certificate and channel signature kept: well-formed inputs a node would
+    // compute on, refused only because party 1 did not sign that channel. (From the cold
+    // review: without the channel check the job runs on them.)
+    let keys = node_keys();
+    let c = run_tampered(move |from, to, f| {
+        let (session, t) = (f.session, f.iteration);
+        if let (Role::Party(1), Role::Node(1), Body::Upload { sealed, .. }) =
+            (from, to, &mut f.body)
+        {
+            let ctx = vtwin_net::SealContext {
+                session,
+                iteration: t,
+                party: 1,
+                node: 1,
+            };
+            let plain = vtwin_net::unseal(&keys[1], &ctx, sealed).unwrap();
+            let mut rng = ChaCha20Rng::seed_from_u64(t * 2 + 7);
+            *sealed = vtwin_net::seal(&keys[1].public(), &ctx, &plain, &mut rng).unwrap();
+        }
+        true
+    });
+    let text = aborted(&c).to_string();
+    assert!(text.contains("signature does not verify"), "{text}");
 }
 
 #[test]

@@ -31,6 +31,7 @@ fn body(kind: u8, bytes: Vec<u8>, n: u16) -> Body {
             sealed: bytes.clone(),
             certificate: bytes.clone(),
             signature: bytes,
+            expires: u64::from(n) << 20,
         },
         2 => Body::NodeKey {
             public: {

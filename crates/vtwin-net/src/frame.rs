@@ -138,6 +138,8 @@ pub enum Body {
         /// (`vtwin-consortium` `upload::channel_statement`).
         #[serde(with = "serde_bytes")]
         signature: Vec<u8>,
+        /// When the channel's signature lapses (Unix seconds; in the signed statement).
+        expires: u64,
     },
     /// Party -> coordinator: the party has handed its six `Upload`s to its node links (so
     /// a timeout names the parties that did not get that far).

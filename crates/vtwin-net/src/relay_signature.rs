@@ -286,6 +286,14 @@ impl RelayVerifier {
         Ok(role)
     }
 
+    /// The last second (Unix time) at which the certificate `der` is valid, or `None` if it
+    /// does not parse. Says nothing of its chain: for a certificate [`RelayVerifier::verify`]
+    /// accepted, so that a caller that keeps what it verified can stop trusting it when the
+    /// certificate lapses. Cost: one DER parse.
+    pub fn certificate_expiry(der: &[u8]) -> Option<u64> {
+        ValidityWindow::of(der).and_then(|w| u64::try_from(w.not_after).ok())
+    }
+
     /// The role of `der` if its chain was checked before and `now` is inside its window.
     fn checked_role(&self, der: &[u8], now: UnixTime) -> Option<Role> {
         let checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
@@ -406,6 +414,26 @@ mod tests {
                 Err(RelaySignatureError::BadSignature { .. })
             ));
         }
+    }
+
+    /// A certificate's expiry is the last second of its window; an unreadable one has none.
+    #[test]
+    fn a_certificates_expiry_is_the_end_of_its_window() {
+        let ca = Ca::generate().unwrap();
+        let s = RelaySigner::new(&party(&ca, 1))
+            .unwrap()
+            .sign(Purpose::Channel, b"x")
+            .unwrap();
+        let window = ValidityWindow::of(&s.certificate).unwrap();
+        assert_eq!(
+            RelayVerifier::certificate_expiry(&s.certificate),
+            Some(window.not_after as u64)
+        );
+        assert!(window.not_after > 1_790_000_000, "{window:?}");
+        assert_eq!(
+            RelayVerifier::certificate_expiry(b"not a certificate"),
+            None
+        );
     }
 
     /// A certificate's chain is checked once; later its window is checked against the clock

@@ -75,12 +75,13 @@ fn body() -> impl Strategy<Value = Body> {
                 theta,
                 terms
             }),
-        (any::<u8>(), bytes(64), bytes(30), bytes(20)).prop_map(
-            |(part, sealed, certificate, signature)| Body::Upload {
+        (any::<u8>(), bytes(64), bytes(30), bytes(20), any::<u64>()).prop_map(
+            |(part, sealed, certificate, signature, expires)| Body::Upload {
                 part,
                 sealed,
                 certificate,
                 signature,
+                expires,
             }
         ),
         Just(Body::Uploaded),
@@ -661,6 +662,7 @@ fn bulk_frames_are_encoded_without_regrowing() {
                 sealed: bytes(n),
                 certificate: bytes(600),
                 signature: bytes(72),
+                expires: u64::MAX,
             },
             Body::Align {
                 message: bytes(n),

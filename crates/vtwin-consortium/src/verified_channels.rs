@@ -1,0 +1,65 @@
+//! The parties' sealing channels a node has verified (`protocols/sealing.md`, "Origin"): by
+//! channel key, the party that signed it and the last second (Unix time) its signature and
+//! the party's certificate both hold. A later blob on a kept channel, from the same party's
+//! link and in time, skips the signature check; its unsealing authenticates it.
+
+use std::collections::HashMap;
+
+/// Most channels kept (two parties make three per job and renewal, one per node); a full
+/// table is emptied, so that no party can grow it.
+pub(crate) const CHANNELS_KEPT: usize = 256;
+
+/// Verified channels by key (module docs).
+#[derive(Debug, Default)]
+pub(crate) struct VerifiedChannels {
+    by_key: HashMap<[u8; 32], (u16, u64)>,
+}
+
+impl VerifiedChannels {
+    /// Whether `channel` was kept for `party` and still holds at `now` (Unix seconds).
+    /// Cost: one hash lookup.
+    pub(crate) fn holds(&self, channel: &[u8; 32], party: u16, now: u64) -> bool {
+        matches!(self.by_key.get(channel), Some(&(p, until)) if p == party && now <= until)
+    }
+
+    /// Keeps `channel` for `party` until the Unix second `until` (inclusive).
+    pub(crate) fn keep(&mut self, channel: [u8; 32], party: u16, until: u64) {
+        if self.by_key.len() >= CHANNELS_KEPT && !self.by_key.contains_key(&channel) {
+            self.by_key.clear();
+        }
+        self.by_key.insert(channel, (party, until));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_channel_holds_for_its_party_until_its_last_second() {
+        let mut v = VerifiedChannels::default();
+        assert!(!v.holds(&[1; 32], 0, 10));
+        v.keep([1; 32], 0, 100);
+        assert!(v.holds(&[1; 32], 0, 10) && v.holds(&[1; 32], 0, 100));
+        assert!(!v.holds(&[1; 32], 0, 101), "lapsed");
+        assert!(!v.holds(&[1; 32], 1, 10), "another party's link");
+        assert!(!v.holds(&[2; 32], 0, 10), "another channel");
+    }
+
+    #[test]
+    fn a_full_table_is_emptied_before_a_new_channel() {
+        let mut v = VerifiedChannels::default();
+        for i in 0..CHANNELS_KEPT {
+            let mut k = [0u8; 32];
+            k[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            v.keep(k, 0, 100);
+        }
+        assert_eq!(v.by_key.len(), CHANNELS_KEPT);
+        // Renewing a kept channel does not empty it.
+        v.keep([0; 32], 0, 200);
+        assert_eq!(v.by_key.len(), CHANNELS_KEPT);
+        v.keep([0xFF; 32], 0, 100);
+        assert_eq!(v.by_key.len(), 1);
+        assert!(v.holds(&[0xFF; 32], 0, 50) && !v.holds(&[0; 32], 0, 50));
+    }
+}
