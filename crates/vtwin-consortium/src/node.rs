@@ -16,14 +16,16 @@
 //! 2. With the three ephemeral publics it builds its program of the iteration
 //!    ([`vtwin_iteration::node::program`]: the pairwise seeds, then receive the inputs, the
 //!    gradient circuit, reveal G + Z to the coordinator's client P + m).
-//! 3. `Upload { part, sealed, certificate, signature }` from party p, on the party's own
+//! 3. `Upload { part, sealed, certificate, signature, expires }` from party p, on the party's own
 //!    link (the TLS-authenticated role says which party it is), twice per session: part 0
 //!    (what the circuit's first layers need) and part 1 (T_p and the noise, which the circuit
 //!    takes only at its `M_p` layer, so the circuit starts on part 0 while part 1 travels;
 //!    [`UploadPart`]). The party's signature of the blob's sealing channel
-//!    ([`crate::upload::channel_statement`]: p, i, the channel's key and this node's seal
-//!    key) must verify under a certificate of the consortium CA naming party p, once per
-//!    channel (the node keeps the channels it verified); then the blob is unsealed with the
+//!    ([`crate::upload::channel_statement`]: p, i, the channel's key, this node's seal key
+//!    and the expiry, which must be at most `upload::CHANNEL_MAX_AHEAD_SECS` ahead of the
+//!    node's clock and not past) must verify under a certificate of the consortium CA naming
+//!    party p, once per channel (the node keeps the channels it verified while the
+//!    signature and the certificate hold); then the blob is unsealed with the
 //!    node's long-term seal key (AAD (s_t, t, p, i)), which authenticates it, and decoded
 //!    ([`crate::upload::SealedInputs`], read in place); it must name this attempt and the
 //!    part it came as; the sigma and clip the
@@ -70,10 +72,10 @@ use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WireP
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
 use crate::upload::{
-    channel_statement, map_statement, unix_now, SealedInputsView, UploadPart,
+    channel_statement, expiry_acceptable, map_statement, unix_now, SealedInputsView, UploadPart,
     CHANNEL_MAX_AHEAD_SECS,
 };
-use crate::verified_channels::VerifiedChannels;
+use crate::verified_channels::{kept_until, VerifiedChannels};
 use vtwin_host::error_chain::Chain;
 
 /// Most frames of fellow nodes buffered for sessions not started yet.
@@ -791,12 +793,11 @@ impl NodeSession {
                 let now = unix_now();
                 let mut keep_until = None;
                 if !self.channels.holds(&channel, party, now) {
-                    let ahead = CHANNEL_MAX_AHEAD_SECS;
-                    if !(now <= expires && expires <= now.saturating_add(ahead)) {
+                    if !expiry_acceptable(expires, now) {
                         return Err(bad(UploadFault::ChannelExpiry {
                             expires,
                             now,
-                            ahead,
+                            ahead: CHANNEL_MAX_AHEAD_SECS,
                         }));
                     }
                     let statement = channel_statement(
@@ -815,9 +816,7 @@ impl NodeSession {
                         Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
                         Err(e) => return Err(bad(UploadFault::Signature(e))),
                     }
-                    // Kept while both the statement and the party's certificate hold.
-                    let certificate = RelayVerifier::certificate_expiry(&signed.certificate);
-                    keep_until = Some(expires.min(certificate.unwrap_or(0)));
+                    keep_until = kept_until(expires, &signed.certificate);
                 }
                 let ctx = SealContext {
                     session: a.session.0,

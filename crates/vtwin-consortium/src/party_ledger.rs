@@ -131,7 +131,8 @@ pub struct PartyLedger {
     groups: HashMap<[u8; 32], Group>,
     /// How many groups have each key (keys with no group are removed).
     counts: BTreeMap<StepKey, u64>,
-    /// [`step_rdp`] of every key that ever had a group (at most one per group).
+    /// [`step_rdp`] of every valid key that ever had a group (at most one per record; about
+    /// 1 KB each).
     curves: HashMap<StepKey, Vec<f64>>,
 }
 
@@ -317,7 +318,12 @@ fn parse_line(line: &str) -> Option<UploadRecord> {
     let batch = *vtwin_net::seal::parse_hex32(f.next()?)?;
     let mut float = || f.next()?.parse::<f64>().ok();
     let (sigma, clip, sample_rate) = (float()?, float()?, float()?);
-    if f.next().is_some() || !(sigma > 0.0 && sigma.is_finite()) {
+    // A rate outside (0, 1] (NaN included) is no record a party makes; as a group's rate
+    // NaN would count as 0 (`max`), a free upload.
+    if f.next().is_some()
+        || !(sigma > 0.0 && sigma.is_finite())
+        || !(sample_rate > 0.0 && sample_rate <= 1.0)
+    {
         return None;
     }
     Some(UploadRecord {
@@ -410,6 +416,55 @@ mod tests {
                 }
             }
             assert!(l.counts.values().sum::<u64>() == l.groups.len() as u64);
+        }
+    }
+
+    /// An upload the accountant cannot take (an infinite sigma, which adds no precision, or a
+    /// rate above 1) makes epsilon an error, recorded or as the extra upload, on a new batch
+    /// or on one already recorded; never a figure (sigma infinite alone would count as free).
+    #[test]
+    fn an_upload_the_accountant_cannot_take_is_an_error() {
+        let bad_sigma = UploadRecord {
+            sigma: f64::INFINITY,
+            ..upload(0, &[1])
+        };
+        let bad_rate = UploadRecord {
+            sample_rate: 1.5,
+            ..upload(0, &[2])
+        };
+        let l = PartyLedger::in_memory();
+        assert!(matches!(
+            l.epsilon(Some(&bad_sigma), 1e-5),
+            Err(AccountingError::NoiseMultiplier(_))
+        ));
+        assert!(matches!(
+            l.epsilon(Some(&bad_rate), 1e-5),
+            Err(AccountingError::SampleRate(_))
+        ));
+        let mut l = PartyLedger::in_memory();
+        l.record(&bad_sigma).unwrap();
+        assert!(l.epsilon(None, 1e-5).is_err());
+        assert!(l.epsilon(Some(&upload(1, &[3])), 1e-5).is_err());
+        let mut l = PartyLedger::in_memory();
+        l.record(&upload(0, &[2])).unwrap();
+        assert!(l.epsilon(None, 1e-5).unwrap() > 0.0);
+        // The extra upload on the batch already recorded, at a rate above 1.
+        assert!(matches!(
+            l.epsilon(Some(&bad_rate), 1e-5),
+            Err(AccountingError::SampleRate(_))
+        ));
+    }
+
+    /// A ledger line with a rate outside (0, 1] is refused when the file is read.
+    #[test]
+    fn a_line_with_a_rate_outside_the_unit_interval_is_refused() {
+        let batch = "00".repeat(32);
+        assert!(parse_line(&format!("v1 0 {batch} 1.2 1 0.01")).is_some());
+        for rate in ["NaN", "0", "-0.5", "1.5", "inf"] {
+            assert!(
+                parse_line(&format!("v1 0 {batch} 1.2 1 {rate}")).is_none(),
+                "{rate}"
+            );
         }
     }
 

@@ -79,8 +79,9 @@ impl UploadPart {
 
 /// How long a party's channel signature lasts ([`channel_statement`]'s `expires`, set by the
 /// party to its clock plus this): one hour. A party makes new channels once less than
-/// [`CHANNEL_RENEW_SECS`] remain, so a leaked channel secret forges blobs in the party's
-/// name for at most this long (`protocols/sealing.md`, "Origin").
+/// [`CHANNEL_RENEW_SECS`] remain. A leaked channel secret forges blobs in the party's name
+/// until the node's clock passes the signed expiry: at most [`CHANNEL_MAX_AHEAD_SECS`]
+/// (`protocols/sealing.md`, "Origin").
 pub const CHANNEL_LIFETIME_SECS: u64 = 3600;
 
 /// A party renews its channels when less than this remains of their lifetime: 30 minutes,
@@ -88,8 +89,8 @@ pub const CHANNEL_LIFETIME_SECS: u64 = 3600;
 pub const CHANNEL_RENEW_SECS: u64 = 1800;
 
 /// The latest expiry a node accepts, past its own clock: the lifetime plus 30 minutes for a
-/// party clock that runs ahead. A signature for longer is refused, so a party cannot make
-/// one channel outlive the bound.
+/// party clock that runs ahead. A signature for longer is refused, so an honest party's
+/// channel cannot outlive the bound (a party can always sign its key again).
 pub const CHANNEL_MAX_AHEAD_SECS: u64 = CHANNEL_LIFETIME_SECS + 1800;
 
 // A party renews before its channel lapses, and a node accepts any channel a party makes,
@@ -101,6 +102,12 @@ const _: () = assert!(CHANNEL_LIFETIME_SECS + CHANNEL_RENEW_SECS <= CHANNEL_MAX_
 /// clock `now`: while more than [`CHANNEL_RENEW_SECS`] remain.
 pub fn channel_lasts(expires: u64, now: u64) -> bool {
     now.saturating_add(CHANNEL_RENEW_SECS) < expires
+}
+
+/// Whether a node takes a channel signature that lapses at `expires`, at its clock `now`:
+/// not lapsed, and at most [`CHANNEL_MAX_AHEAD_SECS`] ahead.
+pub fn expiry_acceptable(expires: u64, now: u64) -> bool {
+    now <= expires && expires <= now.saturating_add(CHANNEL_MAX_AHEAD_SECS)
 }
 
 /// The wall clock in Unix seconds (0 before 1970), what channel expiries are set and checked
@@ -360,6 +367,26 @@ mod tests {
         ] {
             assert_ne!(other, p);
         }
+    }
+
+    /// A node takes an expiry from its clock to the bound ahead, inclusive, and no other;
+    /// the sum cannot overflow.
+    #[test]
+    fn a_node_takes_expiries_from_its_clock_to_the_bound_ahead() {
+        let now = 1_800_000_000;
+        assert!(expiry_acceptable(now, now));
+        assert!(expiry_acceptable(now + CHANNEL_MAX_AHEAD_SECS, now));
+        assert!(!expiry_acceptable(now - 1, now), "lapsed");
+        assert!(
+            !expiry_acceptable(now + CHANNEL_MAX_AHEAD_SECS + 1, now),
+            "too long"
+        );
+        assert!(!expiry_acceptable(0, now) && !expiry_acceptable(u64::MAX, now));
+        assert!(expiry_acceptable(u64::MAX, u64::MAX - 5));
+        // What a party signs is taken by a node whose clock is within the renewal margin.
+        let signed = now + CHANNEL_LIFETIME_SECS;
+        assert!(expiry_acceptable(signed, now - CHANNEL_RENEW_SECS));
+        assert!(expiry_acceptable(signed, signed - CHANNEL_RENEW_SECS));
     }
 
     /// A party seals on a channel until less than the renewal margin remains, then makes new

@@ -5,9 +5,18 @@
 
 use std::collections::HashMap;
 
+use vtwin_net::RelayVerifier;
+
 /// Most channels kept (two parties make three per job and renewal, one per node); a full
 /// table is emptied, so that no party can grow it.
 pub(crate) const CHANNELS_KEPT: usize = 256;
+
+/// Until when a channel whose signature expires at `expires` and whose party's certificate
+/// is the DER `certificate` is kept: the earlier of the two (Unix seconds), or `None`, not
+/// kept, if the certificate's expiry cannot be read. Cost: one DER parse.
+pub(crate) fn kept_until(expires: u64, certificate: &[u8]) -> Option<u64> {
+    RelayVerifier::certificate_expiry(certificate).map(|c| c.min(expires))
+}
 
 /// Verified channels by key (module docs).
 #[derive(Debug, Default)]
@@ -44,6 +53,24 @@ mod tests {
         assert!(!v.holds(&[1; 32], 0, 101), "lapsed");
         assert!(!v.holds(&[1; 32], 1, 10), "another party's link");
         assert!(!v.holds(&[2; 32], 0, 10), "another channel");
+    }
+
+    /// A channel is kept while both its signature and its party's certificate hold, and
+    /// not at all when the certificate's expiry cannot be read.
+    #[test]
+    fn a_channel_is_kept_until_its_signature_or_its_certificate_lapses() {
+        let ca = vtwin_net::pki::Ca::generate().unwrap();
+        let signer =
+            vtwin_net::RelaySigner::new(&ca.identity(vtwin_net::Role::Party(0)).unwrap()).unwrap();
+        let der = signer
+            .sign(vtwin_net::relay_signature::Purpose::Channel, b"x")
+            .unwrap()
+            .certificate;
+        let cert = RelayVerifier::certificate_expiry(&der).unwrap();
+        assert_eq!(kept_until(cert - 5, &der), Some(cert - 5));
+        assert_eq!(kept_until(cert + 5, &der), Some(cert));
+        assert_eq!(kept_until(u64::MAX, &der), Some(cert));
+        assert_eq!(kept_until(100, b"not a certificate"), None);
     }
 
     #[test]

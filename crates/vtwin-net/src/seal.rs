@@ -7,7 +7,7 @@
 //! wire version 17; before, a fresh X25519 key per blob):
 //!
 //! ```text
-//! channel (once per job and node):
+//! channel (once per job and node, and again when its signature is to lapse):
 //!   e   <- 32 random bytes (the CSPRNG passed in), E = X25519(e, 9)
 //!   dh  = X25519(e, S)                       (S = the node's static seal public key)
 //! blob:
