@@ -787,9 +787,11 @@ impl NodeSession {
                 // The blob's channel must be signed by the party whose link it came on
                 // (sealing alone is anonymous), verified once per channel; the unsealing then
                 // authenticates the blob, and what it answers is inside it.
-                let channel = vtwin_net::seal::channel_of(&sealed).ok_or(bad(
-                    UploadFault::Unseal(vtwin_net::SealError::TooShort { len: sealed.len() }),
-                ))?;
+                let channel = vtwin_net::seal::channel_of(&sealed).ok_or_else(|| {
+                    bad(UploadFault::Unseal(vtwin_net::SealError::TooShort {
+                        len: sealed.len(),
+                    }))
+                })?;
                 let now = unix_now();
                 let mut keep_until = None;
                 if !self.channels.holds(&channel, party, now) {
