@@ -393,6 +393,9 @@ pub struct NodeSession {
     /// skips the signature check, and its unsealing authenticates it (only the party and
     /// this node hold the channel's secret).
     channels: VerifiedChannels,
+    /// The wall clock (Unix seconds) channel expiries are checked against
+    /// ([`NodeSession::set_clock`]).
+    clock: fn() -> u64,
     /// Every session attempt this node has started (after its checks passed), for the
     /// process's lifetime, one entry per started session: a second `Start` of one is refused,
     /// so the parties' uploads, which are bound to their attempt, are never computed on twice
@@ -446,6 +449,7 @@ impl NodeSession {
             early_uploads: BTreeMap::new(),
             closed: VecDeque::new(),
             channels: VerifiedChannels::default(),
+            clock: unix_now,
             started: HashSet::new(),
         }
     }
@@ -453,6 +457,12 @@ impl NodeSession {
     /// This node's role.
     pub fn role(&self) -> Role {
         Role::Node(self.id.index() as u8)
+    }
+
+    /// Sets the wall clock (Unix seconds) the parties' channel expiries are checked
+    /// against; [`crate::upload::unix_now`] unless set (simulations and tests set their own).
+    pub fn set_clock(&mut self, clock: fn() -> u64) {
+        self.clock = clock;
     }
 
     /// The iteration of the open session, if any.
@@ -792,7 +802,7 @@ impl NodeSession {
                         len: sealed.len(),
                     }))
                 })?;
-                let now = unix_now();
+                let now = (self.clock)();
                 let mut keep_until = None;
                 if !self.channels.holds(&channel, party, now) {
                     if !expiry_acceptable(expires, now) {

@@ -443,6 +443,8 @@ pub struct PartyResponder {
     /// signature of it (made at the job's first upload, dropped when a new job starts): one
     /// X25519 exchange and one ECDSA signature per node and job instead of per blob.
     seal_channels: Option<[SignedChannel; 3]>,
+    /// The wall clock (Unix seconds) channel expiries are set by ([`PartyResponder::set_clock`]).
+    clock: fn() -> u64,
     /// The noise share for the next request, sampled ahead of it.
     prepared: Option<Prepared>,
     /// The terms (and iteration) the next request is expected to have.
@@ -540,6 +542,7 @@ impl PartyResponder {
             device: compute_device().map_err(|e| fail(SetupFault::Device(e)))?,
             seal_rng: ChaCha20Rng::from_os_rng(),
             seal_channels: None,
+            clock: crate::upload::unix_now,
             prepared: None,
             next,
             accepted: None,
@@ -680,6 +683,13 @@ impl PartyResponder {
         }
     }
 
+    /// Sets the wall clock (Unix seconds) the party's channel signatures are dated by and
+    /// renewed against; [`crate::upload::unix_now`] unless set (simulations and tests set
+    /// their own, to run a job across hours).
+    pub fn set_clock(&mut self, clock: fn() -> u64) {
+        self.clock = clock;
+    }
+
     /// This party's role.
     pub fn role(&self) -> Role {
         Role::Party(self.setup.index)
@@ -805,7 +815,7 @@ impl PartyResponder {
             fault,
         };
         // New channels at a job's first upload, and before the signatures lapse.
-        let now = crate::upload::unix_now();
+        let now = (self.clock)();
         let channels = match self.seal_channels {
             Some(ref channels) if crate::upload::channel_lasts(channels[0].expires, now) => {
                 channels

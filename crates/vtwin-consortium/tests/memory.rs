@@ -1903,6 +1903,128 @@ fn a_channel_signed_past_its_time_or_for_too_long_is_refused_by_the_nodes() {
     assert!(c.job.is_done(), "{:?}", c.events);
 }
 
+/// Party 1's channel key, its signature's expiry and the iteration, of each of its uploads to
+/// node 0, with every role on `clock`, advanced by `step(t)` seconds when the request for
+/// iteration t goes out (t > 0): the consortium after `iters` iterations, and the uploads.
+fn with_a_clock(
+    iters: u64,
+    clock: fn() -> u64,
+    set: fn(u64),
+    step: fn(u64) -> u64,
+) -> (MemoryConsortium, Vec<(u64, [u8; 32], u64)>) {
+    set(vtwin_consortium::upload::unix_now());
+    let (now, mut c) = running(iters);
+    for n in &mut c.nodes {
+        n.set_clock(clock);
+    }
+    for p in &mut c.parties {
+        p.set_clock(clock);
+    }
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let keep = seen.clone();
+    c.intercept(Box::new(move |from, to, f: &mut Frame| {
+        if to == Role::Party(0) && f.iteration > 0 && matches!(f.body, Body::Request { .. }) {
+            set(clock() + step(f.iteration));
+        }
+        if let (
+            Role::Party(1),
+            Role::Node(0),
+            Body::Upload {
+                sealed, expires, ..
+            },
+        ) = (from, to, &f.body)
+        {
+            let channel = vtwin_net::seal::channel_of(sealed).unwrap();
+            keep.borrow_mut().push((f.iteration, channel, *expires));
+        }
+        true
+    }));
+    c.run(now);
+    let seen = seen.borrow().clone();
+    (c, seen)
+}
+
+#[test]
+fn a_party_renews_its_channels_before_their_signatures_lapse() {
+    // The clock moves into the renewal margin before iteration 1, and past the first
+    // channel's expiry before iteration 2: each time the party signs a new channel, and the
+    // nodes take it; within the margin the old channel would still have held.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use vtwin_consortium::upload::{CHANNEL_LIFETIME_SECS, CHANNEL_RENEW_SECS};
+    static NOW: AtomicU64 = AtomicU64::new(0);
+    fn clock() -> u64 {
+        NOW.load(Ordering::Relaxed)
+    }
+    fn set(v: u64) {
+        NOW.store(v, Ordering::Relaxed)
+    }
+    fn step(t: u64) -> u64 {
+        match t {
+            1 => CHANNEL_LIFETIME_SECS - CHANNEL_RENEW_SECS + 1,
+            _ => CHANNEL_LIFETIME_SECS,
+        }
+    }
+    let (c, seen) = with_a_clock(3, clock, set, step);
+    assert!(c.job.is_done(), "{:?}", c.events);
+    let by_t = |t: u64| seen.iter().find(|s| s.0 == t).copied().unwrap();
+    let (a, b, d) = (by_t(0), by_t(1), by_t(2));
+    assert!(a.1 != b.1 && b.1 != d.1, "a new channel each time");
+    assert_eq!(b.2 - a.2, CHANNEL_LIFETIME_SECS - CHANNEL_RENEW_SECS + 1);
+    assert_eq!(d.2 - b.2, CHANNEL_LIFETIME_SECS);
+    // Both parts of an iteration travel on one channel.
+    assert!(seen.iter().all(|s| s.1 == by_t(s.0).1));
+}
+
+#[test]
+fn a_node_stops_keeping_a_channel_when_its_signature_lapses() {
+    // Only the nodes' clock moves, past the party's channel expiry, before iteration 1: the
+    // party (by its own clock) keeps sealing on the channel, and the nodes, whose kept entry
+    // has lapsed, check it again and refuse it.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use vtwin_consortium::upload::CHANNEL_LIFETIME_SECS;
+    static NODES: AtomicU64 = AtomicU64::new(0);
+    static PARTIES: AtomicU64 = AtomicU64::new(0);
+    fn nodes() -> u64 {
+        NODES.load(Ordering::Relaxed)
+    }
+    fn parties() -> u64 {
+        PARTIES.load(Ordering::Relaxed)
+    }
+    let start = vtwin_consortium::upload::unix_now();
+    NODES.store(start, Ordering::Relaxed);
+    PARTIES.store(start, Ordering::Relaxed);
+    let (now, mut c) = running(2);
+    for n in &mut c.nodes {
+        n.set_clock(nodes);
+    }
+    for p in &mut c.parties {
+        p.set_clock(parties);
+    }
+    c.intercept(Box::new(move |_, to, f: &mut Frame| {
+        if to == Role::Party(0) && f.iteration == 1 && matches!(f.body, Body::Request { .. }) {
+            NODES.store(start + CHANNEL_LIFETIME_SECS + 1, Ordering::Relaxed);
+        }
+        true
+    }));
+    c.run(now);
+    assert!(c.job.is_stopped(), "{:?}", c.events);
+    assert_eq!(
+        c.job.trainer().unwrap().iteration(),
+        1,
+        "iteration 0 applied"
+    );
+    match c.events.last() {
+        Some(JobEvent::Aborted(e)) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("its channel's signature expires at"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn the_partys_own_plaintext_resealed_on_an_unsigned_channel_is_refused() {
     // Every upload of party 1 to node 1 unsealed with node 1's key (what only a forger who
