@@ -1772,6 +1772,30 @@ fn nodes_started_with_different_weights_refuse_each_other() {
     );
 }
 
+/// A hook that reseals every upload of party 1 to node 1 on a channel of its own (sealing is
+/// anonymous), under the genuine context, with the plaintext `plain(genuine plaintext)`, and
+/// keeps party 1's certificate and channel signature.
+fn resealed_for_node_1(plain: fn(&[u8]) -> Vec<u8>) -> impl FnMut(Role, Role, &mut Frame) -> bool {
+    let keys = node_keys();
+    move |from, to, f| {
+        let (session, t) = (f.session, f.iteration);
+        if let (Role::Party(1), Role::Node(1), Body::Upload { sealed, .. }) =
+            (from, to, &mut f.body)
+        {
+            let ctx = vtwin_net::SealContext {
+                session,
+                iteration: t,
+                party: 1,
+                node: 1,
+            };
+            let genuine = vtwin_net::unseal(&keys[1], &ctx, sealed).unwrap();
+            let mut rng = ChaCha20Rng::seed_from_u64(t * 2 + 7);
+            *sealed = vtwin_net::seal(&keys[1].public(), &ctx, &plain(&genuine), &mut rng).unwrap();
+        }
+        true
+    }
+}
+
 #[test]
 fn a_blob_sealed_on_another_channel_is_refused_by_the_nodes() {
     // Other inputs sealed to node 1 under party 1's genuine context, on a channel of their
@@ -1781,25 +1805,8 @@ fn a_blob_sealed_on_another_channel_is_refused_by_the_nodes() {
     // before it unseals (without the check this blob would fail later, as inputs that do not
     // decode; `the_partys_own_plaintext_resealed_on_an_unsigned_channel_is_refused` is the
     // case a node would otherwise compute on).
-    let keys = node_keys();
     assert_aborts_with(
-        move |from, to, f| {
-            let (session, t) = (f.session, f.iteration);
-            if let (Role::Party(1), Role::Node(1), Body::Upload { sealed, .. }) =
-                (from, to, &mut f.body)
-            {
-                let ctx = vtwin_net::SealContext {
-                    session,
-                    iteration: t,
-                    party: 1,
-                    node: 1,
-                };
-                let mut rng = ChaCha20Rng::seed_from_u64(5);
-                *sealed =
-                    vtwin_net::seal(&keys[1].public(), &ctx, b"forged inputs", &mut rng).unwrap();
-            }
-            true
-        },
+        resealed_for_node_1(|_| b"forged inputs".to_vec()),
         "signature does not verify",
     );
 }
@@ -2032,24 +2039,7 @@ fn the_partys_own_plaintext_resealed_on_an_unsigned_channel_is_refused() {
     // party 1's certificate and channel signature kept: well-formed inputs a node would
     // compute on, refused only because party 1 did not sign that channel. (From the cold
     // review: without the channel check the job runs on them.)
-    let keys = node_keys();
-    let c = run_tampered(move |from, to, f| {
-        let (session, t) = (f.session, f.iteration);
-        if let (Role::Party(1), Role::Node(1), Body::Upload { sealed, .. }) =
-            (from, to, &mut f.body)
-        {
-            let ctx = vtwin_net::SealContext {
-                session,
-                iteration: t,
-                party: 1,
-                node: 1,
-            };
-            let plain = vtwin_net::unseal(&keys[1], &ctx, sealed).unwrap();
-            let mut rng = ChaCha20Rng::seed_from_u64(t * 2 + 7);
-            *sealed = vtwin_net::seal(&keys[1].public(), &ctx, &plain, &mut rng).unwrap();
-        }
-        true
-    });
+    let c = run_tampered(resealed_for_node_1(|genuine| genuine.to_vec()));
     let text = aborted(&c).to_string();
     assert!(text.contains("signature does not verify"), "{text}");
 }
