@@ -29,8 +29,8 @@
 //!   inputs, then T_p and the noise, which the nodes take only at the circuit's `M_p`
 //!   layer; each part names the attempt it answers and its part); it seals part 0 to node
 //!   i's long-term seal key with AAD (s_t, t, p, i) on its sealing channel to node i, which
-//!   it signed once for the job ([`crate::upload::channel_statement`]; every upload on the
-//!   channel carries that signature), records the upload in its ledger
+//!   it signed at the job's start and signs again hourly ([`crate::upload::channel_statement`];
+//!   every upload on the channel carries that signature), records the upload in its ledger
 //!   (synced to disk), and only then returns `Upload { part: 0, .. }` for each node i, to go
 //!   over its own link to that node. The driver sends those, then calls
 //!   [`PartyResponder::upload_rest`], which seals part 1 the same way and returns
@@ -440,8 +440,9 @@ pub struct PartyResponder {
     device: Device,
     seal_rng: ChaCha20Rng,
     /// The sealing channels to the three nodes for the current job, each with the party's
-    /// signature of it (made at the job's first upload, dropped when a new job starts): one
-    /// X25519 exchange and one ECDSA signature per node and job instead of per blob.
+    /// signature of it (made at the job's first upload and again before the signatures
+    /// lapse, dropped when a new job starts): one X25519 exchange and one ECDSA signature per
+    /// node, job and hour instead of per blob.
     seal_channels: Option<[SignedChannel; 3]>,
     /// The wall clock (Unix seconds) channel expiries are set by ([`PartyResponder::set_clock`]).
     clock: fn() -> u64,
@@ -800,7 +801,8 @@ impl PartyResponder {
     }
 
     /// Seals each node's inputs to it as upload `part`, on the party's signed channel to that
-    /// node (made at the job's first upload, [`PartyResponder::signed_channels`]): one
+    /// node (made at the job's first upload and whenever less than
+    /// [`crate::upload::CHANNEL_RENEW_SECS`] remain, [`PartyResponder::signed_channels`]): one
     /// `Upload` body per node, in node order.
     fn seal_parts(
         &mut self,
