@@ -459,8 +459,9 @@ impl NodeSession {
         Role::Node(self.id.index() as u8)
     }
 
-    /// Sets the wall clock (Unix seconds) the parties' channel expiries are checked
-    /// against; [`crate::upload::unix_now`] unless set (simulations and tests set their own).
+    /// Sets the wall clock (Unix seconds) the parties' channel expiries and certificates are
+    /// checked against: a test hook (reachable only from code linked into the process);
+    /// services keep [`crate::upload::unix_now`].
     pub fn set_clock(&mut self, clock: fn() -> u64) {
         self.clock = clock;
     }
@@ -823,7 +824,14 @@ impl NodeSession {
                         certificate,
                         signature,
                     };
-                    match self.verifier.verify(Purpose::Channel, &statement, &signed) {
+                    // The certificate's window is judged at the same reading as the expiry.
+                    let at = rustls::pki_types::UnixTime::since_unix_epoch(
+                        std::time::Duration::from_secs(now),
+                    );
+                    match self
+                        .verifier
+                        .verify_at(Purpose::Channel, &statement, &signed, at)
+                    {
                         Ok(signer) if signer == Role::Party(party) => {}
                         Ok(signer) => return Err(bad(UploadFault::Signer(signer))),
                         Err(e) => return Err(bad(UploadFault::Signature(e))),
@@ -839,7 +847,7 @@ impl NodeSession {
                 let plain = unseal(&self.seal_key, &ctx, &sealed)
                     .map_err(|e| bad(UploadFault::Unseal(e)))?;
                 if let Some(until) = keep_until {
-                    self.channels.keep(channel, party, until);
+                    self.channels.keep(channel, party, until, now);
                 }
                 // Borrowed from `plain`, which is zeroized on drop (after the messages are
                 // decoded below).

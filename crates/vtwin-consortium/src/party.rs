@@ -29,7 +29,8 @@
 //!   inputs, then T_p and the noise, which the nodes take only at the circuit's `M_p`
 //!   layer; each part names the attempt it answers and its part); it seals part 0 to node
 //!   i's long-term seal key with AAD (s_t, t, p, i) on its sealing channel to node i, which
-//!   it signed at the job's start and signs again hourly ([`crate::upload::channel_statement`];
+//!   it signed for an hour at the job's start and signs anew every 30 minutes
+//!   ([`crate::upload::channel_statement`];
 //!   every upload on the channel carries that signature), records the upload in its ledger
 //!   (synced to disk), and only then returns `Upload { part: 0, .. }` for each node i, to go
 //!   over its own link to that node. The driver sends those, then calls
@@ -442,7 +443,7 @@ pub struct PartyResponder {
     /// The sealing channels to the three nodes for the current job, each with the party's
     /// signature of it (made at the job's first upload and again before the signatures
     /// lapse, dropped when a new job starts): one X25519 exchange and one ECDSA signature per
-    /// node, job and hour instead of per blob.
+    /// node every 30 minutes of a job instead of per blob.
     seal_channels: Option<[SignedChannel; 3]>,
     /// The wall clock (Unix seconds) channel expiries are set by ([`PartyResponder::set_clock`]).
     clock: fn() -> u64,
@@ -685,8 +686,8 @@ impl PartyResponder {
     }
 
     /// Sets the wall clock (Unix seconds) the party's channel signatures are dated by and
-    /// renewed against; [`crate::upload::unix_now`] unless set (simulations and tests set
-    /// their own, to run a job across hours).
+    /// renewed against: a test hook (to run a job across hours; reachable only from code
+    /// linked into the process); services keep [`crate::upload::unix_now`].
     pub fn set_clock(&mut self, clock: fn() -> u64) {
         self.clock = clock;
     }

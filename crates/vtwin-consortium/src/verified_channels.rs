@@ -7,8 +7,9 @@ use std::collections::HashMap;
 
 use vtwin_net::RelayVerifier;
 
-/// Most channels kept (two parties make three per job and renewal, one per node); a full
-/// table is emptied, so that no party can grow it.
+/// Most channels kept (each party makes one per node at a job's start and every 30 minutes);
+/// a full table drops its lapsed entries, and is emptied if none has lapsed, so that no party
+/// can grow it.
 pub(crate) const CHANNELS_KEPT: usize = 256;
 
 /// Until when a channel whose signature expires at `expires` and whose party's certificate
@@ -31,10 +32,14 @@ impl VerifiedChannels {
         matches!(self.by_key.get(channel), Some(&(p, until)) if p == party && now <= until)
     }
 
-    /// Keeps `channel` for `party` until the Unix second `until` (inclusive).
-    pub(crate) fn keep(&mut self, channel: [u8; 32], party: u16, until: u64) {
+    /// Keeps `channel` for `party` until the Unix second `until` (inclusive), at the clock
+    /// `now`.
+    pub(crate) fn keep(&mut self, channel: [u8; 32], party: u16, until: u64, now: u64) {
         if self.by_key.len() >= CHANNELS_KEPT && !self.by_key.contains_key(&channel) {
-            self.by_key.clear();
+            self.by_key.retain(|_, &mut (_, until)| now <= until);
+            if self.by_key.len() >= CHANNELS_KEPT {
+                self.by_key.clear();
+            }
         }
         self.by_key.insert(channel, (party, until));
     }
@@ -48,7 +53,7 @@ mod tests {
     fn a_kept_channel_holds_for_its_party_until_its_last_second() {
         let mut v = VerifiedChannels::default();
         assert!(!v.holds(&[1; 32], 0, 10));
-        v.keep([1; 32], 0, 100);
+        v.keep([1; 32], 0, 100, 10);
         assert!(v.holds(&[1; 32], 0, 10) && v.holds(&[1; 32], 0, 100));
         assert!(!v.holds(&[1; 32], 0, 101), "lapsed");
         assert!(!v.holds(&[1; 32], 1, 10), "another party's link");
@@ -74,19 +79,32 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_is_emptied_before_a_new_channel() {
-        let mut v = VerifiedChannels::default();
-        for i in 0..CHANNELS_KEPT {
+    fn a_full_table_drops_its_lapsed_entries_or_else_empties_before_a_new_channel() {
+        let key = |i: usize| {
             let mut k = [0u8; 32];
             k[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            v.keep(k, 0, 100);
+            k
+        };
+        let mut v = VerifiedChannels::default();
+        for i in 0..CHANNELS_KEPT {
+            // Every other entry lapses at 100, the rest at 300.
+            v.keep(key(i), 0, if i % 2 == 0 { 100 } else { 300 }, 10);
         }
         assert_eq!(v.by_key.len(), CHANNELS_KEPT);
-        // Renewing a kept channel does not empty it.
-        v.keep([0; 32], 0, 200);
+        // Renewing a kept channel drops nothing.
+        v.keep(key(1), 0, 400, 150);
         assert_eq!(v.by_key.len(), CHANNELS_KEPT);
-        v.keep([0xFF; 32], 0, 100);
+        // At 150 half have lapsed: they go, the live ones stay.
+        v.keep([0xFF; 32], 0, 400, 150);
+        assert_eq!(v.by_key.len(), CHANNELS_KEPT / 2 + 1);
+        assert!(v.holds(&key(3), 0, 150) && v.holds(&[0xFF; 32], 0, 150));
+        // Full of live entries: emptied.
+        let mut v = VerifiedChannels::default();
+        for i in 0..CHANNELS_KEPT {
+            v.keep(key(i), 0, 300, 10);
+        }
+        v.keep([0xFF; 32], 0, 300, 10);
         assert_eq!(v.by_key.len(), 1);
-        assert!(v.holds(&[0xFF; 32], 0, 50) && !v.holds(&[0; 32], 0, 50));
+        assert!(v.holds(&[0xFF; 32], 0, 50) && !v.holds(&key(0), 0, 50));
     }
 }

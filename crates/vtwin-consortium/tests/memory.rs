@@ -1910,9 +1910,10 @@ fn a_channel_signed_past_its_time_or_for_too_long_is_refused_by_the_nodes() {
     assert!(c.job.is_done(), "{:?}", c.events);
 }
 
-/// Party 1's channel key, its signature's expiry and the iteration, of each of its uploads to
-/// node 0, with every role on `clock`, advanced by `step(t)` seconds when the request for
-/// iteration t goes out (t > 0): the consortium after `iters` iterations, and the uploads.
+/// (iteration, channel key, signature expiry) of each of party 1's uploads to node 0, with
+/// every role on `clock`, advanced by `step(t)` seconds each time a request for iteration
+/// t > 0 reaches party 0 (a re-requested attempt would advance it again): the consortium
+/// after `iters` iterations, and the uploads.
 fn with_a_clock(
     iters: u64,
     clock: fn() -> u64,
@@ -1953,9 +1954,10 @@ fn with_a_clock(
 
 #[test]
 fn a_party_renews_its_channels_before_their_signatures_lapse() {
-    // The clock moves into the renewal margin before iteration 1, and past the first
-    // channel's expiry before iteration 2: each time the party signs a new channel, and the
-    // nodes take it; within the margin the old channel would still have held.
+    // The clock moves into the renewal margin before iteration 1 (the old channel would
+    // still have held), and by a whole lifetime before iteration 2 (onto the second channel's
+    // last second, still accepted, so only the new key shows the renewal): each time the
+    // party signs a new channel, and the nodes take it.
     use std::sync::atomic::{AtomicU64, Ordering};
     use vtwin_consortium::upload::{CHANNEL_LIFETIME_SECS, CHANNEL_RENEW_SECS};
     static NOW: AtomicU64 = AtomicU64::new(0);
@@ -1978,7 +1980,8 @@ fn a_party_renews_its_channels_before_their_signatures_lapse() {
     assert!(a.1 != b.1 && b.1 != d.1, "a new channel each time");
     assert_eq!(b.2 - a.2, CHANNEL_LIFETIME_SECS - CHANNEL_RENEW_SECS + 1);
     assert_eq!(d.2 - b.2, CHANNEL_LIFETIME_SECS);
-    // Both parts of an iteration travel on one channel.
+    // Both parts of an iteration travel on one channel here, because this clock does not
+    // move between them (a renewal may fall between the parts; nodes check each part alone).
     assert!(seen.iter().all(|s| s.1 == by_t(s.0).1));
 }
 
