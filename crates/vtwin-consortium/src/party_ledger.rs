@@ -201,14 +201,9 @@ impl PartyLedger {
 
     fn add(&mut self, r: &UploadRecord) {
         self.uploads += 1;
-        let old = self.groups.get(&r.batch).copied();
-        if let Some(g) = old {
-            uncount(&mut self.counts, g.key());
-        }
-        let g = old.unwrap_or(Group::EMPTY).with(r);
+        let g = recount(&mut self.counts, self.groups.get(&r.batch).copied(), r);
         self.groups.insert(r.batch, g);
         let key = g.key();
-        *self.counts.entry(key).or_default() += 1;
         // Only for a key the accountant takes (`epsilon` refuses the others before any
         // curve is used).
         if check_key(&key).is_ok() {
@@ -229,13 +224,7 @@ impl PartyLedger {
         }
         let mut counts = self.counts.clone();
         if let Some(r) = extra {
-            let old = self.groups.get(&r.batch).copied();
-            if let Some(g) = old {
-                uncount(&mut counts, g.key());
-            }
-            *counts
-                .entry(old.unwrap_or(Group::EMPTY).with(r).key())
-                .or_default() += 1;
+            recount(&mut counts, self.groups.get(&r.batch).copied(), r);
         }
         // Every group's key (one per group), checked before any curve is used.
         counts.keys().try_for_each(check_key)?;
@@ -299,14 +288,16 @@ fn check_key(&(q, s): &StepKey) -> Result<(), AccountingError> {
     Ok(())
 }
 
-/// One group fewer with `key` (the key's entry removed at zero).
-fn uncount(counts: &mut BTreeMap<StepKey, u64>, key: StepKey) {
-    if let Some(n) = counts.get_mut(&key) {
+/// Moves a batch's group in `counts` from its key before upload `r` (`old`, none for a new
+/// batch) to its key with `r`; returns the group with `r`.
+fn recount(counts: &mut BTreeMap<StepKey, u64>, old: Option<Group>, r: &UploadRecord) -> Group {
+    if let Some(n) = old.and_then(|g| counts.get_mut(&g.key())) {
         *n -= 1;
-        if *n == 0 {
-            counts.remove(&key);
-        }
     }
+    counts.retain(|_, n| *n > 0);
+    let g = old.unwrap_or(Group::EMPTY).with(r);
+    *counts.entry(g.key()).or_default() += 1;
+    g
 }
 
 fn parse_line(line: &str) -> Option<UploadRecord> {

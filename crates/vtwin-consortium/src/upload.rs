@@ -118,8 +118,8 @@ pub fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// What a party signs, once per node and [`CHANNEL_LIFETIME_SECS`] (and at least once per
-/// job), for its sealing channel to `node`: the party (u16 LE), the node, the channel's
+/// What a party signs for its sealing channel to `node`, at a job's start and then whenever
+/// less than [`CHANNEL_RENEW_SECS`] of the last signature remain (every 30 minutes): the party (u16 LE), the node, the channel's
 /// public key `channel` (`E`, the first 32 bytes of each of its blobs), the node's seal
 /// public key `node_public` and the Unix second `expires` after which the signature is void
 /// (u64 LE; signed under `vtwin_net::relay_signature::CHANNEL_DOMAIN`; 75 bytes). Why: sealing is anonymous
