@@ -67,7 +67,7 @@ use vtwin_iteration::SecretRandomness;
 use vtwin_mpc::gradient::CircuitPublic;
 use vtwin_mpc::{Counters, Message, Node, NodeId, NodeKey, Peer, SessionId};
 use vtwin_net::relay_signature::{Purpose, RelaySignature, RelayVerifier};
-use vtwin_net::{unseal, Body, Frame, JobTerms, Role, SealContext, SealKey, WirePublic};
+use vtwin_net::{unseal_owned, Body, Frame, JobTerms, Role, SealContext, SealKey, WirePublic};
 
 use crate::error::LinkLoss;
 use crate::outgoing::{body_kind, frame, Attempt, Outgoing};
@@ -844,7 +844,7 @@ impl NodeSession {
                     party,
                     node: id.index() as u8,
                 };
-                let plain = unseal(&self.seal_key, &ctx, &sealed)
+                let plain = unseal_owned(&self.seal_key, &ctx, sealed)
                     .map_err(|e| bad(UploadFault::Unseal(e)))?;
                 if let Some(until) = keep_until {
                     self.channels.keep(channel, party, until, now);

@@ -111,3 +111,62 @@ proptest! {
         }
     }
 }
+
+/// The library path the encoder's fast rounding replaces: `round_ties_even(v 2^32)` as i128.
+fn library_rounding(v: f64) -> i128 {
+    (v * 2f64.powi(32)).round_ties_even() as i128
+}
+
+fn assert_library_rounding(v: f64) {
+    if v.is_finite() && v.abs() < ENCODE_LIMIT {
+        assert_eq!(
+            Fx::from_f64(v).unwrap().signed(),
+            library_rounding(v),
+            "{v:e}"
+        );
+    }
+}
+
+/// Ties (k + 1/2 ulp) and their neighbours at every magnitude, both signs, and both sides of
+/// the fast path's switch at |v 2^32| = 2^51: the library's integer every time.
+#[test]
+fn fast_rounding_is_the_library_rounding_at_ties_and_at_its_switch() {
+    let ulp = 2f64.powi(-32);
+    for e in 0..75 {
+        let k = 2f64.powi(e);
+        for d in [-1.5, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 1.5] {
+            for sign in [1.0, -1.0] {
+                let x = sign * (k + d);
+                assert_library_rounding(x * ulp);
+                assert_library_rounding(f64::from_bits((x * ulp).to_bits().wrapping_add(1)));
+                assert_library_rounding(f64::from_bits((x * ulp).to_bits().wrapping_sub(1)));
+            }
+        }
+    }
+    let switch = 2f64.powi(51);
+    for x in [
+        switch - 1.5,
+        switch - 1.0,
+        switch - 0.5,
+        switch,
+        switch + 1.0,
+        switch + 2.0,
+    ] {
+        assert_library_rounding(x * ulp);
+        assert_library_rounding(-x * ulp);
+    }
+}
+
+proptest! {
+    /// Any bit pattern (the encodable ones): the library's integer.
+    #[test]
+    fn fast_rounding_is_the_library_rounding_for_any_bits(bits in any::<u64>()) {
+        assert_library_rounding(f64::from_bits(bits));
+    }
+
+    /// Values in the model's ranges, where the fast path runs.
+    #[test]
+    fn fast_rounding_is_the_library_rounding_in_model_ranges(v in -1.0e6f64..1.0e6) {
+        assert_library_rounding(v);
+    }
+}

@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use vtwin_net::frame::{decode, encode, Body, Frame};
-use vtwin_net::seal::{seal, unseal, SealChannel, SealContext, SealKey};
+use vtwin_net::seal::{seal, unseal, unseal_owned, SealChannel, SealContext, SealKey};
 use vtwin_net::Role;
 
 const PAYLOAD: usize = 1 << 20;
@@ -60,6 +60,14 @@ fn seal_bench(c: &mut Criterion) {
     });
     g.bench_function("unseal", |b| {
         b.iter(|| unseal(&key, &ctx, std::hint::black_box(&sealed)).unwrap())
+    });
+    // In the blob's own buffer, as a node opens an upload it owns (the clone is set-up).
+    g.bench_function("unseal_owned", |b| {
+        b.iter_batched(
+            || sealed.clone(),
+            |blob| unseal_owned(&key, &ctx, blob).unwrap(),
+            criterion::BatchSize::LargeInput,
+        )
     });
     // A blob on a channel of its own (two X25519 multiplications more).
     g.bench_function("seal_one_shot", |b| {

@@ -42,7 +42,7 @@ pub use frame::{
 };
 pub use relay_signature::{RelaySignature, RelaySignatureError, RelaySigner, RelayVerifier};
 pub use role::{Accept, Role};
-pub use seal::{seal, unseal, SealChannel, SealContext, SealError, SealKey};
+pub use seal::{seal, unseal, unseal_owned, Opened, SealChannel, SealContext, SealError, SealKey};
 pub use transport::{
     Backoff, Endpoint, Link, LinkReceiver, LinkSender, TransportError, TransportOptions,
 };

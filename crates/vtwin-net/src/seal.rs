@@ -433,39 +433,67 @@ fn nonce() -> Nonce {
     Nonce::assume_unique_for_key([0u8; 12])
 }
 
-/// Opens a blob sealed to `key` for `ctx`.
+/// A blob's plaintext, opened in the buffer that held the blob (the bytes after its header),
+/// wiped on drop with the whole buffer. Dereferences to the plaintext.
+pub struct Opened {
+    buf: WipedBytes,
+    len: usize,
+}
+
+impl std::ops::Deref for Opened {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[HEADER_BYTES..HEADER_BYTES + self.len]
+    }
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Opened({} bytes)", self.len)
+    }
+}
+
+/// Opens a blob sealed to `key` for `ctx`: [`unseal_owned`] on a copy of `sealed`.
+pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<Opened, SealError> {
+    unseal_owned(key, ctx, sealed.to_vec())
+}
+
+/// Opens a blob sealed to `key` for `ctx`, decrypting it in place in `sealed`.
 ///
 /// Errors: [`SealError::TooShort`], [`SealError::NonContributory`], and
 /// [`SealError::Authentication`] for a wrong key, a wrong context or any changed byte
 /// (AES-GCM forgery probability <= 2^-100 per attempt for blobs under 2^32 blocks). Never
-/// panics. The plaintext is returned in a buffer wiped on drop ([`WipedBytes`]). Cost: one
-/// HKDF and AES-256-GCM over the blob, plus one X25519 scalar multiplication until a blob
-/// of its channel has opened under `key`.
-pub fn unseal(key: &SealKey, ctx: &SealContext, sealed: &[u8]) -> Result<WipedBytes, SealError> {
+/// panics. The plaintext stays in the blob's own buffer, wiped on drop ([`Opened`]). Cost: one
+/// HKDF and AES-256-GCM over the blob (no copy), plus one X25519 scalar multiplication until
+/// a blob of its channel has opened under `key`.
+pub fn unseal_owned(
+    key: &SealKey,
+    ctx: &SealContext,
+    sealed: Vec<u8>,
+) -> Result<Opened, SealError> {
     if sealed.len() < SEAL_OVERHEAD {
         return Err(SealError::TooShort { len: sealed.len() });
     }
-    let (header, body) = sealed.split_at(HEADER_BYTES);
-    let (channel, salt) = header.split_at(32);
-    let channel: [u8; 32] = channel.try_into().expect("split at 32");
-    let salt: [u8; SALT_BYTES] = salt.try_into().expect("split at 16");
+    let channel: [u8; 32] = sealed[..32].try_into().expect("at least 32 bytes");
+    let salt: [u8; SALT_BYTES] = sealed[32..HEADER_BYTES]
+        .try_into()
+        .expect("at least the header");
     let (aes_key, new_channel) = key.open_key(&channel, ctx, &salt)?;
-    // Decrypted in place in a buffer that is zeroizing from the start (truncating the tag
-    // never reallocates), so no heap copy of the plaintext is left behind (ring, like
-    // RustCrypto before it, passes a last partial block through stack temporaries); on a
-    // tag that does not verify ring zeroes the buffer, and the drop wipes it again.
-    let mut plain = WipedBytes::from(body.to_vec());
-    let n = blob_cipher(&aes_key)
-        .open_in_place(nonce(), Aad::from(ctx.to_bytes()), &mut plain)
+    // Decrypted in place in a buffer that is zeroizing from here on, so no heap copy of the
+    // plaintext is left behind (ring passes a last partial block through stack
+    // temporaries); on a tag that does not verify ring zeroes the body, and the drop wipes
+    // the buffer again.
+    let mut buf = WipedBytes::from(sealed);
+    let len = blob_cipher(&aes_key)
+        .open_in_place(nonce(), Aad::from(ctx.to_bytes()), &mut buf[HEADER_BYTES..])
         .map_err(|_| SealError::Authentication)?
         .len();
-    plain.truncate(n);
     // Kept only for a channel whose blob authenticated (and the node unseals only blobs
     // whose channel's party signature verified), so forged or garbled blobs never fill the table.
     if let Some(shared) = new_channel {
         key.remember(&channel, shared);
     }
-    Ok(plain)
+    Ok(Opened { buf, len })
 }
 
 #[cfg(test)]
@@ -611,6 +639,37 @@ mod tests {
         }
     }
 
+    /// The owned form opens in the blob's own buffer, spare capacity or not, and refuses a
+    /// truncated blob, a changed tag byte and a changed header byte as `unseal` does.
+    #[test]
+    fn unseal_owned_opens_in_place_and_refuses_what_unseal_refuses() {
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let key = SealKey::generate(&mut rng);
+        let pt = b"shares of party 0".to_vec();
+        let sealed = seal(&key.public(), &ctx(), &pt, &mut rng).unwrap();
+        let mut roomy = Vec::with_capacity(sealed.len() + 4096);
+        roomy.extend_from_slice(&sealed);
+        let opened = unseal_owned(&key, &ctx(), roomy).unwrap();
+        assert_eq!(&*opened, &pt[..]);
+        assert_eq!(format!("{opened:?}"), format!("Opened({} bytes)", pt.len()));
+        let short = sealed[..sealed.len() - 1].to_vec();
+        assert_eq!(
+            unseal_owned(&key, &ctx(), short).unwrap_err(),
+            SealError::Authentication
+        );
+        for at in [sealed.len() - 1, 0, HEADER_BYTES - 1] {
+            let mut t = sealed.clone();
+            t[at] ^= 1;
+            assert!(unseal_owned(&key, &ctx(), t).is_err(), "byte {at}");
+        }
+        assert_eq!(
+            unseal_owned(&key, &ctx(), sealed[..SEAL_OVERHEAD - 1].to_vec()).unwrap_err(),
+            SealError::TooShort {
+                len: SEAL_OVERHEAD - 1
+            }
+        );
+    }
+
     #[test]
     fn wrong_key_context_or_any_byte_refused() {
         let mut rng = ChaCha20Rng::seed_from_u64(2);
@@ -618,8 +677,8 @@ mod tests {
         let other = SealKey::generate(&mut rng);
         let sealed = seal(&key.public(), &ctx(), b"shares of party 1", &mut rng).unwrap();
         assert_eq!(
-            unseal(&other, &ctx(), &sealed),
-            Err(SealError::Authentication)
+            unseal(&other, &ctx(), &sealed).unwrap_err(),
+            SealError::Authentication
         );
         let variants = [
             SealContext {
@@ -635,8 +694,8 @@ mod tests {
         ];
         for wrong in variants {
             assert_eq!(
-                unseal(&key, &wrong, &sealed),
-                Err(SealError::Authentication),
+                unseal(&key, &wrong, &sealed).unwrap_err(),
+                SealError::Authentication,
                 "{wrong:?}"
             );
         }
@@ -648,13 +707,13 @@ mod tests {
             }
         }
         assert_eq!(
-            unseal(&key, &ctx(), &sealed[..sealed.len() - 1]),
-            Err(SealError::Authentication)
+            unseal(&key, &ctx(), &sealed[..sealed.len() - 1]).unwrap_err(),
+            SealError::Authentication
         );
         let short = SEAL_OVERHEAD - 1;
         assert_eq!(
-            unseal(&key, &ctx(), &sealed[..short]),
-            Err(SealError::TooShort { len: short })
+            unseal(&key, &ctx(), &sealed[..short]).unwrap_err(),
+            SealError::TooShort { len: short }
         );
     }
 
@@ -699,16 +758,16 @@ mod tests {
         // did not authenticate.
         let other = SealKey::generate(&mut rng);
         assert_eq!(
-            unseal(&other, &blobs[0].0, &blobs[0].1),
-            Err(SealError::Authentication)
+            unseal(&other, &blobs[0].0, &blobs[0].1).unwrap_err(),
+            SealError::Authentication
         );
         assert!(other.opened.lock().unwrap().is_empty());
         let mut forged = blobs[3].1.clone();
         *forged.last_mut().unwrap() ^= 1;
         let fresh = SealKey::from_bytes(*key.to_bytes());
         assert_eq!(
-            unseal(&fresh, &blobs[3].0, &forged),
-            Err(SealError::Authentication)
+            unseal(&fresh, &blobs[3].0, &forged).unwrap_err(),
+            SealError::Authentication
         );
         assert!(fresh.opened.lock().unwrap().is_empty());
         // A full table is emptied; its channels open again (one multiplication each).
@@ -730,9 +789,15 @@ mod tests {
         let key = SealKey::from_bytes([9; 32]);
         // The all-zero point has order 1: X25519 with it is 0 whatever the scalar.
         let mut blob = vec![0u8; SEAL_OVERHEAD + 4];
-        assert_eq!(unseal(&key, &ctx(), &blob), Err(SealError::NonContributory));
+        assert_eq!(
+            unseal(&key, &ctx(), &blob).unwrap_err(),
+            SealError::NonContributory
+        );
         blob[0] = 1; // the point u = 1 has order 4
-        assert_eq!(unseal(&key, &ctx(), &blob), Err(SealError::NonContributory));
+        assert_eq!(
+            unseal(&key, &ctx(), &blob).unwrap_err(),
+            SealError::NonContributory
+        );
         let mut rng = ChaCha20Rng::seed_from_u64(3);
         assert_eq!(
             seal(&[0u8; 32], &ctx(), b"x", &mut rng),
