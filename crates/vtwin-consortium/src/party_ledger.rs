@@ -291,10 +291,15 @@ fn check_key(&(q, s): &StepKey) -> Result<(), AccountingError> {
 /// Moves a batch's group in `counts` from its key before upload `r` (`old`, none for a new
 /// batch) to its key with `r`; returns the group with `r`.
 fn recount(counts: &mut BTreeMap<StepKey, u64>, old: Option<Group>, r: &UploadRecord) -> Group {
-    if let Some(n) = old.and_then(|g| counts.get_mut(&g.key())) {
-        *n -= 1;
+    // Only the old key can reach zero: it alone is removed then.
+    if let Some(key) = old.map(|g| g.key()) {
+        if let Some(n) = counts.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&key);
+            }
+        }
     }
-    counts.retain(|_, n| *n > 0);
     let g = old.unwrap_or(Group::EMPTY).with(r);
     *counts.entry(g.key()).or_default() += 1;
     g
