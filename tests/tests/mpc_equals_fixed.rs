@@ -214,9 +214,9 @@ fn mpc_backend_is_close_to_fixed_backend_with_the_same_noise() {
         assert!(spread > 0.5, "noise missing: mean square {spread}");
         let c = costs.snapshot();
         assert_eq!(c.len(), 1);
-        // Inputs 0 (the parties send their corrections to nodes 1 and 2), circuit P + 42
+        // Inputs 0 (the parties send their corrections to nodes 1 and 2), circuit P + 40
         // (every layer 1 round, protocols/mpc-gradient.md; the demo has Beta columns), reveal 1.
-        assert_eq!(c[0].rounds, layout.n_parties() as u64 + 43);
+        assert_eq!(c[0].rounds, layout.n_parties() as u64 + 41);
         assert!(c[0].bytes_between_nodes > 0 && c[0].mults > 0);
         assert_eq!(c[0].bytes_uploaded_per_party.len(), layout.n_parties());
         // Every client is a party (its data, and its noise share as its noise contributor),

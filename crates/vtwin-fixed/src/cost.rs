@@ -17,8 +17,8 @@
 //! - MSB one-hot of w bits ([`msb_scan_and_gates`]): bits j..w of the sum are zero iff sum
 //!   bit j is 0 and the zero-detection bits `p_(i+1) ^ !(s_i | c_i)` are 1 above it; their
 //!   suffix-AND rides in the adder's levels (depth 0 of its own), then one AND per bit
-//!   (depth 1); then w bit injections (2 multiplications and 2 rounds each, all in
-//!   parallel);
+//!   (depth 1); then w bit injections (one round for all, a three-party oblivious transfer
+//!   of 6 ring elements per bit; vtwin-mpc `binary::inject`);
 //! - sign bit of a 128-bit value ([`MSB`]): carry-save (128 ANDs) then a carry tree for the
 //!   single top carry (128 generate ANDs + 2 x 127 combine ANDs), depth 1 + 1 + 7.
 

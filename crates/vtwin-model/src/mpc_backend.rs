@@ -35,9 +35,9 @@
 //! ([`MpcBackend::seeded`]; voids privacy), so that a retried iteration and a network run
 //! with the same seeds redraw exactly the same keys, seeds and session.
 //!
-//! Cost: per iteration P + 43 rounds and (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) ring
+//! Cost: per iteration P + 41 rounds and (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) ring
 //! elements of circuit traffic plus 24 elements of the two input checks between the nodes;
-//! P + 42
+//! P + 40
 //! rounds and 5 (d - K) for the last term when every party's statistics are integers
 //! (`protocols/mpc-gradient.md`).
 

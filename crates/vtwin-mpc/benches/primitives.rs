@@ -109,5 +109,20 @@ fn bench_gradient(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_gradient);
+/// The PRG's AES-128-CTR expansion, 2^16 and 2^20 ring elements (the nodes' zero-sharings,
+/// masks and clients' seed shares all come from it).
+fn bench_prg(c: &mut Criterion) {
+    let mut g = c.benchmark_group("prg_expand");
+    g.sample_size(20);
+    let seed = [7u8; 32];
+    for n in [1usize << 16, 1 << 20] {
+        g.throughput(Throughput::Bytes(16 * n as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |bch, &n| {
+            bch.iter(|| black_box(vtwin_mpc::prg::expand(&seed, 3, n).len()))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_gradient, bench_prg);
 criterion_main!(benches);

@@ -4,7 +4,7 @@
 //! 1. `u = trunc(x log2(e))` (a public product, then the truncation protocol);
 //! 2. the bits of `v = u + 128 * 2^32` (in [0, 2^39] for x in the domain; a 40-bit A2B):
 //!    its bits 32..39 are `k = floor(u) + 128` in [35, 128]. The 8 bits of `k` are injected
-//!    (2 rounds), so `k`, `n = k - 128` and the fractional part `f = u - n 2^32` are local;
+//!    (1 round), so `k`, `n = k - 128` and the fractional part `f = u - n 2^32` are local;
 //! 3. `q = 2^(32+n)` for n in [-32, 0], else 0, equals
 //!    `k_7 2^32 + k_5 k_6 prod_{j<5} (1 + (2^(2^j) - 1) k_j)` (k = 128 is the only value with
 //!    bit 7; k in [96, 127] are those with bits 5 and 6): a product tree of 7 factors, 3
@@ -12,8 +12,8 @@
 //! 4. Horner for `P(f) ~ 2^f`, degree 7 (7 truncations), then `exp(x) = trunc(P q)`.
 //!
 //! Given the same masks the result equals `vtwin_fixed::exp` bit for bit for every x in
-//! [-64, 0] (outside, both compute garbage, differently). Cost: 1 + 8 + 2 + 3 + 7 + 1 =
-//! 22 rounds (each truncated layer 1 round); 9 truncations.
+//! [-64, 0] (outside, both compute garbage, differently). Cost: 1 + 8 + 1 + 3 + 7 + 1 =
+//! 21 rounds (each truncated layer 1 round); 9 truncations.
 
 use vtwin_fixed::exp::{EXP2_COEFFS_RAW, LOG2E_RAW};
 use vtwin_fixed::{FRAC_BITS, ONE_RAW};
@@ -29,7 +29,7 @@ const WINDOW: u32 = 40;
 const OFFSET_RAW: u128 = 128 << FRAC_BITS;
 
 /// `exp(x)` element-wise for x in [-64, 0] (the client validates the range before
-/// sharing, or the circuit guarantees it). 22 rounds.
+/// sharing, or the circuit guarantees it). 21 rounds.
 pub async fn exp(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let n = x.len();

@@ -45,7 +45,7 @@
 //!
 //! Truncation layers: P + 17 ([`CircuitPublic::truncation_layers`]: P + 16 when every party
 //! is integer), 1 round each like every layer ([`crate::multiply`]). Rounds:
-//! (P - 1) + 17 + 1 + 1 + 21 + 1 + 1 + 1 = P + 42 (P + 41 when every party is integer).
+//! (P - 1) + 16 + 1 + 1 + 20 + 1 + 1 + 1 = P + 40 (P + 39 when every party is integer).
 
 use vtwin_fixed::clip::{CLIP_RSQRT_ITERATIONS, CLIP_X_LIMIT};
 use vtwin_fixed::clip_bound::{norm2_bound, NORM_SCALE_BITS};

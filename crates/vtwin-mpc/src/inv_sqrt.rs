@@ -115,7 +115,7 @@ async fn normalised(
 }
 
 /// Normalisation and Newton-Raphson for each element of `x` (positive, below 2^48).
-/// 21 rounds; 14 truncations per value.
+/// 20 rounds; 14 truncations per value.
 pub async fn inv_sqrt_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedInvSqrt, MpcError> {
     let none = Riders {
         values: &Shared::default(),
@@ -143,14 +143,14 @@ impl SharedInvSqrt {
     }
 }
 
-/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 22 rounds.
+/// `1/sqrt(x)` element-wise (twin of `vtwin_fixed::inv_sqrt`). 21 rounds.
 pub async fn inv_sqrt(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     inv_sqrt_normalised(ctx, x).await?.value(ctx).await
 }
 
 /// `min(1, c/sqrt(x))` element-wise for x in [0, 2^48) and a public c in (0, 2^22), rounded
 /// down by the public slack of `vtwin_fixed::clip::clip_rounding_slack` (twin of
-/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 22 rounds (2 Newton-Raphson steps,
+/// `vtwin_fixed::clip_factor_unchecked`; exactly 1 when x <= c^2). 21 rounds (2 Newton-Raphson steps,
 /// `vtwin_fixed::clip::CLIP_RSQRT_ITERATIONS`).
 pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcError> {
     let me = ctx.id();
@@ -162,7 +162,7 @@ pub async fn clip_factor(ctx: &Ctx, x: &Shared, c: Fx) -> Result<Shared, MpcErro
 /// `over = [x > floor(c^2)]` and `s - gamma - 1`, plus the untruncated products
 /// `over[owner[i]] values[i]`, which ride in the first layer after the normalisation. Lets a
 /// caller fold the selection into its own next layer: `a c = a + (s - gamma - 1) (over a)`
-/// exactly (over is 0 or 1). 21 rounds.
+/// exactly (over is 0 or 1). 20 rounds.
 pub async fn clip_parts(
     ctx: &Ctx,
     x: &Shared,

@@ -30,12 +30,12 @@
 //! | [`multiply::mul_trunc`] | `vtwin_fixed::mul` | 1 | 5 |
 //! | [`multiply::inner_products`] | `vtwin_fixed::dot` | 1 | 5 per output, any length |
 //! | [`binary::a2b`], [`binary::sign_bit`] | bits, `Fx::is_negative` | 9 | 45 |
-//! | [`compare::less_than`] | `vtwin_fixed::compare::lt` | 11 | 51 |
-//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 18 | 205 |
-//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 22 | 264 |
-//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 22 | 303 |
-//! | [`exp::exp`] | `vtwin_fixed::exp` | 22 | 150 |
-//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | P + 42 (P + 41 with integer statistics) | (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) in all (5 (d - K) with integer statistics) |
+//! | [`compare::less_than`] | `vtwin_fixed::compare::lt` | 10 | 51 |
+//! | [`reciprocal::reciprocal`] | `vtwin_fixed::reciprocal` | 17 | 205 |
+//! | [`inv_sqrt::inv_sqrt`] | `vtwin_fixed::inv_sqrt` | 21 | 264 |
+//! | [`inv_sqrt::clip_factor`] | `vtwin_fixed::clip_factor` | 21 | 303 |
+//! | [`exp::exp`] | `vtwin_fixed::exp` | 21 | 150 |
+//! | [`gradient::gradient`] | `vtwin_model::fixed_backend::fixed_gradient` | P + 40 (P + 39 with integer statistics) | (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) in all (5 (d - K) with integer statistics) |
 //!
 //! Every truncation is `vtwin_fixed::trunc_prob` with a uniform 128-bit mask known to node 0
 //! alone, in one round ([`multiply`]); with the masks replayed through `vtwin_fixed::Probabilistic`,

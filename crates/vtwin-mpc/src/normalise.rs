@@ -6,16 +6,16 @@
 //!    its levels (`3 + ceil(log2 window)` rounds).
 //! 2. Every quantity needed is `sum_e h_e c[e]` for a public table `c`. The one-hot index is
 //!    split as `e = 8 a + b`: the one-hot vectors `A` (a in `0..ceil(window/8)`) and `B`
-//!    (b in `0..8`) are XOR folds of `h` (local). Their bits are injected ([`inject`], 2
-//!    rounds), and then `sum_e h_e c[e] = sum_a A_a (sum_b B_b c[8a+b])`: the inner sum is
+//!    (b in `0..8`) are XOR folds of `h` (local). Their bits are injected ([`inject`], 1
+//!    round), and then `sum_e h_e c[e] = sum_a A_a (sum_b B_b c[8a+b])`: the inner sum is
 //!    local (public coefficients), the outer one is an inner product of length
 //!    `ceil(window/8)` with one reshare per output (1 round). A zero `x mod 2^window` gives
 //!    all zeros, as in the reference.
 //!
 //! Cost for `window` w and T tables: `3 + ceil(log2 w)` rounds for the one-hot word (it was
-//! `2 + 2 ceil(log2 w)` as A2B then a prefix-OR, before 2026-11-24), 3 rounds for the
-//! conversion; `ceil(w/8) + 8` bit injections (2 products each) and T
-//! outputs per value.
+//! `2 + 2 ceil(log2 w)` as A2B then a prefix-OR, before 2026-11-24), 2 rounds for the
+//! conversion (3 before the one-round injection of 2026-11-29); `ceil(w/8) + 8` bit
+//! injections (6 elements each in all) and T outputs per value.
 //!
 //! [`scale_back`] undoes the normalisation once the mantissa is computed.
 
@@ -40,7 +40,7 @@ pub(crate) async fn msb_one_hot(ctx: &Ctx, x: &Shared, window: u32) -> Result<Bi
 
 /// `sum_e h_e table[e]` for each table and each one-hot word of `h` (window bits), plus the
 /// arithmetic injection of bit 0 of each word of `extra` (batched into the same rounds).
-/// Returns (one sharing per table, the injected extra bits). 3 rounds.
+/// Returns (one sharing per table, the injected extra bits). 2 rounds.
 pub(crate) async fn select_from_one_hot(
     ctx: &Ctx,
     h: &BitShared,

@@ -8,9 +8,9 @@
 //! result equals `Reciprocal::new_unchecked(x).value()` bit for bit for every ring element
 //! `x`; range and error are the reference's (accurate on [2^-30, 2^16]).
 //!
-//! Cost per value: normalisation (one-hot MSB 9 rounds, conversion 3) then 8 truncations
+//! Cost per value: normalisation (one-hot MSB 9 rounds, conversion 2) then 8 truncations
 //! in 6 layers (1 round each: `m`, `e`, three Goldschmidt factors with `e^2` beside the first
-//! two, the scale-back): 18 rounds. Measured bytes in
+//! two, the scale-back): 17 rounds. Measured bytes in
 //! `protocols/mpc-reciprocal.md`.
 
 use vtwin_fixed::reciprocal::{RECIP_ITERATIONS, RECIP_WINDOW_BITS, RECIP_Y0_RAW};
@@ -46,7 +46,7 @@ fn tables() -> (Vec<u128>, Vec<u128>) {
 }
 
 /// Normalisation and Goldschmidt mantissa for each element of `x` (positive, below 2^32).
-/// 17 rounds; 7 truncations per value.
+/// 16 rounds; 7 truncations per value.
 pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedReciprocal, MpcError> {
     Ok(reciprocal_and_fractions(ctx, x, &Shared::default(), 0)
         .await?
@@ -56,7 +56,7 @@ pub async fn reciprocal_normalised(ctx: &Ctx, x: &Shared) -> Result<SharedRecipr
 /// [`reciprocal_normalised`] of `x`, and the quotients `a/x` of `per` fractions
 /// `0 <= a <= x` for each value (`a` value-major): `a' = trunc(a p)` in the layer of
 /// `m = trunc(x p)`, then `trunc(a' y)` (twin of `vtwin_fixed::Reciprocal::divide_fraction`).
-/// 18 rounds; 2 truncations per fraction.
+/// 17 rounds; 2 truncations per fraction.
 pub async fn reciprocal_and_fractions(
     ctx: &Ctx,
     x: &Shared,
@@ -73,7 +73,7 @@ pub async fn reciprocal_and_fractions(
 /// fraction-major) and `z = trunc(a' u)` in the layer of `e`, `Z' = trunc(2^FINE sum z^2) +
 /// 1 ulp` (scale `2^(32 + FINE)`, `FINE` = `vtwin_fixed::score_norm::SCORE_NORM_FINE_BITS`)
 /// over the value's `per q` products in the last Goldschmidt layer, and `y2' = trunc(y^2) +
-/// 1 ulp` in the quotients' layer: no round of their own. 18 rounds; 2 truncations per
+/// 1 ulp` in the quotients' layer: no round of their own. 17 rounds; 2 truncations per
 /// fraction, 1 per product and 2 per value. Returns the reciprocal, the quotients, `Z'` and
 /// `y2'` (both empty when `q = 0`).
 pub async fn reciprocal_fractions_and_norm_factors(
@@ -195,7 +195,7 @@ impl SharedReciprocal {
     }
 }
 
-/// `1/x` element-wise (twin of `vtwin_fixed::reciprocal`). 18 rounds.
+/// `1/x` element-wise (twin of `vtwin_fixed::reciprocal`). 17 rounds.
 pub async fn reciprocal(ctx: &Ctx, x: &Shared) -> Result<Shared, MpcError> {
     reciprocal_normalised(ctx, x).await?.value(ctx).await
 }

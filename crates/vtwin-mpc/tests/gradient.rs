@@ -91,7 +91,7 @@ fn integer_parties_match_the_reference_and_save_a_layer() {
         let all = ints.iter().all(|&i| i);
         assert_eq!(masks.len(), 2 + 17 - usize::from(all), "{ints:?}");
         assert_eq!(masks.len(), inst.public.truncation_layers());
-        assert_eq!(counters[0].rounds, 2 + 42 + 1 - u64::from(all), "{ints:?}");
+        assert_eq!(counters[0].rounds, 2 + 40 + 1 - u64::from(all), "{ints:?}");
     }
     check(&instance_with(6, 4, 2, &[1, 2, 2], &[true, false, true])).expect("P = 3");
 }
@@ -152,8 +152,8 @@ fn adult_scale_costs() {
     let total = counters[0].plus(counters[1]).plus(counters[2]);
     let p = widths.len() as u64;
     // Inputs (all parties and the noise): no round (the clients send their corrections to
-    // nodes 1 and 2); circuit P + 42 (every layer 1 round); reveal 1.
-    assert_eq!(total.rounds, (p + 42) + 1);
+    // nodes 1 and 2); circuit P + 40 (every layer 1 round); reveal 1.
+    assert_eq!(total.rounds, (p + 40) + 1);
     assert_eq!(masks.len() as u64, p + 17, "truncation layers");
     // Between nodes: the circuit, plus two input checks, each riding on a truncation
     // layer's four messages between node 0 and nodes 1, 2 and between nodes 1 and 2: node
@@ -212,8 +212,8 @@ fn adult_scale_costs_with_integer_statistics() {
     let (d, layers, int) = run([true, true]);
     let (_, layers_real, real) = run([false, false]);
     let p = widths.len() as u64;
-    assert_eq!((int.rounds, layers), ((p + 41) + 1, p + 16));
-    assert_eq!((real.rounds, layers_real), ((p + 42) + 1, p + 17));
+    assert_eq!((int.rounds, layers), ((p + 39) + 1, p + 16));
+    assert_eq!((real.rounds, layers_real), ((p + 40) + 1, p + 17));
     let (t, r) = (5u64, 3u64);
     let per_bk = (2 * p + 2) * t + r;
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);

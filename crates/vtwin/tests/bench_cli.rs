@@ -148,12 +148,12 @@ fn demo_workload_keys_and_ratios() {
     }
     assert_eq!(entry(&j, "fixed")["ratio_vs_fixed"].as_f64(), Some(1.0));
     assert_eq!(entry(&j, "float")["ratio_vs_float"].as_f64(), Some(1.0));
-    // The mpc costs: P + 43 rounds for P = 2 (protocols/mpc-gradient.md; the demo's Beta
+    // The mpc costs: P + 41 rounds for P = 2 (protocols/mpc-gradient.md; the demo's Beta
     // columns keep T_p at scale 2^32), bytes > 0, one upload figure per party.
     let mpc = entry(&j, "mpc");
-    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(45.0));
+    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(43.0));
     let quic = entry(&j, "mpc-quic");
-    assert_eq!(quic["rounds_per_iteration"].as_f64(), Some(45.0));
+    assert_eq!(quic["rounds_per_iteration"].as_f64(), Some(43.0));
     assert!(quic["note"].as_str().unwrap().contains("not counted"));
     assert!(quic["setup_ms"].as_f64().unwrap() > 0.0);
     assert!(mpc["bytes_between_nodes_per_iteration"].as_f64().unwrap() > 0.0);
@@ -194,9 +194,9 @@ fn synthetic_workload_parties_and_width() {
     assert_eq!(w["stat_width_per_party"], serde_json::json!([11, 10, 10]));
     assert_eq!(w["dimension"], 3 * (1 + 31));
     let mpc = entry(&j, "mpc");
-    // P + 42 rounds for P = 3 (protocols/mpc-gradient.md): every synthetic column is
+    // P + 40 rounds for P = 3 (protocols/mpc-gradient.md): every synthetic column is
     // categorical, so every party inputs integer statistics.
-    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(3.0 + 42.0));
+    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(3.0 + 40.0));
     assert_eq!(
         mpc["bytes_uploaded_per_party_per_iteration"]
             .as_array()
@@ -243,7 +243,7 @@ fn synthetic_workload_parties_and_width() {
     assert_eq!(mpc["ratio_vs_fixed"].as_f64(), Some(within[1]));
     assert_eq!(floats(&fixed["ratio_vs_fixed_per_round"]), [1.0; 3]);
     // Rounds are the protocol's, whatever the number of runs.
-    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(3.0 + 42.0));
+    assert_eq!(mpc["rounds_per_iteration"].as_f64(), Some(3.0 + 40.0));
 }
 
 #[test]

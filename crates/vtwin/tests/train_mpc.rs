@@ -58,8 +58,8 @@ fn demo_training_with_the_mpc_backend_writes_its_files() {
     let timing: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("timing.json")).unwrap()).unwrap();
     assert_eq!(timing["backend"], "mpc");
-    // Two demo parties: P + 43 rounds per iteration (protocols/mpc-gradient.md).
-    assert_eq!(timing["rounds_per_iteration"].as_f64(), Some(45.0));
+    // Two demo parties: P + 41 rounds per iteration (protocols/mpc-gradient.md).
+    assert_eq!(timing["rounds_per_iteration"].as_f64(), Some(43.0));
     assert!(
         timing["bytes_between_nodes_per_iteration"]
             .as_f64()
