@@ -320,6 +320,28 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(SEED + 1000 * salt + n as u64);
         let mut word = || (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
         let bits: [Vec<u128>; 3] = core::array::from_fn(|_| (0..n).map(|_| word()).collect());
+        run_on(bits)
+    }
+
+    /// Three bits, one per sender, whose sender's `u` and receivers' `c` are bits 0 and 1 of
+    /// `salt` (bit 2 chooses how u splits into `b_j ^ b_(j+1)`); random above bit 0.
+    fn run_with(salt: u64) -> Run {
+        let (u, c, split) = (
+            u128::from(salt & 1),
+            u128::from(salt >> 1 & 1),
+            u128::from(salt >> 2 & 1),
+        );
+        let mut bits = run(3, salt).bits;
+        for k in 0..3 {
+            let low = |w: u128, v: u128| (w & !1) | v;
+            bits[k % 3][k] = low(bits[k % 3][k], split);
+            bits[(k + 1) % 3][k] = low(bits[(k + 1) % 3][k], split ^ u);
+            bits[(k + 2) % 3][k] = low(bits[(k + 2) % 3][k], c);
+        }
+        run_on(bits)
+    }
+
+    fn run_on(bits: [Vec<u128>; 3]) -> Run {
         let seeds = simulated_seeds(&mut ChaCha20Rng::seed_from_u64(SEED), S).expect("seeds");
         let mut nodes: Vec<Node<(Shared, Log)>> = seeds
             .into_iter()
@@ -407,15 +429,16 @@ mod tests {
     /// For each receiver j of bit k: no combination with coefficients -1, 0, 1 of what j
     /// received and holds for k (its output pair), minus at most one PRG output j can
     /// compute, equals the message it must not unmask, `m_(1-c) = m_c + 1 - 2 b` (with `m_c`,
-    /// its share, it gives the bit). The share a node lacks is no such test: it is
-    /// `b` minus the two it holds, so a linear search finds it whenever `b = 0`; the
-    /// statistical tests (`tests/privacy.rs`) cover its uniformity. The sender receives nothing.
+    /// its share, it gives the bit). The share a node lacks is no such test (it is `b` minus
+    /// the two it holds, so a linear search finds it whenever `b = 0`), but this search
+    /// guards it too: when `b = 1`, `m_(1-c) = -(rho + sigma)`, so a non-random `rho` or
+    /// `sigma`, or a mask equal to either, fails it (`tests/privacy.rs` does not see those).
+    /// The sender receives nothing.
     #[test]
     fn no_receiver_unmasks_the_other_message() {
-        // Three bits (one per sender) in each of eight runs, so that every role meets both
-        // values of c and of u.
+        // Each sender's bit with every (u, c) and both splits of u: eight runs of three bits.
         for salt in 0..8 {
-            no_node_computes_a_secret_in(&run(3, salt));
+            no_node_computes_a_secret_in(&run_with(salt));
         }
     }
 
