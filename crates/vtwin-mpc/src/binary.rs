@@ -446,10 +446,10 @@ mod tests {
         let n = r.outputs[0].len();
         let seeds = simulated_seeds(&mut ChaCha20Rng::seed_from_u64(SEED), S).expect("seeds");
         let streams = r.logs.iter().flatten().map(|e| e.1).max().unwrap_or(0) + 8;
-        for j in 0..3 {
+        for (j, seed) in seeds.iter().enumerate() {
             for k in 0..n {
                 let mut g = HashSet::from([0u128]);
-                for key in [&seeds[j].prev, &seeds[j].next, &seeds[j].private] {
+                for key in [&seed.prev, &seed.next, &seed.private] {
                     for stream in 0..=streams {
                         let v = prg::expand(key, stream, n)[k];
                         g.extend([v, v.wrapping_neg()]);
