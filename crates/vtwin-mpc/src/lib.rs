@@ -60,6 +60,8 @@ pub mod reciprocal;
 pub mod runtime;
 pub mod share;
 pub mod sim;
+#[cfg(test)]
+mod view_search;
 mod winograd;
 
 pub use counters::Counters;

@@ -367,6 +367,7 @@ mod tests {
     use crate::message::SessionId;
     use crate::prg;
     use crate::runtime::{Node, PrgKey};
+    use crate::view_search::first_found;
 
     const N: usize = 4;
     const D: u32 = 32;
@@ -511,16 +512,7 @@ mod tests {
     /// with its negation and 0.
     fn computable(j: usize, streams: u64, k: usize) -> HashSet<u128> {
         let seeds = simulated_seeds(&mut ChaCha20Rng::seed_from_u64(SEED), S).expect("seeds");
-        let s = &seeds[j];
-        let mut out = HashSet::from([0u128]);
-        for key in [&s.prev, &s.next, &s.private] {
-            for stream in 0..=streams {
-                let g = prg::expand(key, stream, N)[k];
-                out.insert(g);
-                out.insert(g.wrapping_neg());
-            }
-        }
-        out
+        crate::view_search::computable(&seeds[j], streams, N, k)
     }
 
     /// Streams to try: every allocated one and a few beyond (a draw on a stream never
@@ -643,20 +635,8 @@ mod tests {
                         received(&run, l, j, k).into_iter().map(|e| e.1).collect();
                     basis.extend(held(&run, l, j, k));
                     let secrets = secrets(&run, l, j, k);
-                    let mut combos = vec![0u128];
-                    for b in &basis {
-                        combos = combos
-                            .iter()
-                            .flat_map(|c| [*c, c.wrapping_add(*b), c.wrapping_sub(*b)])
-                            .collect();
-                    }
-                    for v in &combos {
-                        for (name, s) in &secrets {
-                            assert!(
-                                !g.contains(&s.wrapping_sub(*v)),
-                                "node {j}, layer {l}, position {k}: computes {name}"
-                            );
-                        }
+                    if let Some(name) = first_found(&basis, &g, &secrets) {
+                        panic!("node {j}, layer {l}, position {k}: computes {name}");
                     }
                 }
                 // Differences of the same received part across two layers.
