@@ -202,41 +202,54 @@ pub(crate) const fn levels_for(w: u32) -> u32 {
 /// and the same under `w'_v = F(k_(j+1))` (nodes j and j+1) to node j+2; node j+2 sends
 /// node j+1 its `w_c`, node j+1 sends node j+2 its `w'_c`, and both unmask `m_c = y_(j+2)`.
 /// Rotating the sender with k balances the links: 6 elements per bit in all, 2 sent by each
-/// node on average. 1 round; 3 PRG streams.
+/// node on average. 1 round; 3 PRG streams, on which each node expands its two pair keys
+/// for the two thirds of the bits each serves: 4 AES blocks per bit and node.
 pub async fn inject(ctx: &Ctx, bits: &BitShared) -> Result<Shared, MpcError> {
     let me = ctx.id();
     let i = me.index();
     let n = bits.len();
-    // Node i holds k_i (`prg_prev`) and k_(i+1) (`prg_next`). Stream a: rho and sigma;
-    // streams b and c: the masks of m_0 and m_1.
-    let streams = [ctx.next_stream(), ctx.next_stream(), ctx.next_stream()];
-    let [ka, kb, kc] = streams.map(|s| ctx.prg_prev(s, n));
-    let [na, nb, nc] = streams.map(|s| ctx.prg_next(s, n));
     // The role of this node for bit k: 0 sender, 1 node j+1, 2 node j+2.
     let role = |k: usize| (i + 3 - k % 3) % 3;
+    let count = |r: usize| (0..n).filter(|&k| role(k) == r).count();
+    let (n0, n1, n2) = (count(0), count(1), count(2));
+    // Node i holds k_i (`prg_prev`), which serves the bits of roles 0 and 1 here (and of
+    // roles 2 and 0 at node i-1, its other holder: the same bits), and k_(i+1)
+    // (`prg_next`), which serves roles 0 and 2. Each key's outputs are taken in bit order
+    // over the bits it serves, so both holders index them alike. Stream a: rho and sigma;
+    // streams b and c: the masks of m_0 and m_1.
+    let streams = [ctx.next_stream(), ctx.next_stream(), ctx.next_stream()];
+    let [ka, kb, kc] = streams.map(|s| ctx.prg_prev(s, n0 + n1));
+    let [na, nb, nc] = streams.map(|s| ctx.prg_next(s, n0 + n2));
     // The chosen of two masked values without a branch on the secret bit `c`.
     let pick = |v0: u128, v1: u128, c: u128| v0.wrapping_add(c.wrapping_mul(v1.wrapping_sub(v0)));
-    let mut to_next = Vec::new();
-    let mut to_prev = Vec::new();
-    let (mut help_next, mut help_prev) = (Vec::new(), Vec::new());
+    let mut to_next = Vec::with_capacity(2 * n0 + n1);
+    let mut to_prev = Vec::with_capacity(2 * n0 + n2);
+    let (mut help_next, mut help_prev) = (Vec::with_capacity(n1), Vec::with_capacity(n2));
+    let (mut p, mut q) = (0, 0);
     for k in 0..n {
         match role(k) {
             0 => {
                 // rho = F(k_j) = F(k_i), sigma = F(k_(i+1)).
                 let u = (bits.own[k] ^ bits.next[k]) & 1;
-                let m0 = u.wrapping_sub(ka[k]).wrapping_sub(na[k]);
-                let m1 = (1 - u).wrapping_sub(ka[k]).wrapping_sub(na[k]);
-                to_next.extend([m0.wrapping_add(kb[k]), m1.wrapping_add(kc[k])]);
-                to_prev.extend([m0.wrapping_add(nb[k]), m1.wrapping_add(nc[k])]);
+                let m0 = u.wrapping_sub(ka[p]).wrapping_sub(na[q]);
+                let m1 = (1 - u).wrapping_sub(ka[p]).wrapping_sub(na[q]);
+                to_next.extend([m0.wrapping_add(kb[p]), m1.wrapping_add(kc[p])]);
+                to_prev.extend([m0.wrapping_add(nb[q]), m1.wrapping_add(nc[q])]);
+                p += 1;
+                q += 1;
             }
             // Node j+1: c = b_(j+2) is its `next` bit; w'_c = F(k_(j+1)) = F(k_i) for node j+2.
-            1 => help_next.push(pick(kb[k], kc[k], bits.next[k] & 1)),
+            1 => {
+                help_next.push(pick(kb[p], kc[p], bits.next[k] & 1));
+                p += 1;
+            }
             // Node j+2: c = b_(j+2) is its `own` bit; w_c = F(k_j) = F(k_(i+1)) for node j+1.
-            _ => help_prev.push(pick(nb[k], nc[k], bits.own[k] & 1)),
+            _ => {
+                help_prev.push(pick(nb[q], nc[q], bits.own[k] & 1));
+                q += 1;
+            }
         }
     }
-    let count = |r: usize| (0..n).filter(|&k| role(k) == r).count();
-    let (n1, n2) = (count(1), count(2));
     to_next.extend(help_next);
     to_prev.extend(help_prev);
     // From node i-1: its pairs (bits where it sends: role 1 here), then its help (role 2
@@ -253,14 +266,17 @@ pub async fn inject(ctx: &Ctx, bits: &BitShared) -> Result<Shared, MpcError> {
     let (from_prev, from_next) = (&got[0], &got[1]);
     let (mut p1, mut h2) = (0, 2 * n1);
     let (mut p2, mut h1) = (0, 2 * n2);
+    let (mut p, mut q) = (0, 0);
     let mut own = Vec::with_capacity(n);
     let mut next = Vec::with_capacity(n);
     for k in 0..n {
         match role(k) {
             // (y_j, y_(j+1)) = (rho, sigma).
             0 => {
-                own.push(ka[k]);
-                next.push(na[k]);
+                own.push(ka[p]);
+                next.push(na[q]);
+                p += 1;
+                q += 1;
             }
             // (y_(j+1), y_(j+2)): sigma = F(k_i); the pair from node j = i-1, w_c from i+1.
             1 => {
@@ -268,8 +284,9 @@ pub async fn inject(ctx: &Ctx, bits: &BitShared) -> Result<Shared, MpcError> {
                 let m = pick(from_prev[p1], from_prev[p1 + 1], c).wrapping_sub(from_next[h1]);
                 p1 += 2;
                 h1 += 1;
-                own.push(ka[k]);
+                own.push(ka[p]);
                 next.push(m);
+                p += 1;
             }
             // (y_(j+2), y_j): rho = F(k_(i+1)); the pair from node j = i+1, w'_c from i-1.
             _ => {
@@ -278,7 +295,8 @@ pub async fn inject(ctx: &Ctx, bits: &BitShared) -> Result<Shared, MpcError> {
                 p2 += 2;
                 h2 += 1;
                 own.push(m);
-                next.push(na[k]);
+                next.push(na[q]);
+                q += 1;
             }
         }
     }
@@ -447,8 +465,9 @@ mod tests {
         let seeds = simulated_seeds(&mut ChaCha20Rng::seed_from_u64(SEED), S).expect("seeds");
         let streams = r.logs.iter().flatten().map(|e| e.1).max().unwrap_or(0) + 8;
         for (j, seed) in seeds.iter().enumerate() {
+            // Every position: each key's outputs are indexed by the bits it serves, not by k.
+            let g = computable(seed, streams, n, 0..n);
             for k in 0..n {
-                let g = computable(seed, streams, n, k);
                 let y: Vec<u128> = (0..3).map(|i| r.outputs[i].own[k]).collect();
                 let mut secrets = Vec::new();
                 let sender = k % 3;

@@ -512,7 +512,7 @@ mod tests {
     /// with its negation and 0.
     fn computable(j: usize, streams: u64, k: usize) -> HashSet<u128> {
         let seeds = simulated_seeds(&mut ChaCha20Rng::seed_from_u64(SEED), S).expect("seeds");
-        crate::view_search::computable(&seeds[j], streams, N, k)
+        crate::view_search::computable(&seeds[j], streams, N, k..k + 1)
     }
 
     /// Streams to try: every allocated one and a few beyond (a draw on a stream never

@@ -10,14 +10,22 @@ use std::collections::HashSet;
 use crate::keys::PairSeeds;
 use crate::prg;
 
-/// Every PRG output a node with `seeds` can compute at position `k` of an expansion of `n`,
-/// on every stream up to `streams`, with its negation, and 0.
-pub(crate) fn computable(seeds: &PairSeeds, streams: u64, n: usize, k: usize) -> HashSet<u128> {
+/// Every PRG output a node with `seeds` can compute at the `positions` of expansions of
+/// `n`, on every stream up to `streams`, with its negation, and 0. (A protocol that indexes
+/// a key's outputs other than by position, as the injection does, needs every position.)
+pub(crate) fn computable(
+    seeds: &PairSeeds,
+    streams: u64,
+    n: usize,
+    positions: impl Iterator<Item = usize> + Clone,
+) -> HashSet<u128> {
     let mut out = HashSet::from([0u128]);
     for key in [&seeds.prev, &seeds.next, &seeds.private] {
         for stream in 0..=streams {
-            let g = prg::expand(key, stream, n)[k];
-            out.extend([g, g.wrapping_neg()]);
+            let g = prg::expand(key, stream, n);
+            for k in positions.clone() {
+                out.extend([g[k], g[k].wrapping_neg()]);
+            }
         }
     }
     out
