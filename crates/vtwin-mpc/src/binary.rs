@@ -5,6 +5,8 @@
 //! Every gate layer works on whole 128-bit words (one element per value), so a layer of
 //! AND gates costs one round and one ring element per word per node, whatever the width.
 
+use zeroize::Zeroizing;
+
 use crate::error::MpcError;
 use crate::message::{NodeId, Peer};
 use crate::runtime::Ctx;
@@ -218,8 +220,10 @@ pub async fn inject(ctx: &Ctx, bits: &BitShared) -> Result<Shared, MpcError> {
     // over the bits it serves, so both holders index them alike. Stream a: rho and sigma;
     // streams b and c: the masks of m_0 and m_1.
     let streams = [ctx.next_stream(), ctx.next_stream(), ctx.next_stream()];
-    let [ka, kb, kc] = streams.map(|s| ctx.prg_prev(s, n0 + n1));
-    let [na, nb, nc] = streams.map(|s| ctx.prg_next(s, n0 + n2));
+    // Zeroized on drop like the truncation's masks: the unchosen mask of each bit must not
+    // outlive the round.
+    let [ka, kb, kc] = streams.map(|s| Zeroizing::new(ctx.prg_prev(s, n0 + n1)));
+    let [na, nb, nc] = streams.map(|s| Zeroizing::new(ctx.prg_next(s, n0 + n2)));
     // The chosen of two masked values without a branch on the secret bit `c`.
     let pick = |v0: u128, v1: u128, c: u128| v0.wrapping_add(c.wrapping_mul(v1.wrapping_sub(v0)));
     let mut to_next = Vec::with_capacity(2 * n0 + n1);
