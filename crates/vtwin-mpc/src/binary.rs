@@ -313,7 +313,7 @@ mod tests {
     //! `multiply.rs` does for the truncation): the statistical tests in `tests/privacy.rs`
     //! look at one element at a time.
 
-    use std::collections::{HashSet, VecDeque};
+    use std::collections::HashSet;
 
     use rand_chacha::rand_core::{RngCore, SeedableRng};
     use rand_chacha::ChaCha20Rng;
@@ -322,7 +322,8 @@ mod tests {
     use crate::keys::simulated_seeds;
     use crate::message::{Message, SessionId};
     use crate::prg;
-    use crate::runtime::{Node, PrgKey};
+    use crate::runtime::PrgKey;
+    use crate::sim::Simulation;
     use crate::view_search::{computable, first_found};
 
     const S: SessionId = SessionId([9; 16]);
@@ -367,41 +368,35 @@ mod tests {
     }
 
     fn run_on(bits: [Vec<u128>; 3]) -> Run {
-        let seeds = simulated_seeds(&mut ChaCha20Rng::seed_from_u64(SEED), S).expect("seeds");
-        let mut nodes: Vec<Node<(Shared, Log)>> = seeds
-            .into_iter()
-            .zip(NodeId::ALL)
-            .map(|(s, id)| {
-                let bits = bits.clone();
-                Node::new(id, S, s, 0, move |ctx| async move {
-                    let i = ctx.id().index();
-                    let shared = BitShared {
-                        own: bits[i].clone(),
-                        next: bits[(i + 1) % 3].clone(),
-                    };
-                    Ok((inject(&ctx, &shared).await?, ctx.prg_log()))
-                })
-            })
-            .collect();
-        let mut queue: VecDeque<Message> = VecDeque::new();
-        for node in nodes.iter_mut() {
-            queue.extend(node.start().expect("start"));
-        }
+        let program = |ctx: Ctx| {
+            let bits = bits.clone();
+            async move {
+                let i = ctx.id().index();
+                let shared = BitShared {
+                    own: bits[i].clone(),
+                    next: bits[(i + 1) % 3].clone(),
+                };
+                Ok((inject(&ctx, &shared).await?, ctx.prg_log()))
+            }
+        };
+        let rep = Simulation::new(S, SEED)
+            .expect("seeds")
+            .record_views()
+            .run(program)
+            .expect("run");
         let mut views: [Vec<u128>; 3] = Default::default();
         let mut sent: [[Vec<u128>; 3]; 3] = Default::default();
-        while let Some(m) = queue.pop_front() {
-            let (Peer::Node(from), Peer::Node(to)) = (m.from, m.to) else {
-                panic!("only nodes talk here")
-            };
-            views[to.index()].extend(&m.payload);
-            sent[from.index()][to.index()].extend(&m.payload);
-            queue.extend(nodes[to.index()].handle(m).expect("handle"));
+        for (to, view) in rep.views.iter().enumerate() {
+            for bytes in view {
+                let m = Message::decode(bytes).expect("decode");
+                let Peer::Node(from) = m.from else {
+                    panic!("only nodes talk here")
+                };
+                views[to].extend(&m.payload);
+                sent[from.index()][to].extend(&m.payload);
+            }
         }
-        let mut done = nodes
-            .into_iter()
-            .map(|mut n| n.take_output().expect("done"));
-        let mut next = || done.next().expect("three nodes");
-        let ((o0, l0), (o1, l1), (o2, l2)) = (next(), next(), next());
+        let [(o0, l0), (o1, l1), (o2, l2)] = rep.outputs;
         Run {
             bits,
             outputs: [o0, o1, o2],
