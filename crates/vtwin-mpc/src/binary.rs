@@ -212,8 +212,9 @@ pub async fn inject(ctx: &Ctx, bits: &BitShared) -> Result<Shared, MpcError> {
     let n = bits.len();
     // The role of this node for bit k: 0 sender, 1 node j+1, 2 node j+2.
     let role = |k: usize| (i + 3 - k % 3) % 3;
-    let count = |r: usize| (0..n).filter(|&k| role(k) == r).count();
-    let (n0, n1, n2) = (count(0), count(1), count(2));
+    // Bits below n whose sender is j (k mod 3 = j), so the bits of each role here.
+    let sent_by = |j: usize| (n + 2 - j) / 3;
+    let (n0, n1, n2) = (sent_by(i), sent_by((i + 2) % 3), sent_by((i + 1) % 3));
     // Node i holds k_i (`prg_prev`), which serves the bits of roles 0 and 1 here (and of
     // roles 2 and 0 at node i-1, its other holder: the same bits), and k_(i+1)
     // (`prg_next`), which serves roles 0 and 2. Each key's outputs are taken in bit order
@@ -336,23 +337,35 @@ mod tests {
         bits: [Vec<u128>; 3],
         outputs: [Shared; 3],
         logs: [Log; 3],
-        /// Per node: every element it received (the injection is one round).
-        views: [Vec<u128>; 3],
-        /// Per (sender, addressee): the payload sent.
+        /// Per (sender, addressee): the payload sent (the injection is one round).
         sent: [[Vec<u128>; 3]; 3],
     }
 
-    fn run(n: usize, salt: u64) -> Run {
+    impl Run {
+        /// Every element node `j` received.
+        fn received(&self, j: usize) -> Vec<u128> {
+            self.sent
+                .iter()
+                .flat_map(|to| to[j].iter().copied())
+                .collect()
+        }
+    }
+
+    /// Random XOR summands of `n` words.
+    fn random_bits(n: usize, salt: u64) -> [Vec<u128>; 3] {
         let mut rng = ChaCha20Rng::seed_from_u64(SEED + 1000 * salt + n as u64);
         let mut word = || (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
-        let bits: [Vec<u128>; 3] = core::array::from_fn(|_| (0..n).map(|_| word()).collect());
-        run_on(bits)
+        core::array::from_fn(|_| (0..n).map(|_| word()).collect())
+    }
+
+    fn run(n: usize, salt: u64) -> Run {
+        run_on(random_bits(n, salt))
     }
 
     /// Three bits, one per sender: bit k's `u` and `c` are bits 2k and 2k + 1 of `salt`,
     /// bit 6 chooses how each u splits into `b_j ^ b_(j+1)`; random above bit 0.
     fn run_with(salt: u64) -> Run {
-        let mut bits = run(3, salt).bits;
+        let mut bits = random_bits(3, salt);
         for k in 0..3 {
             let (u, c, split) = (
                 u128::from(salt >> (2 * k) & 1),
@@ -384,7 +397,6 @@ mod tests {
             .record_views()
             .run(program)
             .expect("run");
-        let mut views: [Vec<u128>; 3] = Default::default();
         let mut sent: [[Vec<u128>; 3]; 3] = Default::default();
         for (to, view) in rep.views.iter().enumerate() {
             for bytes in view {
@@ -392,7 +404,6 @@ mod tests {
                 let Peer::Node(from) = m.from else {
                     panic!("only nodes talk here")
                 };
-                views[to].extend(&m.payload);
                 sent[from.index()][to].extend(&m.payload);
             }
         }
@@ -401,7 +412,6 @@ mod tests {
             bits,
             outputs: [o0, o1, o2],
             logs: [l0, l1, l2],
-            views,
             sent,
         }
     }
@@ -423,7 +433,11 @@ mod tests {
                 }
             }
             // 6 elements per bit in all.
-            assert_eq!(r.views.iter().map(Vec::len).sum::<usize>(), 6 * n, "n {n}");
+            assert_eq!(
+                (0..3).map(|j| r.received(j).len()).sum::<usize>(),
+                6 * n,
+                "n {n}"
+            );
         }
     }
 
@@ -534,7 +548,7 @@ mod tests {
                         .wrapping_sub(y[(sender + 1) % 3]);
                     secrets.push(("m_(1-c)", m));
                 }
-                let mut basis = r.views[j].clone();
+                let mut basis = r.received(j);
                 basis.extend([r.outputs[j].own[k], r.outputs[j].next[k]]);
                 if let Some(name) = first_found(&basis, &g, &secrets) {
                     panic!("node {j}, bit {k}: computes {name}");
