@@ -3,7 +3,10 @@
 //! sum (fused into the adder), and bit injection back to arithmetic shares.
 //!
 //! Every gate layer works on whole 128-bit words (one element per value), so a layer of
-//! AND gates costs one round and one ring element per word per node, whatever the width.
+//! AND gates costs one round and one ring element per word per node. In the adders of a
+//! window below 128 bits, each AND output word is restricted to the bits that can reach the
+//! window (bits above it are zero in every share), so the packed wire form sends it in
+//! fewer bytes (`crate::message`): 8 bytes for a 64-bit window, 10 for 80.
 
 use zeroize::Zeroizing;
 
@@ -16,12 +19,30 @@ use crate::share::{check_len, zip, BitShared, Shared};
 /// `z_i = a_i b_i ^ a_i b_{i+1} ^ a_{i+1} b_i ^ zero_i` and sends it to node i-1.
 /// 1 round; 1 word sent per node per AND word.
 pub async fn and(ctx: &Ctx, a: &BitShared, b: &BitShared) -> Result<BitShared, MpcError> {
+    and_within(ctx, a, b, &vec![u128::MAX; a.len()]).await
+}
+
+/// [`and`] with each output word restricted to the bits of its public mask: the sharing of
+/// `a & b & mask` (every share word of it has zeros outside the mask). Restricting a share
+/// word is XOR-linear, and the zero-sharing restricted to the mask is still a zero-sharing
+/// that hides the sent word's bits inside it. 1 round; 1 word sent per node per AND word, of
+/// the mask's width on the wire.
+pub(crate) async fn and_within(
+    ctx: &Ctx,
+    a: &BitShared,
+    b: &BitShared,
+    masks: &[u128],
+) -> Result<BitShared, MpcError> {
     check_len("and", a.len(), b.len())?;
+    check_len("and masks", a.len(), masks.len())?;
     let n = a.len();
     let s = ctx.next_stream();
     let zero = zip(&ctx.prg_prev(s, n), &ctx.prg_next(s, n), |x, y| x ^ y);
     let z: Vec<u128> = (0..n)
-        .map(|k| (a.own[k] & b.own[k]) ^ (a.own[k] & b.next[k]) ^ (a.next[k] & b.own[k]) ^ zero[k])
+        .map(|k| {
+            let t = (a.own[k] & b.own[k]) ^ (a.own[k] & b.next[k]) ^ (a.next[k] & b.own[k]);
+            (t ^ zero[k]) & masks[k]
+        })
         .collect();
     ctx.count(|c| c.and_words += n as u64);
     let me = ctx.id();
@@ -50,54 +71,74 @@ fn summand_bits(me: NodeId, x: &Shared, j: usize) -> BitShared {
 /// The carry-save layer and the generate layer of an adder for `x = x_0 + x_1 + x_2`:
 /// returns `(p, g)` with `p = s ^ c`, `g = s & c` for the two operands `s + c = x`
 /// (mod 2^128) left by the carry-save layer (`carry = maj(x_0, x_1, x_2)`, `c = carry << 1`).
+/// Each AND output is restricted to its value's mask (`masks`, low bits: the bits below a
+/// window depend only on the bits below it), so `g` and the carry are exact inside it.
 /// 2 rounds, 2 AND words per value.
-async fn carry_save_generate(ctx: &Ctx, x: &Shared) -> Result<(BitShared, BitShared), MpcError> {
+async fn carry_save_generate(
+    ctx: &Ctx,
+    x: &Shared,
+    masks: &[u128],
+) -> Result<(BitShared, BitShared), MpcError> {
     let me = ctx.id();
     let a = summand_bits(me, x, 0);
     let b = summand_bits(me, x, 1);
     let c = summand_bits(me, x, 2);
-    let carry = and(ctx, &a.xor(&c), &b.xor(&c)).await?.xor(&c);
+    let carry = and_within(ctx, &a.xor(&c), &b.xor(&c), masks)
+        .await?
+        .xor(&c);
     let sum = a.xor(&b).xor(&c);
     let carry = carry.map(|w| w << 1);
-    let g = and(ctx, &sum, &carry).await?;
+    let g = and_within(ctx, &sum, &carry, masks).await?;
     Ok((sum.xor(&carry), g))
 }
 
 /// `levels` Kogge-Stone prefix levels from `(p, g)`: the carry words (bit j = the carry into
-/// bit j) of every value, exact below position `2^levels + 1`. Riding in the same AND layers,
-/// a suffix-AND from the top on `q` (bit j becomes the AND of the `2^levels` bits from j
-/// up, with ones beyond bit 127). Per level: 1 round; 2 AND words per value (1 on the last) plus 1
-/// per word of `q`.
+/// bit j) of every value, exact below position `2^levels + 1` and inside its mask (`masks`,
+/// low bits, one per value). Riding in the same AND layers, a suffix-AND from the top on
+/// `q` (bit j becomes the AND of the `2^levels` bits from j up), whose words stand for ones
+/// above their masks (`q_masks`) and above bit 127, and are zero there in every share. Per level: 1 round; 2 AND words per value (1 on the
+/// last) plus 1 per word of `q`.
 async fn prefix_levels(
     ctx: &Ctx,
     p: &BitShared,
     mut g: BitShared,
     mut q: BitShared,
     levels: u32,
+    (masks, q_masks): (&[u128], &[u128]),
 ) -> Result<(BitShared, BitShared), MpcError> {
     let me = ctx.id();
     let n = p.len();
     let nq = q.len();
     let mut p = p.clone();
+    let layer_masks = |copies: usize| -> Vec<u128> {
+        let mut m = masks.repeat(copies);
+        m.extend_from_slice(q_masks);
+        m
+    };
     for l in 0..levels {
         let k = 1u32 << l;
         let g_shift = g.map(|w| w << k);
-        // The vacated top bits of q >> k are 0 in every share: setting them is public.
-        let q_shift = q.map(|w| w >> k).xor_public(me, !(u128::MAX >> k));
+        // q's bits above its mask are 1 (zero in every share: restored by a public XOR),
+        // and so are the vacated top bits of q >> k.
+        let q_shift = restore_ones(me, &q, q_masks)
+            .map(|w| w >> k)
+            .xor_public(me, !(u128::MAX >> k));
         let last = l + 1 == levels;
-        let (lhs, rhs) = if last {
+        let (lhs, rhs, copies) = if last {
             (
                 BitShared::concat(&[&p, &q]),
                 BitShared::concat(&[&g_shift, &q_shift]),
+                1,
             )
         } else {
             let p_shift = p.map(|w| w << k);
             (
                 BitShared::concat(&[&p, &p, &q]),
                 BitShared::concat(&[&g_shift, &p_shift, &q_shift]),
+                2,
             )
         };
-        let r = and(ctx, &lhs, &rhs).await?;
+        let r = and_within(ctx, &lhs, &rhs, &layer_masks(copies)).await?;
         g = g.xor(&r.slice(0..n));
         if !last {
             p = r.slice(n..2 * n);
@@ -107,16 +148,27 @@ async fn prefix_levels(
     Ok((g.map(|w| w << 1), q))
 }
 
+/// `q` with the bits outside each word's mask set to 1: they are 0 in every share of a
+/// restricted AND output, and 1 in the value they stand for. Local.
+fn restore_ones(me: NodeId, q: &BitShared, masks: &[u128]) -> BitShared {
+    let ones: Vec<u128> = masks.iter().map(|m| !m).collect();
+    q.xor(&BitShared::known_at(me, 0, &ones))
+}
+
 /// Arithmetic-to-binary: the XOR sharing of the bits of `x mod 2^128`, correct in bit
 /// positions below `2^levels + 1` (levels = 7 gives all 128 bits).
 ///
 /// A carry-save layer (one AND layer: `carry = maj(x_0, x_1, x_2)`) reduces the three
 /// summands to two, then a Kogge-Stone adder: one AND layer for generate, then `levels`
 /// layers (2 AND words each, 1 on the last). Rounds: `2 + levels`; AND words per value:
-/// `2 + 2 levels - 1`.
+/// `2 + 2 levels - 1`, each restricted to the exact positions (8 bytes on the wire for
+/// `levels` up to 5, 9 for 6, 16 for 7).
 pub async fn a2b(ctx: &Ctx, x: &Shared, levels: u32) -> Result<BitShared, MpcError> {
-    let (p, g) = carry_save_generate(ctx, x).await?;
-    let (carries, _) = prefix_levels(ctx, &p, g, BitShared::default(), levels).await?;
+    let exact = (1u32 << levels.min(7)) + 1;
+    let masks = vec![low_mask(exact.min(128)); x.len()];
+    let (p, g) = carry_save_generate(ctx, x, &masks).await?;
+    let (carries, _) =
+        prefix_levels(ctx, &p, g, BitShared::default(), levels, (&masks, &[])).await?;
     Ok(p.xor(&carries))
 }
 
@@ -156,20 +208,26 @@ pub async fn msb_one_hot_and_signs(
     if !signed.is_empty() {
         levels = levels.max(7);
     }
-    let (p, g) = carry_save_generate(ctx, &Shared::concat(&[x, signed])).await?;
+    // The words of x restricted to the window, those of the signed values whole.
+    let x_masks = vec![mask; n];
+    let mut masks = x_masks.clone();
+    masks.resize(n + signed.len(), u128::MAX);
+    let (p, g) = carry_save_generate(ctx, &Shared::concat(&[x, signed]), &masks).await?;
     let (px, gx) = (p.slice(0..n), g.slice(0..n));
     let z = px.xor(&gx).xor_public(me, u128::MAX);
-    // e_i for i < window - 1, ones above (neutral for the AND).
+    // e_i for i < window - 1, ones from window - 1 up (neutral for the AND): bit
+    // window - 1 public, those above the window zero in every share (`prefix_levels`).
     let top = low_mask(window - 1);
     let e = px
         .map(|w| w >> 1)
         .xor(&z)
         .map(|w| w & top)
-        .xor_public(me, !top);
-    let (carries, q) = prefix_levels(ctx, &p, g, e, levels).await?;
+        .xor_public(me, !top)
+        .map(|w| w & mask);
+    let (carries, q) = prefix_levels(ctx, &p, g, e, levels, (&masks, &x_masks)).await?;
     let bits = p.xor(&carries);
     let not_x = bits.slice(0..n).xor_public(me, u128::MAX);
-    let t = and(ctx, &not_x, &q).await?.map(|w| w & mask);
+    let t = and_within(ctx, &not_x, &q, &x_masks).await?;
     // h_j = T_(j+1) ^ T_j, with T_window = 1.
     let h = t
         .map(|w| (w >> 1) ^ w)
