@@ -5,13 +5,15 @@
 //! Every gate layer works on whole 128-bit words (one element per value), so a layer of
 //! AND gates costs one round and one ring element per word per node. In the adders of a
 //! window below 128 bits, each AND output word is restricted to the bits that can reach the
-//! window (bits above it are zero in every share), so the packed wire form sends it in
-//! fewer bytes (`crate::message`): 8 bytes for a 64-bit window, 10 for 80.
+//! window (bits above it are zero in every share), and the message that carries it gives it
+//! the width of its public mask ([`Packing`], `crate::message`): 8 bytes for a 64-bit
+//! window, 10 for 80. The widths never depend on the words.
 
 use zeroize::Zeroizing;
 
 use crate::error::MpcError;
 use crate::message::{NodeId, Peer};
+use crate::packing::Packing;
 use crate::runtime::Ctx;
 use crate::share::{check_len, zip, BitShared, Shared};
 
@@ -46,8 +48,13 @@ pub(crate) async fn and_within(
         .collect();
     ctx.count(|c| c.and_words += n as u64);
     let me = ctx.id();
+    // The widths on the wire follow the public masks, never the words.
+    let packing = Packing::for_masks(masks);
     let got = ctx
-        .exchange(vec![(Peer::Node(me.prev()), z.clone())], &[(me.next(), n)])
+        .exchange_packed(
+            vec![(Peer::Node(me.prev()), z.clone(), packing)],
+            &[(me.next(), n)],
+        )
         .await?;
     Ok(BitShared {
         own: z,
@@ -161,11 +168,11 @@ fn restore_ones(me: NodeId, q: &BitShared, masks: &[u128]) -> BitShared {
 /// A carry-save layer (one AND layer: `carry = maj(x_0, x_1, x_2)`) reduces the three
 /// summands to two, then a Kogge-Stone adder: one AND layer for generate, then `levels`
 /// layers (2 AND words each, 1 on the last). Rounds: `2 + levels`; AND words per value:
-/// `2 + 2 levels - 1`, each restricted to the exact positions (8 bytes on the wire for
-/// `levels` up to 5, 9 for 6, 16 for 7).
+/// `2 + 2 levels - 1`, each restricted to the low `2^levels` bits (all that the exact
+/// positions need: bit `2^levels` takes the carry out of the bits below it; 8 bytes on the
+/// wire for `levels` up to 6, 16 for 7).
 pub async fn a2b(ctx: &Ctx, x: &Shared, levels: u32) -> Result<BitShared, MpcError> {
-    let exact = (1u32 << levels.min(7)) + 1;
-    let masks = vec![low_mask(exact.min(128)); x.len()];
+    let masks = vec![low_mask(1u32 << levels.min(7)); x.len()];
     let (p, g) = carry_save_generate(ctx, x, &masks).await?;
     let (carries, _) =
         prefix_levels(ctx, &p, g, BitShared::default(), levels, (&masks, &[])).await?;

@@ -41,6 +41,7 @@ use zeroize::Zeroizing;
 
 use crate::error::MpcError;
 use crate::message::{Message, NodeId, Peer, SessionId};
+use crate::packing::Packing;
 use crate::prg::{self, Seed};
 use crate::runtime::Ctx;
 use crate::share::Shared;
@@ -159,6 +160,7 @@ impl InputClient {
             to: Peer::Node(to),
             step,
             payload,
+            packing: Packing::whole(),
         }
     }
 

@@ -343,8 +343,35 @@ mod tests {
             to: Peer::Client(7),
             step: m["step"].as_u64().expect("step"),
             payload: vec![u128_hex(&m["payload"][0]), u128_hex(&m["payload"][1])],
+            packing: crate::packing::Packing::whole(),
         };
         let enc = hex(v["wire"]["encoded"].as_str().expect("enc"));
+        assert_eq!(msg.encode(), enc);
+        assert_eq!(crate::message::Message::decode(&enc).expect("decode"), msg);
+        // The packed form, from the runs' masks.
+        let m = &v["wire_packed"]["message"];
+        let payload: Vec<u128> = (0..4).map(|i| u128_hex(&m["payload"][i])).collect();
+        let masks = [u64::MAX as u128, u64::MAX as u128, (1 << 80) - 1, u128::MAX];
+        let packing = crate::packing::Packing::for_masks(&masks);
+        let runs: Vec<(u32, u8)> = m["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| {
+                (
+                    r[0].as_u64().expect("n") as u32,
+                    r[1].as_u64().expect("w") as u8,
+                )
+            })
+            .collect();
+        assert_eq!(packing.runs(), &runs[..]);
+        let msg = crate::message::Message {
+            payload,
+            packing,
+            step: m["step"].as_u64().expect("step"),
+            ..msg
+        };
+        let enc = hex(v["wire_packed"]["encoded"].as_str().expect("enc"));
         assert_eq!(msg.encode(), enc);
         assert_eq!(crate::message::Message::decode(&enc).expect("decode"), msg);
     }

@@ -6,54 +6,30 @@
 //!
 //! Wire format (little endian): magic (4 bytes), session (16 bytes), from (3 bytes), to (3
 //! bytes), step (8 bytes), payload length n (4 bytes, in elements), payload. Header: 38
-//! bytes. Two payload forms, one per message (`protocols/wire-format.md`):
+//! bytes. Two payload forms, chosen by the message's [`Packing`] (the sender's public
+//! layout, never the values; `protocols/mpc-sharing.md`):
 //!
-//! - `"VTM1"`: every element in 16 bytes. Arithmetic shares are uniform on Z_2^128, so this
-//!   is their form.
-//! - `"VTM2"` (since wire version 20): the elements in blocks of [`BLOCK`] (the last may be
-//!   shorter), each block a width byte `W` in `8..=16` followed by its elements' low `W`
-//!   bytes. The binary layers of a window below 128 bits send words whose bits above the
-//!   window are zero in every share (`crate::binary`), 8 to 11 bytes each.
+//! - `"VTM1"` (whole packing): every element in 16 bytes.
+//! - `"VTM2"` (since wire version 20): the number of runs r (4 bytes), the runs (elements,
+//!   4 bytes; width W in `8..=16`, 1 byte), then each element of each run in its low W
+//!   bytes and the elements after the runs in 16. The binary layers of a window below 128
+//!   bits send their words so (`crate::binary`): 8 bytes for 64 bits, 10 for 80.
 //!
-//! The encoding is canonical: a block's `W` is the byte length of its largest element, but at
-//! least 8 (so a payload decodes into at most twice its bytes), and `"VTM2"` is used exactly
-//! when some block's `W` is below 16. Decoding rejects any other length, tag, magic, width or
-//! form with a [`WireError`], so every decoded message re-encodes to its input.
+//! Decoding rejects any other length, tag, magic or packing that is not normalised
+//! ([`Packing`]) with a [`WireError`], so every decoded message re-encodes to its input, and
+//! holds at most twice the bytes it came in.
 
 use std::fmt;
 
 use crate::le_bytes::with_le_bytes;
+use crate::packing::{Packing, MIN_WIDTH};
 
 /// Header size in bytes of an encoded message.
 pub const HEADER_BYTES: usize = 38;
 const MAGIC: &[u8; 4] = b"VTM1";
 const MAGIC_PACKED: &[u8; 4] = b"VTM2";
-
-/// Elements per block of the packed form.
-pub const BLOCK: usize = 32;
-
-/// The narrowest element width of the packed form, in bytes: it bounds what a decoder
-/// allocates per byte received (16 bytes per element in memory).
-const MIN_WIDTH: usize = 8;
-
-/// The width of one block of the packed form: its largest element's byte length, at least
-/// [`MIN_WIDTH`]. Branches on share words only through their length, which is public
-/// (the window of the layer that sends them).
-fn block_width(block: &[u128]) -> usize {
-    let top = block.iter().fold(0u128, |acc, &w| acc | w);
-    let bytes = (128 - top.leading_zeros() as usize).div_ceil(8);
-    bytes.max(MIN_WIDTH)
-}
-
-/// The widths of the packed form's blocks, or `None` when every block is 16 bytes wide
-/// (then the message travels in the plain form).
-fn packed_widths(payload: &[u128]) -> Option<Vec<u8>> {
-    let widths: Vec<u8> = payload
-        .chunks(BLOCK)
-        .map(|b| block_width(b) as u8)
-        .collect();
-    widths.iter().any(|&w| w < 16).then_some(widths)
-}
+/// Bytes of one run in the packed form's table.
+const RUN_BYTES: usize = 5;
 
 /// A 128-bit session identifier, public, unique per protocol run (it domain-separates every
 /// derived seed).
@@ -131,21 +107,20 @@ pub struct Message {
     pub step: u64,
     /// Ring elements.
     pub payload: Vec<u128>,
+    /// The widths the elements travel in (public layout; [`Packing::whole`] for 16 bytes
+    /// each). Each element must fit its width: the encoding keeps only those bytes.
+    pub packing: Packing,
 }
 
 /// Bytes that are not a valid encoded message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WireError {
-    /// A block of the packed form whose width byte is not its canonical width
-    /// (`protocols/wire-format.md`), or a plain message that has a canonical packed form.
-    #[error("block {block}: width {width} is not the canonical one")]
-    Width {
-        /// The block's index (0 for a plain message).
-        block: usize,
-        /// The width byte found (16 for a plain message).
-        width: u8,
-    },
+    /// A packed form whose runs are not normalised ([`Packing`]: an empty run, a width
+    /// outside 8..=16, two adjacent runs of one width, a last run of 16, no run) or cover
+    /// more elements than the message has.
+    #[error("packing not normalised or longer than the payload")]
+    Packing,
     /// Shorter than a header, or the length field disagrees with the byte count.
     #[error("message of {got} bytes, expected {expected}")]
     Length {
@@ -191,32 +166,27 @@ fn get_peer(b: &[u8]) -> Result<Peer, WireError> {
 }
 
 impl Message {
-    /// Encoded size in bytes: `38 + 16 n` in the plain form, `38 + sum (1 + W b)` over the
-    /// packed form's blocks of b elements and width W. Cost O(n).
+    /// Encoded size in bytes: `38 + 16 n` in the plain form, `38 + 4 + 5 r` plus the
+    /// elements' widths in the packed form. Cost O(r).
     pub fn encoded_len(&self) -> usize {
-        match packed_widths(&self.payload) {
-            None => HEADER_BYTES + 16 * self.payload.len(),
-            Some(widths) => {
-                let body: usize = self
-                    .payload
-                    .chunks(BLOCK)
-                    .zip(&widths)
-                    .map(|(b, &w)| 1 + usize::from(w) * b.len())
-                    .sum();
-                HEADER_BYTES + body
-            }
-        }
+        let n = self.payload.len();
+        let packing = self.packing.fit(n);
+        let table = if packing.is_whole() {
+            0
+        } else {
+            4 + RUN_BYTES * packing.runs().len()
+        };
+        HEADER_BYTES + table + packing.payload_bytes(n)
     }
 
-    /// Encodes (format in the module docs). Cost: O(n), at most `38 + 16 n + n / 32 + 1`
-    /// bytes.
+    /// Encodes (format in the module docs). Cost O(n); at most `38 + 16 n + 4 + 5 r` bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let widths = packed_widths(&self.payload);
+        let packing = self.packing.fit(self.payload.len());
         let mut out = Vec::with_capacity(self.encoded_len());
-        out.extend_from_slice(if widths.is_some() {
-            MAGIC_PACKED
-        } else {
+        out.extend_from_slice(if packing.is_whole() {
             MAGIC
+        } else {
+            MAGIC_PACKED
         });
         out.extend_from_slice(&self.session.0);
         put_peer(&mut out, self.from);
@@ -225,17 +195,29 @@ impl Message {
         // Payload lengths are bounded by memory; a protocol never sends 2^32 elements.
         let len = u32::try_from(self.payload.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&len.to_le_bytes());
-        match widths {
-            None => with_le_bytes(&self.payload, |b| out.extend_from_slice(b)),
-            Some(widths) => {
-                for (block, &w) in self.payload.chunks(BLOCK).zip(&widths) {
-                    out.push(w);
-                    for e in block {
-                        out.extend_from_slice(&e.to_le_bytes()[..usize::from(w)]);
-                    }
-                }
-            }
+        if packing.is_whole() {
+            with_le_bytes(&self.payload, |b| out.extend_from_slice(b));
+            return out;
         }
+        let runs = packing.runs();
+        out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+        for &(count, w) in runs {
+            out.extend_from_slice(&count.to_le_bytes());
+            out.push(w);
+        }
+        let mut at = 0;
+        for &(count, w) in runs {
+            let w = usize::from(w);
+            for e in &self.payload[at..at + count as usize] {
+                debug_assert!(
+                    w == 16 || e >> (8 * w) == 0,
+                    "an element wider than its run"
+                );
+                out.extend_from_slice(&e.to_le_bytes()[..w]);
+            }
+            at += count as usize;
+        }
+        with_le_bytes(&self.payload[at..], |b| out.extend_from_slice(b));
         out
     }
 
@@ -259,139 +241,122 @@ impl Message {
         let to = get_peer(&bytes[23..26])?;
         let mut step = [0u8; 8];
         step.copy_from_slice(&bytes[26..34]);
-        let mut len = [0u8; 4];
-        len.copy_from_slice(&bytes[34..38]);
-        let n = u32::from_le_bytes(len) as usize;
-        let body = &bytes[HEADER_BYTES..];
-        let payload = if packed {
-            decode_packed(body, n)?
+        let n = le_u32(&bytes[34..38]) as usize;
+        let (packing, body) = if packed {
+            packed_table(bytes, n)?
         } else {
-            let expected = n
-                .checked_mul(16)
-                .and_then(|p| p.checked_add(HEADER_BYTES))
-                .unwrap_or(usize::MAX);
-            if bytes.len() != expected {
-                return Err(WireError::Length {
-                    expected,
-                    got: bytes.len(),
-                });
-            }
-            let payload: Vec<u128> = body
-                .chunks_exact(16)
-                .map(|c| {
-                    let mut w = [0u8; 16];
-                    w.copy_from_slice(c);
-                    u128::from_le_bytes(w)
-                })
-                .collect();
-            if packed_widths(&payload).is_some() {
-                return Err(WireError::Width {
-                    block: 0,
-                    width: 16,
-                });
-            }
-            payload
+            (Packing::whole(), &bytes[HEADER_BYTES..])
         };
+        // Checked before anything is allocated: at least 8 bytes per element.
+        let expected = checked_payload_bytes(&packing, n)
+            .map_or(usize::MAX, |b| b.saturating_add(bytes.len() - body.len()));
+        if bytes.len() != expected {
+            return Err(WireError::Length {
+                expected,
+                got: bytes.len(),
+            });
+        }
+        let mut payload = Vec::with_capacity(n);
+        let mut at = 0;
+        for &(count, w) in packing.runs() {
+            let w = usize::from(w);
+            let end = at + count as usize * w;
+            payload.extend(body[at..end].chunks_exact(w).map(|c| {
+                let mut e = [0u8; 16];
+                e[..w].copy_from_slice(c);
+                u128::from_le_bytes(e)
+            }));
+            at = end;
+        }
+        payload.extend(body[at..].chunks_exact(16).map(|c| {
+            let mut e = [0u8; 16];
+            e.copy_from_slice(c);
+            u128::from_le_bytes(e)
+        }));
         Ok(Message {
             session: SessionId(session),
             from,
             to,
             step: u64::from_le_bytes(step),
             payload,
+            packing,
         })
     }
 }
 
-/// The payload of the packed form: `n` elements in blocks, each a width byte then its
-/// elements' low bytes; the body must end with the last block.
-fn decode_packed(body: &[u8], n: usize) -> Result<Vec<u128>, WireError> {
-    // At least 1 + 8 b bytes per block of b: a length the body cannot hold is refused
-    // before anything is allocated.
-    let least = n
-        .checked_mul(MIN_WIDTH)
-        .and_then(|b| b.checked_add(n.div_ceil(BLOCK)))
-        .unwrap_or(usize::MAX);
-    if body.len() < least {
-        return Err(WireError::Length {
-            expected: HEADER_BYTES.saturating_add(least),
-            got: HEADER_BYTES + body.len(),
-        });
-    }
-    let mut payload = Vec::with_capacity(n);
-    let mut widths_below_16 = false;
-    let mut at = 0;
-    for block in 0..n.div_ceil(BLOCK) {
-        let count = BLOCK.min(n - block * BLOCK);
-        let width = body[at];
-        let w = usize::from(width);
-        at += 1;
-        let need = at + w * count;
-        if !(MIN_WIDTH..=16).contains(&w) || body.len() < need {
-            if (MIN_WIDTH..=16).contains(&w) {
-                return Err(WireError::Length {
-                    expected: HEADER_BYTES + need,
-                    got: HEADER_BYTES + body.len(),
-                });
-            }
-            return Err(WireError::Width { block, width });
-        }
-        let start = payload.len();
-        payload.extend(body[at..need].chunks_exact(w).map(|c| {
-            let mut e = [0u8; 16];
-            e[..w].copy_from_slice(c);
-            u128::from_le_bytes(e)
-        }));
-        at = need;
-        if block_width(&payload[start..]) != w {
-            return Err(WireError::Width { block, width });
-        }
-        widths_below_16 |= w < 16;
-    }
-    if at != body.len() {
-        return Err(WireError::Length {
-            expected: HEADER_BYTES + at,
-            got: HEADER_BYTES + body.len(),
-        });
-    }
-    if !widths_below_16 {
-        // Every block 16 wide: the plain form is the canonical one.
-        return Err(WireError::Width {
-            block: 0,
-            width: 16,
-        });
-    }
-    Ok(payload)
+fn le_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
+
+/// The packed form's run table (normalised, covering at most `n` elements) and the body
+/// after it.
+fn packed_table(bytes: &[u8], n: usize) -> Result<(Packing, &[u8]), WireError> {
+    let short = |expected: usize| WireError::Length {
+        expected,
+        got: bytes.len(),
+    };
+    let rest = &bytes[HEADER_BYTES..];
+    let r = le_u32(rest.get(..4).ok_or(short(HEADER_BYTES + 4))?) as usize;
+    let table_end = r
+        .checked_mul(RUN_BYTES)
+        .and_then(|t| t.checked_add(4))
+        .unwrap_or(usize::MAX);
+    let table = rest
+        .get(4..table_end)
+        .ok_or(short(HEADER_BYTES.saturating_add(table_end)))?;
+    let runs = table
+        .chunks_exact(RUN_BYTES)
+        .map(|c| (le_u32(&c[..4]), c[4]))
+        .collect();
+    let packing = Packing::from_runs(runs)
+        .filter(|p| !p.is_whole() && p.covered() <= n)
+        .ok_or(WireError::Packing)?;
+    Ok((packing, &rest[table_end..]))
+}
+
+/// [`Packing::payload_bytes`] with overflow checks (`None` on overflow).
+fn checked_payload_bytes(packing: &Packing, n: usize) -> Option<usize> {
+    let mut total = 0usize;
+    for &(count, w) in packing.runs() {
+        total = total.checked_add((count as usize).checked_mul(usize::from(w))?)?;
+    }
+    let rest = n.checked_sub(packing.covered())?;
+    total.checked_add(rest.checked_mul(16)?)
+}
+
+// Every width is at least 8: what bounds a decoder's allocation by twice its input.
+const _: () = assert!(MIN_WIDTH >= 8);
 
 #[cfg(test)]
 mod tests {
-    //! The two payload forms: sizes, round trips, and every non-canonical encoding refused.
+    //! The two payload forms: sizes, round trips, and every non-canonical or short encoding
+    //! refused without a panic.
 
     use proptest::prelude::*;
 
     use super::*;
 
-    fn msg(payload: Vec<u128>) -> Message {
+    fn msg(payload: Vec<u128>, packing: Packing) -> Message {
         Message {
             session: SessionId([3; 16]),
             from: Peer::Node(NodeId::ALL[1]),
             to: Peer::Node(NodeId::ALL[0]),
             step: 7,
             payload,
+            packing,
         }
     }
 
-    /// Words of `bits` bits: the top one set, so each has exactly `bits.div_ceil(8)` bytes.
+    /// Words restricted to `bits` low bits, pseudo-random.
     fn words(n: usize, bits: u32, seed: u128) -> Vec<u128> {
         (0..n as u128)
             .map(|k| {
                 let w = (k + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) ^ seed;
-                let low = if bits == 128 {
+                if bits == 128 {
                     w
                 } else {
                     w & ((1 << bits) - 1)
-                };
-                low | (1u128 << (bits - 1))
+                }
             })
             .collect()
     }
@@ -404,123 +369,143 @@ mod tests {
     }
 
     #[test]
-    fn uniform_elements_travel_whole_and_window_words_packed() {
-        // Empty and uniform payloads: the plain form, 38 + 16 n.
-        let empty = round_trip(&msg(Vec::new()));
+    fn the_packing_not_the_values_sets_the_form_and_the_widths() {
+        let whole = Packing::whole();
+        let empty = round_trip(&msg(Vec::new(), whole.clone()));
         assert_eq!((&empty[..4], empty.len()), (&b"VTM1"[..], 38));
-        let whole = round_trip(&msg(words(70, 128, 1)));
-        assert_eq!((&whole[..4], whole.len()), (&b"VTM1"[..], 38 + 16 * 70));
-        // 80- and 64-bit words: blocks of 32, 32 and 6, one width byte each.
-        let w80 = round_trip(&msg(words(70, 80, 2)));
-        assert_eq!((&w80[..4], w80.len()), (&b"VTM2"[..], 38 + 3 + 10 * 70));
-        assert_eq!(
-            (w80[38], w80[38 + 1 + 320], w80[38 + 2 + 640]),
-            (10, 10, 10)
-        );
-        let w64 = round_trip(&msg(words(33, 64, 3)));
-        assert_eq!(w64.len(), 38 + 2 + 8 * 33);
-        // Narrower words and zeros take the 8-byte minimum.
-        let small = round_trip(&msg(vec![0, 1, 255, 0]));
-        assert_eq!(small.len(), 38 + 1 + 8 * 4);
-        // One whole word widens only its own block: [80-bit x 40, 128-bit, 80-bit x 30].
-        let mut mixed = words(40, 80, 4);
-        mixed.push(u128::MAX);
-        mixed.extend(words(30, 80, 5));
-        let m = round_trip(&msg(mixed));
-        assert_eq!(m.len(), 38 + 3 + 10 * 32 + 16 * 32 + 10 * 7);
+        // Small values, whole packing: still 16 bytes each.
+        let small = round_trip(&msg(vec![0, 1, 2], whole.clone()));
+        assert_eq!((&small[..4], small.len()), (&b"VTM1"[..], 38 + 48));
+        // 80-bit words: one run of 10 bytes, whatever their values (zeros included).
+        let m80 = (1u128 << 80) - 1;
+        let p = Packing::for_masks(&[m80; 70]);
+        for payload in [words(70, 80, 2), vec![0; 70]] {
+            let b = round_trip(&msg(payload, p.clone()));
+            assert_eq!((&b[..4], b.len()), (&b"VTM2"[..], 38 + 4 + 5 + 10 * 70));
+        }
+        // Mixed: 40 words of 80 bits, 1 whole, 30 of 64 bits, 2 whole.
+        let mut masks = vec![m80; 40];
+        masks.push(u128::MAX);
+        masks.extend([u64::MAX as u128; 30]);
+        masks.extend([u128::MAX; 2]);
+        let mut payload = words(40, 80, 4);
+        payload.extend(words(1, 128, 5));
+        payload.extend(words(30, 64, 6));
+        payload.extend(words(2, 128, 7));
+        let p = Packing::for_masks(&masks);
+        assert_eq!(p.runs(), &[(40, 10), (1, 16), (30, 8)]);
+        let b = round_trip(&msg(payload, p));
+        assert_eq!(b.len(), 38 + 4 + 15 + 400 + 16 + 240 + 32);
+        // A packing longer than the payload is cut to it.
+        let long = msg(words(3, 64, 8), Packing::for_masks(&[u64::MAX as u128; 9]));
+        let back = Message::decode(&long.encode()).expect("decode");
+        assert_eq!(back.packing, long.packing.fit(3));
     }
 
     #[test]
     fn non_canonical_and_short_encodings_are_refused() {
-        let good = msg(words(40, 80, 6)).encode();
-        // A width byte wider than the block's largest element, below 8, above 16.
-        for (at, width) in [(38, 11u8), (38, 7), (38, 17), (38 + 1 + 320, 0)] {
+        let m80 = (1u128 << 80) - 1;
+        let mut masks = vec![m80; 40];
+        masks.push(u128::MAX);
+        masks.extend([u64::MAX as u128; 3]);
+        let mut payload = words(40, 80, 4);
+        payload.extend(words(1, 128, 5));
+        payload.extend(words(3, 64, 6));
+        let good = msg(payload, Packing::for_masks(&masks)).encode();
+        let table = HEADER_BYTES + 4;
+        // Run table entries: (40, 10), (1, 16), (3, 8).
+        let with = |at: usize, bytes: &[u8]| {
             let mut b = good.clone();
-            b[at] = width;
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            b
+        };
+        for (what, bad) in [
+            ("no run", with(HEADER_BYTES, &0u32.to_le_bytes())),
+            ("empty run", with(table, &0u32.to_le_bytes())),
+            ("width 7", with(table + 4, &[7])),
+            ("width 17", with(table + 4, &[17])),
+            ("adjacent equal widths", with(table + 9, &[10])),
+            ("last run whole", with(table + 14, &[16])),
+            (
+                "runs past the payload",
+                with(table + 10, &9u32.to_le_bytes()),
+            ),
+        ] {
             assert!(
                 matches!(
-                    Message::decode(&b),
-                    Err(WireError::Width { .. } | WireError::Length { .. })
+                    Message::decode(&bad),
+                    Err(WireError::Packing | WireError::Length { .. })
                 ),
-                "width {width} at {at}"
+                "{what}"
             );
         }
-        // Re-laid out at width 11, the block's bytes are all present: refused for the width.
-        let mut relaid = good[..38].to_vec();
-        relaid.push(11);
-        for w in &words(40, 80, 6)[..32] {
-            relaid.extend_from_slice(&w.to_le_bytes()[..11]);
-        }
-        relaid.extend_from_slice(&good[38 + 1 + 320..]);
         assert_eq!(
-            Message::decode(&relaid),
-            Err(WireError::Width {
-                block: 0,
-                width: 11
-            })
+            Message::decode(&with(table + 4, &[17])),
+            Err(WireError::Packing)
         );
-        // Truncated, extended.
-        for b in [
-            good[..good.len() - 1].to_vec(),
-            [good.clone(), vec![0]].concat(),
-        ] {
-            assert!(matches!(Message::decode(&b), Err(WireError::Length { .. })));
+        // Truncated anywhere, extended: a length error, never a panic.
+        for cut in 0..good.len() {
+            assert!(Message::decode(&good[..cut]).is_err(), "cut at {cut}");
         }
-        // Every block 16 wide in the packed form, and a packable payload in the plain form.
-        let whole = words(3, 128, 7);
-        let mut packed16 = msg(whole.clone()).encode();
-        packed16[..4].copy_from_slice(b"VTM2");
-        packed16.insert(38, 16);
-        assert_eq!(
-            Message::decode(&packed16),
-            Err(WireError::Width {
-                block: 0,
-                width: 16
-            })
-        );
-        let narrow = msg(words(3, 80, 8));
-        let mut plain = narrow.encode()[..38].to_vec();
-        plain[..4].copy_from_slice(b"VTM1");
-        for w in &narrow.payload {
-            plain.extend_from_slice(&w.to_le_bytes());
-        }
-        assert_eq!(
-            Message::decode(&plain),
-            Err(WireError::Width {
-                block: 0,
-                width: 16
-            })
-        );
-        // A length the body cannot hold is refused before anything is allocated.
-        let mut huge = good[..38].to_vec();
-        huge[..4].copy_from_slice(b"VTM2");
+        assert!(matches!(
+            Message::decode(&[good.clone(), vec![0]].concat()),
+            Err(WireError::Length { .. })
+        ));
+        // A run table or a length the body cannot hold is refused before allocating.
+        let mut huge = good[..HEADER_BYTES].to_vec();
         huge[34..38].copy_from_slice(&u32::MAX.to_le_bytes());
-        huge.extend_from_slice(&[8; 64]);
+        huge.extend_from_slice(&1u32.to_le_bytes());
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        huge.push(8);
+        huge.extend_from_slice(&[0; 64]);
         assert!(matches!(
             Message::decode(&huge),
+            Err(WireError::Length { .. })
+        ));
+        let mut runs = good[..HEADER_BYTES].to_vec();
+        runs.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            Message::decode(&runs),
             Err(WireError::Length { .. })
         ));
     }
 
     proptest! {
-        /// Any payload of words restricted to random byte widths round-trips, its encoding
-        /// is the one `encoded_len` predicts, and what decodes holds at most twice the bytes
-        /// received.
+        /// Any payload of words restricted to random byte widths round-trips under the
+        /// packing of its masks, its encoding is as long as `encoded_len` says, and what
+        /// decodes holds at most twice the bytes received.
         #[test]
         fn packed_messages_round_trip(
-            parts in prop::collection::vec((0usize..80, 0u32..=16, any::<u128>()), 0..6),
+            parts in prop::collection::vec((0usize..40, 0u32..=16, any::<u128>()), 0..6),
         ) {
-            let mut payload = Vec::new();
+            let (mut payload, mut masks) = (Vec::new(), Vec::new());
             for (n, bytes, seed) in parts {
                 let mask = if bytes == 16 { u128::MAX } else { (1u128 << (8 * bytes)) - 1 };
                 payload.extend(words(n, 128, seed).into_iter().map(|w| w & mask));
+                masks.extend(std::iter::repeat_n(mask, n));
             }
-            let m = msg(payload);
+            let m = msg(payload, Packing::for_masks(&masks));
             let bytes = m.encode();
             prop_assert_eq!(bytes.len(), m.encoded_len());
             let back = Message::decode(&bytes).expect("decode");
             prop_assert!(16 * back.payload.len() <= 2 * bytes.len());
             prop_assert_eq!(back, m);
+        }
+
+        /// Arbitrary bytes behind a packed header never panic, and what decodes re-encodes
+        /// to them.
+        #[test]
+        fn arbitrary_packed_bodies_decode_canonically(
+            n in 0u32..64,
+            body in prop::collection::vec(any::<u8>(), 0..700),
+        ) {
+            let mut b = msg(Vec::new(), Packing::whole()).encode();
+            b[..4].copy_from_slice(b"VTM2");
+            b[34..38].copy_from_slice(&n.to_le_bytes());
+            b.extend_from_slice(&body);
+            if let Ok(m) = Message::decode(&b) {
+                prop_assert_eq!(m.encode(), b);
+            }
         }
     }
 }

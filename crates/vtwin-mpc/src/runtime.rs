@@ -47,6 +47,7 @@ use crate::input::words;
 use crate::keys::PairSeeds;
 use crate::le_bytes::with_le_bytes;
 use crate::message::{Message, NodeId, Peer, SessionId, HEADER_BYTES};
+use crate::packing::Packing;
 use crate::prg;
 use zeroize::Zeroizing;
 
@@ -246,13 +247,14 @@ impl Ctx {
         i.input_digest.is_some() || i.seed_digests.is_some()
     }
 
-    fn push(&self, to: Peer, step: u64, payload: Vec<u128>) {
+    fn push(&self, to: Peer, step: u64, payload: Vec<u128>, packing: Packing) {
         let msg = Message {
             session: self.session,
             from: Peer::Node(self.id),
             to,
             step,
             payload,
+            packing,
         };
         let mut i = self.inner.borrow_mut();
         let bytes = msg.encoded_len() as u64;
@@ -293,7 +295,21 @@ impl Ctx {
     /// program (possibly with nothing to send or receive) so that round numbers agree.
     pub(crate) async fn exchange(
         &self,
-        mut sends: Vec<(Peer, Vec<u128>)>,
+        sends: Vec<(Peer, Vec<u128>)>,
+        recvs: &[(NodeId, usize)],
+    ) -> Result<Vec<Vec<u128>>, MpcError> {
+        let sends = sends
+            .into_iter()
+            .map(|(to, payload)| (to, payload, Packing::whole()))
+            .collect();
+        self.exchange_packed(sends, recvs).await
+    }
+
+    /// [`Ctx::exchange`] with each message's [`Packing`] (its elements' public widths on
+    /// the wire).
+    pub(crate) async fn exchange_packed(
+        &self,
+        mut sends: Vec<(Peer, Vec<u128>, Packing)>,
         recvs: &[(NodeId, usize)],
     ) -> Result<Vec<Vec<u128>>, MpcError> {
         let (step, digest, seeds) = {
@@ -336,8 +352,8 @@ impl Ctx {
             }
             _ => {}
         }
-        for (to, payload) in sends {
-            self.push(to, step, payload);
+        for (to, payload, packing) in sends {
+            self.push(to, step, payload, packing);
         }
         let mut out = Vec::with_capacity(recvs.len());
         for &(from, len) in &recvs {
@@ -441,10 +457,12 @@ fn check_word(corr: &[u8], seed: Option<&[u128; 2]>) -> [u128; 2] {
 
 /// Appends `words` to this round's message to `to` (a message of their own if there is
 /// none).
-fn attach(sends: &mut Vec<(Peer, Vec<u128>)>, to: NodeId, words: &[u128]) {
-    match sends.iter_mut().find(|(p, _)| *p == Peer::Node(to)) {
-        Some((_, p)) => p.extend_from_slice(words),
-        None => sends.push((Peer::Node(to), words.to_vec())),
+/// Appends `words` to this round's message to `to` (whole: a packing's runs cover only the
+/// elements it was made for), or sends them alone.
+fn attach(sends: &mut Vec<(Peer, Vec<u128>, Packing)>, to: NodeId, words: &[u128]) {
+    match sends.iter_mut().find(|(p, _, _)| *p == Peer::Node(to)) {
+        Some((_, p, _)) => p.extend_from_slice(words),
+        None => sends.push((Peer::Node(to), words.to_vec(), Packing::whole())),
     }
 }
 

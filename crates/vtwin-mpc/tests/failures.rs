@@ -9,8 +9,8 @@ use rand_chacha::ChaCha20Rng;
 use vtwin_mpc::keys::simulated_seeds;
 use vtwin_mpc::multiply::mul;
 use vtwin_mpc::{
-    Ctx, InputClient, InputError, InputRange, Message, MpcError, Node, NodeId, Opening, Peer,
-    SessionId, Shared, Simulation, WireError,
+    Ctx, InputClient, InputError, InputRange, Message, MpcError, Node, NodeId, Opening, Packing,
+    Peer, SessionId, Shared, Simulation, WireError,
 };
 
 const S: SessionId = common::SESSION;
@@ -303,6 +303,7 @@ fn opening_rejects_bad_shares() {
         to: Peer::Client(1),
         step: 4,
         payload: vec![1, 2],
+        packing: Packing::whole(),
     };
     o.handle(base.clone()).expect("first");
     assert!(matches!(

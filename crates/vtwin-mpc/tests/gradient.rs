@@ -182,6 +182,7 @@ fn adult_scale_costs() {
     let (bk, bb, kk, dd) = ((b * k) as u64, b as u64, k as u64, (d - k) as u64);
     assert_eq!((per_bk, per_record), (10 * p + 13, 523));
     assert_eq!(circuit, per_bk * bk + per_record * bb + t * kk + 2 * t * dd);
+    assert_packed_words(&total, bb);
     println!(
         "B = {b}, K = {k}, d = {d}: {} rounds, {} messages, {} bytes between nodes \
          ({} elements = {inputs} of the two input checks + circuit (13 + 10 P) B K + 523 B + 5 K + 10 (d - K) \
@@ -193,6 +194,21 @@ fn adult_scale_costs() {
         total.elements,
         total.bytes_to_clients,
         masks.len()
+    );
+}
+
+/// The binary layers' words travel at their windows' width (`protocols/mpc-binary.md`): per
+/// record the reciprocal's 20 AND words per node at 8 bytes instead of 16 and the clip
+/// factor's 23 of the 80-bit window at 10, less each packed message's run table (4 + 5 r
+/// bytes); every other element whole.
+fn assert_packed_words(total: &vtwin_mpc::Counters, records: u64) {
+    let plain = 38 * total.messages + 16 * total.elements;
+    let saved = plain - total.bytes;
+    let ideal = (3 * 20 * 8 + 3 * 23 * 6) * records;
+    println!("packed words: {saved} bytes saved of at most {ideal}");
+    assert!(
+        saved < ideal && saved > ideal * 98 / 100,
+        "{saved} of {ideal}"
     );
 }
 
@@ -223,6 +239,8 @@ fn adult_scale_costs_with_integer_statistics() {
         per_bk * bk + 523 * bb + t * kk + t * dd
     );
     assert_eq!(real.elements - int.elements, t * dd);
+    assert_packed_words(&int, bb);
+    assert_packed_words(&real, bb);
     println!(
         "B = {b}, K = {k}, d = {d}: integer statistics {} rounds, {} bytes between nodes; \
          at scale 2^32 {} rounds, {} bytes",

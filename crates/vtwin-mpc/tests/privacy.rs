@@ -7,12 +7,13 @@ use std::collections::HashSet;
 
 use common::{replay, run_seeded};
 use vtwin_fixed::{Fx, Reciprocal, Truncator};
-use vtwin_mpc::{inv_sqrt, multiply, reciprocal, Delivery, Message, SimReport};
+use vtwin_mpc::{exp, inv_sqrt, multiply, reciprocal, Delivery, Message, SimReport};
 
 const N: usize = 400;
 const CLIP: f64 = 1.5;
 
-/// The circuit under test: a product, a reciprocal and a clip factor.
+/// The circuit under test: a product, a reciprocal, a clip factor and `exp(y - 1)` (every
+/// windowed binary layer: 64, 80 and 40 bits).
 /// Fresh node keys and client seeds for each `seed`.
 fn circuit(x: &[u128], y: &[u128], seed: u64) -> SimReport<Vec<u128>> {
     let rep = run_seeded(
@@ -23,14 +24,17 @@ fn circuit(x: &[u128], y: &[u128], seed: u64) -> SimReport<Vec<u128>> {
             let z = multiply::mul_trunc(&ctx, &v[0], &v[1], 32).await?;
             let r = reciprocal::reciprocal(&ctx, &v[0]).await?;
             let c = inv_sqrt::clip_factor(&ctx, &v[0], Fx::from_f64(CLIP).expect("C")).await?;
+            let shifted = v[1].add_public(ctx.id(), Fx::ONE.0.wrapping_neg());
+            let e = exp::exp(&ctx, &shifted).await?;
             let mut out = z.own().to_vec();
             out.extend_from_slice(r.own());
             out.extend_from_slice(c.own());
+            out.extend_from_slice(e.own());
             Ok(out)
         },
     )
     .expect("run");
-    assert_eq!(rep.masks.len(), 1 + 6 + 8);
+    assert_eq!(rep.masks.len(), 1 + 6 + 8 + 9);
     rep
 }
 
@@ -51,10 +55,34 @@ fn inputs_b() -> (Vec<u128>, Vec<u128>) {
 
 /// Payload elements node `i` received.
 fn received(rep: &SimReport<Vec<u128>>, i: usize) -> Vec<u128> {
-    rep.views[i]
-        .iter()
+    elements(&rep.views[i])
+}
+
+fn elements(view: &[Vec<u8>]) -> Vec<u128> {
+    view.iter()
         .flat_map(|b| Message::decode(b).expect("decode").payload)
         .collect()
+}
+
+/// The payload bytes of a view as they came on the wire: every byte after each message's
+/// header and run table (windowed binary words in their windows' bytes, `vtwin_mpc::binary`).
+fn wire_payload(view: &[Vec<u8>]) -> Vec<u8> {
+    view.iter()
+        .flat_map(|b| {
+            let m = Message::decode(b).expect("decode");
+            let runs = m.packing.runs().len();
+            let table = if runs == 0 { 0 } else { 4 + 5 * runs };
+            b[38 + table..].to_vec()
+        })
+        .collect()
+}
+
+/// The sorted lengths of a view's messages: the same for any inputs, as the widths follow
+/// the public layout only.
+fn lengths(view: &[Vec<u8>]) -> Vec<usize> {
+    let mut l: Vec<usize> = view.iter().map(Vec::len).collect();
+    l.sort_unstable();
+    l
 }
 
 fn byte_hist(v: &[u128]) -> Vec<f64> {
@@ -68,23 +96,6 @@ fn hist(bytes: &[u8]) -> Vec<f64> {
         h[b as usize] += 1.0;
     }
     h
-}
-
-/// The histograms of two views of the same layout, element by element over the bytes below
-/// the larger of the two elements' byte lengths. A binary layer of a window below 128 bits
-/// sends words whose bytes above the window are zero in every share, by the protocol's
-/// public layout (`vtwin_mpc::binary`); the bytes below must be uniform. (A uniform
-/// element loses its top byte here only when it is zero in both views, 2^-16 of them.)
-fn width_hists(a: &[u128], b: &[u128]) -> (Vec<f64>, Vec<f64>) {
-    assert_eq!(a.len(), b.len(), "views of the same layout");
-    let len = |w: u128| (128 - w.leading_zeros() as usize).div_ceil(8);
-    let (mut ba, mut bb) = (Vec::new(), Vec::new());
-    for (&x, &y) in a.iter().zip(b) {
-        let w = len(x).max(len(y));
-        ba.extend_from_slice(&x.to_le_bytes()[..w]);
-        bb.extend_from_slice(&y.to_le_bytes()[..w]);
-    }
-    (hist(&ba), hist(&bb))
 }
 
 fn bit_counts(v: &[u128]) -> Vec<f64> {
@@ -142,7 +153,11 @@ fn node_views_do_not_depend_on_inputs() {
             vb.len(),
             "node {i}: traffic size is data-independent"
         );
-        let (ha, hb) = width_hists(&va, &vb);
+        assert_eq!(lengths(&ra.views[i]), lengths(&rb.views[i]));
+        let (ha, hb) = (
+            hist(&wire_payload(&ra.views[i])),
+            hist(&wire_payload(&rb.views[i])),
+        );
         let two = chi2_two_sample(&ha, &hb);
         let ua = chi2_uniform(&ha);
         let ub = chi2_uniform(&hb);
@@ -187,10 +202,6 @@ fn the_statistics_detect_cleartext() {
     let (xb, _) = inputs_b();
     assert!(chi2_uniform(&byte_hist(&xb)) > 10.0 * CHI2_255_999);
     assert!(chi2_two_sample(&byte_hist(&xa), &byte_hist(&xb)) > CHI2_255_999);
-    // Trimmed to the views' byte lengths, as the view tests read them, cleartext still shows.
-    let (ha, hb) = width_hists(&xa, &xb);
-    assert!(chi2_uniform(&hb) > 10.0 * CHI2_255_999);
-    assert!(chi2_two_sample(&ha, &hb) > CHI2_255_999);
     let n = xa.len() as f64;
     assert!(chi2_bits(&bit_counts(&xa), &bit_counts(&xb), n) > CHI2_128_999);
 }
@@ -411,12 +422,14 @@ fn gradient_views_do_not_depend_on_inputs() {
     let vb = gradient_view(&b, 32);
     for i in 0..3 {
         assert_eq!(va[i].len(), vb[i].len());
-        let (ha, hb) = width_hists(&va[i], &vb[i]);
+        assert_eq!(lengths(&va[i]), lengths(&vb[i]));
+        let (ha, hb) = (hist(&wire_payload(&va[i])), hist(&wire_payload(&vb[i])));
+        let (ea, eb) = (elements(&va[i]), elements(&vb[i]));
         let two = chi2_two_sample(&ha, &hb);
-        let bits = chi2_bits(&bit_counts(&va[i]), &bit_counts(&vb[i]), va[i].len() as f64);
+        let bits = chi2_bits(&bit_counts(&ea), &bit_counts(&eb), ea.len() as f64);
         println!(
             "gradient, node {i}: {} elements; bytes two-sample chi2 {two:.1}, uniform {:.1}; bits chi2 {bits:.1}",
-            va[i].len(),
+            ea.len(),
             chi2_uniform(&ha)
         );
         assert!(two < CHI2_255_999 && bits < CHI2_128_999, "node {i}");
@@ -424,8 +437,8 @@ fn gradient_views_do_not_depend_on_inputs() {
     }
 }
 
-/// Payload elements each node received in one gradient iteration, keys from `seed`.
-fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<u128>; 3] {
+/// The encoded messages each node received in one gradient iteration, keys from `seed`.
+fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<Vec<u8>>; 3] {
     use rand_chacha::rand_core::SeedableRng;
     use vtwin_mpc::gradient::{gradient, receive_inputs};
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -454,10 +467,5 @@ fn gradient_view(inst: &gradient_ref::Instance, seed: u64) -> [Vec<u128>; 3] {
             }
         })
         .expect("run");
-    core::array::from_fn(|i| {
-        rep.views[i]
-            .iter()
-            .flat_map(|m| Message::decode(m).expect("decode").payload)
-            .collect()
-    })
+    core::array::from_fn(|i| rep.views[i].clone())
 }
