@@ -621,4 +621,76 @@ mod tests {
             }
         }
     }
+
+    /// The packings every windowed layer declares: from the public masks alone, the same for
+    /// any words (the view tests of `tests/privacy.rs` check the lengths end to end).
+    #[test]
+    fn windowed_layers_declare_their_masks_widths() {
+        let packings = |levels: Option<u32>, x: Vec<u128>, signed: Vec<u128>| {
+            let program = move |ctx: Ctx| {
+                let (x, signed) = (x.clone(), signed.clone());
+                async move {
+                    let me = ctx.id();
+                    let x = Shared::known_at(me, 0, &x);
+                    let signed = Shared::known_at(me, 0, &signed);
+                    match levels {
+                        Some(l) => a2b(&ctx, &x, l).await.map(|_| ()),
+                        None => msb_one_hot_and_signs(&ctx, &x, 80, &signed)
+                            .await
+                            .map(|_| ()),
+                    }
+                }
+            };
+            let rep = Simulation::new(S, SEED)
+                .expect("seeds")
+                .record_views()
+                .run(program)
+                .expect("run");
+            let mut all: Vec<(usize, Vec<(u32, u8)>)> = rep.views[0]
+                .iter()
+                .map(|b| {
+                    let m = Message::decode(b).expect("decode");
+                    (m.payload.len(), m.packing.runs().to_vec())
+                })
+                .collect();
+            all.sort();
+            all.dedup();
+            all
+        };
+        let (n, m) = (5u32, 2u32);
+        let (nu, mu) = (n as usize, m as usize);
+        let x = |seed: u128| {
+            (0..u128::from(n))
+                .map(|k| (k + 1) * seed)
+                .collect::<Vec<_>>()
+        };
+        // exp's a2b (6 levels): every word in 8 bytes (1 or 2 per value a layer); 7 levels:
+        // whole.
+        for seed in [1, u128::MAX / 7] {
+            let want = vec![(nu, vec![(n, 8)]), (2 * nu, vec![(2 * n, 8)])];
+            assert_eq!(packings(Some(6), x(seed), vec![]), want);
+            let whole = vec![(nu, vec![]), (2 * nu, vec![])];
+            assert_eq!(packings(Some(7), x(seed), vec![]), whole);
+        }
+        // The clip's adder: x's words in 10 bytes, the sign words whole, in each layer's
+        // order (carry-save and generate: [x, s]; levels: [p, p, q] and the last [p, q]; T:
+        // [x]). A run of whole words at the end is left to the plain tail.
+        let s = |seed: u128| {
+            (0..u128::from(m))
+                .map(|k| (k + 3) * seed)
+                .collect::<Vec<_>>()
+        };
+        let want = vec![
+            (nu, vec![(n, 10)]),
+            (nu + mu, vec![(n, 10)]),
+            (2 * nu + mu, vec![(n, 10), (m, 16), (n, 10)]),
+            (
+                3 * nu + 2 * mu,
+                vec![(n, 10), (m, 16), (n, 10), (m, 16), (n, 10)],
+            ),
+        ];
+        for seed in [1, u128::MAX / 7] {
+            assert_eq!(packings(None, x(seed), s(seed)), want, "seed {seed}");
+        }
+    }
 }

@@ -64,9 +64,12 @@ impl Packing {
         self.runs.is_empty()
     }
 
-    /// Elements the runs cover.
+    /// Elements the runs cover (saturating: a table from the wire is checked against the
+    /// message's length, which is below 2^32).
     pub fn covered(&self) -> usize {
-        self.runs.iter().map(|&(n, _)| n as usize).sum()
+        self.runs
+            .iter()
+            .fold(0usize, |acc, &(n, _)| acc.saturating_add(n as usize))
     }
 
     /// This packing over a payload of `n` elements: runs past `n` cut off, then normalised.
@@ -126,6 +129,8 @@ mod tests {
         assert_eq!(p.payload_bytes(6), 2 * 10 + 16 + 10 + 2 * 16);
         assert!(Packing::for_masks(&[u128::MAX; 3]).is_whole());
         assert_eq!(p.fit(2).runs(), &[(2, 10)]);
+        // Cut after a whole run: the trailing whole run goes (the plain tail covers it).
+        assert_eq!(p.fit(3).runs(), &[(2, 10)]);
         assert!(p.fit(0).is_whole());
         assert_eq!(p.fit(9), p);
         assert_eq!(Packing::from_runs(p.runs().to_vec()), Some(p));

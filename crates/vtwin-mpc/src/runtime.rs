@@ -455,8 +455,6 @@ fn check_word(corr: &[u8], seed: Option<&[u128; 2]>) -> [u128; 2] {
     digest_words(h)
 }
 
-/// Appends `words` to this round's message to `to` (a message of their own if there is
-/// none).
 /// Appends `words` to this round's message to `to` (whole: a packing's runs cover only the
 /// elements it was made for), or sends them alone.
 fn attach(sends: &mut Vec<(Peer, Vec<u128>, Packing)>, to: NodeId, words: &[u128]) {
@@ -674,7 +672,8 @@ impl<T: 'static> Node<T> {
     }
 }
 
-/// Bytes of one message carrying `n` ring elements.
+/// Bytes of one message carrying `n` ring elements in the plain form (16 bytes each; a
+/// packed message's are [`Message::encoded_len`]).
 pub const fn message_bytes(n: usize) -> usize {
     HEADER_BYTES + 16 * n
 }
