@@ -205,11 +205,7 @@ impl Message {
             return out;
         }
         let runs = packing.runs();
-        out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
-        for &(count, w) in runs {
-            out.extend_from_slice(&count.to_le_bytes());
-            out.push(w);
-        }
+        put_run_table(&mut out, runs);
         let mut at = 0;
         for &(count, w) in runs {
             let w = usize::from(w);
@@ -288,6 +284,15 @@ impl Message {
             payload,
             packing,
         })
+    }
+}
+
+/// The packed form's run table: r (u32 LE), then each run's count (u32 LE) and width.
+fn put_run_table(out: &mut Vec<u8>, runs: &[(u32, u8)]) {
+    out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+    for &(count, w) in runs {
+        out.extend_from_slice(&count.to_le_bytes());
+        out.push(w);
     }
 }
 
@@ -415,11 +420,7 @@ mod tests {
     fn encode_runs(payload: &[u128], runs: &[(u32, u8)]) -> Vec<u8> {
         let mut b = msg(payload.to_vec(), Packing::whole()).encode()[..HEADER_BYTES].to_vec();
         b[..4].copy_from_slice(b"VTM2");
-        b.extend_from_slice(&(runs.len() as u32).to_le_bytes());
-        for &(count, w) in runs {
-            b.extend_from_slice(&count.to_le_bytes());
-            b.push(w);
-        }
+        put_run_table(&mut b, runs);
         let mut at = 0;
         for &(count, w) in runs {
             for e in payload.iter().skip(at).take(count as usize) {
