@@ -103,8 +103,8 @@ async fn carry_save_generate(
 /// bit j) of every value, exact below position `2^levels + 1` and inside its mask (`masks`,
 /// low bits, one per value). Riding in the same AND layers, a suffix-AND from the top on
 /// `q` (bit j becomes the AND of the `2^levels` bits from j up), whose words stand for ones
-/// above their masks (`q_masks`) and above bit 127, and are zero there in every share. Per level: 1 round; 2 AND words per value (1 on the
-/// last) plus 1 per word of `q`.
+/// above their masks (`q_masks`) and above bit 127, and are zero there in every share. Per
+/// level: 1 round; 2 AND words per value (1 on the last) plus 1 per word of `q`.
 async fn prefix_levels(
     ctx: &Ctx,
     p: &BitShared,
