@@ -117,35 +117,40 @@ async fn prefix_levels(
     let n = p.len();
     let nq = q.len();
     let mut p = p.clone();
+    // The same in every level: the masks of [p, p, q] (of [p, q] on the last) and q's ones.
     let layer_masks = |copies: usize| -> Vec<u128> {
         let mut m = masks.repeat(copies);
         m.extend_from_slice(q_masks);
         m
     };
+    let (masks_pq, masks_ppq) = (layer_masks(1), layer_masks(2));
+    let q_ones: Vec<u128> = q_masks.iter().map(|m| !m).collect();
+    let q_ones = BitShared::known_at(me, 0, &q_ones);
     for l in 0..levels {
         let k = 1u32 << l;
         let g_shift = g.map(|w| w << k);
         // q's bits above its mask are 1 (zero in every share: restored by a public XOR),
         // and so are the vacated top bits of q >> k.
-        let q_shift = restore_ones(me, &q, q_masks)
+        let q_shift = q
+            .xor(&q_ones)
             .map(|w| w >> k)
             .xor_public(me, !(u128::MAX >> k));
         let last = l + 1 == levels;
-        let (lhs, rhs, copies) = if last {
+        let (lhs, rhs, layer) = if last {
             (
                 BitShared::concat(&[&p, &q]),
                 BitShared::concat(&[&g_shift, &q_shift]),
-                1,
+                &masks_pq,
             )
         } else {
             let p_shift = p.map(|w| w << k);
             (
                 BitShared::concat(&[&p, &p, &q]),
                 BitShared::concat(&[&g_shift, &p_shift, &q_shift]),
-                2,
+                &masks_ppq,
             )
         };
-        let r = and_within(ctx, &lhs, &rhs, &layer_masks(copies)).await?;
+        let r = and_within(ctx, &lhs, &rhs, layer).await?;
         g = g.xor(&r.slice(0..n));
         if !last {
             p = r.slice(n..2 * n);
@@ -153,13 +158,6 @@ async fn prefix_levels(
         q = r.slice(r.len() - nq..r.len());
     }
     Ok((g.map(|w| w << 1), q))
-}
-
-/// `q` with the bits outside each word's mask set to 1: they are 0 in every share of a
-/// restricted AND output, and 1 in the value they stand for. Local.
-fn restore_ones(me: NodeId, q: &BitShared, masks: &[u128]) -> BitShared {
-    let ones: Vec<u128> = masks.iter().map(|m| !m).collect();
-    q.xor(&BitShared::known_at(me, 0, &ones))
 }
 
 /// Arithmetic-to-binary: the XOR sharing of the bits of `x mod 2^128`, correct in bit

@@ -169,14 +169,7 @@ impl Message {
     /// Encoded size in bytes: `38 + 16 n` in the plain form, `38 + 4 + 5 r` plus the
     /// elements' widths in the packed form. Cost O(r).
     pub fn encoded_len(&self) -> usize {
-        let n = self.payload.len();
-        let packing = self.packing.fit(n);
-        let table = if packing.is_whole() {
-            0
-        } else {
-            4 + RUN_BYTES * packing.runs().len()
-        };
-        HEADER_BYTES + table + packing.payload_bytes(n)
+        encoded_len_with(&self.packing.fit(self.payload.len()), self.payload.len())
     }
 
     /// Encodes (format in the module docs). Cost O(n); at most `38 + 16 n + 4 + 5 r` bytes.
@@ -186,8 +179,9 @@ impl Message {
     /// # Panics
     /// If an element has bits above its run's width (the sender's masks must restrict it).
     pub fn encode(&self) -> Vec<u8> {
-        let packing = self.packing.fit(self.payload.len());
-        let mut out = Vec::with_capacity(self.encoded_len());
+        let n = self.payload.len();
+        let packing = self.packing.fit(n);
+        let mut out = Vec::with_capacity(encoded_len_with(&packing, n));
         out.extend_from_slice(if packing.is_whole() {
             MAGIC
         } else {
@@ -198,18 +192,17 @@ impl Message {
         put_peer(&mut out, self.to);
         out.extend_from_slice(&self.step.to_le_bytes());
         // Payload lengths are bounded by memory; a protocol never sends 2^32 elements.
-        let len = u32::try_from(self.payload.len()).unwrap_or(u32::MAX);
+        let len = u32::try_from(n).unwrap_or(u32::MAX);
         out.extend_from_slice(&len.to_le_bytes());
         if packing.is_whole() {
             with_le_bytes(&self.payload, |b| out.extend_from_slice(b));
             return out;
         }
-        let runs = packing.runs();
-        put_run_table(&mut out, runs);
+        put_run_table(&mut out, packing.runs());
         let mut at = 0;
-        for &(count, w) in runs {
+        for (count, w) in packing.segments(n).into_iter().flatten() {
             let w = usize::from(w);
-            for e in &self.payload[at..at + count as usize] {
+            for e in &self.payload[at..at + count] {
                 // Dropping the bits would corrupt a share without a trace: a sender that
                 // declares a width its words exceed is a bug, not an input.
                 assert!(
@@ -218,9 +211,8 @@ impl Message {
                 );
                 out.extend_from_slice(&e.to_le_bytes()[..w]);
             }
-            at += count as usize;
+            at += count;
         }
-        with_le_bytes(&self.payload[at..], |b| out.extend_from_slice(b));
         out
     }
 
@@ -251,7 +243,8 @@ impl Message {
             (Packing::whole(), &bytes[HEADER_BYTES..])
         };
         // Checked before anything is allocated: at least 8 bytes per element.
-        let expected = checked_payload_bytes(&packing, n)
+        let expected = packing
+            .payload_bytes(n)
             .map_or(usize::MAX, |b| b.saturating_add(bytes.len() - body.len()));
         if bytes.len() != expected {
             return Err(WireError::Length {
@@ -261,9 +254,9 @@ impl Message {
         }
         let mut payload = Vec::with_capacity(n);
         let mut at = 0;
-        for &(count, w) in packing.runs() {
+        for (count, w) in packing.segments(n).into_iter().flatten() {
             let w = usize::from(w);
-            let end = at + count as usize * w;
+            let end = at + count * w;
             payload.extend(body[at..end].chunks_exact(w).map(|c| {
                 let mut e = [0u8; 16];
                 e[..w].copy_from_slice(c);
@@ -271,11 +264,6 @@ impl Message {
             }));
             at = end;
         }
-        payload.extend(body[at..].chunks_exact(16).map(|c| {
-            let mut e = [0u8; 16];
-            e.copy_from_slice(c);
-            u128::from_le_bytes(e)
-        }));
         Ok(Message {
             session: SessionId(session),
             from,
@@ -326,14 +314,15 @@ fn packed_table(bytes: &[u8], n: usize) -> Result<(Packing, &[u8]), WireError> {
     Ok((packing, &rest[table_end..]))
 }
 
-/// [`Packing::payload_bytes`] with overflow checks (`None` on overflow).
-fn checked_payload_bytes(packing: &Packing, n: usize) -> Option<usize> {
-    let mut total = 0usize;
-    for &(count, w) in packing.runs() {
-        total = total.checked_add((count as usize).checked_mul(usize::from(w))?)?;
-    }
-    let rest = n.checked_sub(packing.covered())?;
-    total.checked_add(rest.checked_mul(16)?)
+/// Encoded size of `n` elements under a packing already fitted to them.
+fn encoded_len_with(packing: &Packing, n: usize) -> usize {
+    let table = if packing.is_whole() {
+        0
+    } else {
+        4 + RUN_BYTES * packing.runs().len()
+    };
+    // A payload in memory has a size that fits.
+    HEADER_BYTES + table + packing.payload_bytes(n).unwrap_or(usize::MAX)
 }
 
 // Every width is at least 8: what bounds a decoder's allocation by twice its input.

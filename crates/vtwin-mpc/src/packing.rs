@@ -88,14 +88,21 @@ impl Packing {
         p
     }
 
-    /// Bytes of a payload of `n` elements (`n` at least [`Packing::covered`]).
-    pub fn payload_bytes(&self, n: usize) -> usize {
-        let runs: usize = self
-            .runs
-            .iter()
-            .map(|&(c, w)| c as usize * usize::from(w))
-            .sum();
-        runs + 16 * n.saturating_sub(self.covered())
+    /// Bytes of a payload of `n` elements: `None` if the runs cover more than `n` or the
+    /// sum overflows (a table from the wire is checked with it before anything is
+    /// allocated).
+    pub fn payload_bytes(&self, n: usize) -> Option<usize> {
+        self.segments(n)?.try_fold(0usize, |total, (count, w)| {
+            total.checked_add(count.checked_mul(usize::from(w))?)
+        })
+    }
+
+    /// The runs and then the rest of a payload of `n` elements as one whole segment:
+    /// `(elements, bytes per element)`, `None` if the runs cover more than `n`.
+    pub(crate) fn segments(&self, n: usize) -> Option<impl Iterator<Item = (usize, u8)> + '_> {
+        let rest = n.checked_sub(self.covered())?;
+        let runs = self.runs.iter().map(|&(c, w)| (c as usize, w));
+        Some(runs.chain(std::iter::once((rest, 16))))
     }
 
     fn push(&mut self, n: u32, w: u8) {
@@ -126,7 +133,8 @@ mod tests {
         let m80 = (1u128 << 80) - 1;
         let p = Packing::for_masks(&[m80, m80, u128::MAX, m80, u128::MAX, u128::MAX]);
         assert_eq!(p.runs(), &[(2, 10), (1, 16), (1, 10)]);
-        assert_eq!(p.payload_bytes(6), 2 * 10 + 16 + 10 + 2 * 16);
+        assert_eq!(p.payload_bytes(6), Some(2 * 10 + 16 + 10 + 2 * 16));
+        assert_eq!(p.payload_bytes(3), None);
         assert!(Packing::for_masks(&[u128::MAX; 3]).is_whole());
         assert_eq!(p.fit(2).runs(), &[(2, 10)]);
         // Cut after a whole run: the trailing whole run goes (the plain tail covers it).

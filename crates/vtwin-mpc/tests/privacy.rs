@@ -64,15 +64,15 @@ fn elements(view: &[Vec<u8>]) -> Vec<u128> {
         .collect()
 }
 
-/// The payload bytes of a view as they came on the wire: every byte after each message's
-/// header and run table (windowed binary words in their windows' bytes, `vtwin_mpc::binary`).
+/// The payload bytes of a view as they came on the wire: each message's last bytes, as many
+/// as its packing gives its elements (windowed binary words in their windows' bytes,
+/// `vtwin_mpc::binary`).
 fn wire_payload(view: &[Vec<u8>]) -> Vec<u8> {
     view.iter()
         .flat_map(|b| {
             let m = Message::decode(b).expect("decode");
-            let runs = m.packing.runs().len();
-            let table = if runs == 0 { 0 } else { 4 + 5 * runs };
-            b[38 + table..].to_vec()
+            let len = m.packing.payload_bytes(m.payload.len()).expect("fits");
+            b[b.len() - len..].to_vec()
         })
         .collect()
 }
